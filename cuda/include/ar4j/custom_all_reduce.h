@@ -151,7 +151,8 @@ int ar4j_register_graph_inputs(ar4j_context *ctx, const void *const *ptrs, int32
  * the peers'. Dispose it and make a new group. */
 int ar4j_read_timeout(ar4j_context *ctx, ar4j_timeout_info *out, int32_t clear);
 
-/* The cudaError_t of the last failed CUDA call made by this context (0 if none). */
+/* The cudaError_t of the last failed CUDA call made by this context (0 if none); with NULL,
+ * that of the calling thread's last ar4j_context_create that failed with AR4J_ERROR_CUDA. */
 int ar4j_last_cuda_error(const ar4j_context *ctx);
 
 #ifdef __cplusplus
