@@ -24,6 +24,8 @@ using ar4j::Signal;
 static_assert(AR4J_MAX_RANKS == kMaxRanks, "header and kernels disagree on the rank limit");
 static_assert(AR4J_MAX_BLOCKS == kMaxBlocks, "header and kernels disagree on the block limit");
 static_assert(sizeof(RankPtrs) == 64, "RankPtrs layout");
+static_assert(AR4J_PUSH_MAX_BYTES == ar4j::kPushMaxBytes, "header and kernels disagree on the push limit");
+static_assert(ar4j::kPushBlocks <= kMaxBlocks, "push grid exceeds the signal layout");
 
 struct Registration {
     uintptr_t base;  // local pointer
@@ -123,8 +125,10 @@ cudaError_t launch_typed(int32_t algorithm, bool in_place, const Params &p, int 
         } else {
             ar4j::one_stage_kernel<T, WS, false><<<blocks, threads, 0, stream>>>(p);
         }
-    } else {
+    } else if (algorithm == AR4J_ALGO_TWO_STAGE) {
         ar4j::two_stage_kernel<T, WS><<<blocks, threads, 0, stream>>>(p);
+    } else {
+        ar4j::push_kernel<T, WS><<<ar4j::kPushBlocks, ar4j::kPushThreads, 0, stream>>>(p);
     }
     return cudaGetLastError();
 }
@@ -180,11 +184,13 @@ AR4J_API const char *ar4j_status_message(int status) {
         case AR4J_ERROR_MISALIGNED: return "device pointers must be 16-byte aligned";
         case AR4J_ERROR_EMPTY: return "element count must be at least 1";
         case AR4J_ERROR_TOO_LARGE:
-            return "the byte size exceeds the registered buffer or the context's maximum (max_bytes)";
+            return "the byte size exceeds the registered buffer, the context's maximum (max_bytes) or, for "
+                   "ONE_SHOT_PUSH, AR4J_PUSH_MAX_BYTES";
         case AR4J_ERROR_NOT_REGISTERED:
             return "the input lies in no registered buffer and the stream is not capturing a graph";
         case AR4J_ERROR_DTYPE: return "dtype must be AR4J_DTYPE_FLOAT32, AR4J_DTYPE_FLOAT16 or AR4J_DTYPE_BFLOAT16";
-        case AR4J_ERROR_ALGORITHM: return "algorithm must be AR4J_ALGO_ONE_STAGE or AR4J_ALGO_TWO_STAGE";
+        case AR4J_ERROR_ALGORITHM:
+            return "algorithm must be AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE or AR4J_ALGO_ONE_SHOT_PUSH";
         case AR4J_ERROR_DEADLINE: return "the deadline must be greater than zero nanoseconds";
         case AR4J_ERROR_CAPACITY: return "the registration table is full (max_buffers)";
         case AR4J_ERROR_ALREADY_REGISTERED: return "the buffer overlaps a registered buffer";
@@ -201,11 +207,10 @@ AR4J_API const char *ar4j_status_message(int status) {
     }
 }
 
-AR4J_API int ar4j_abi_version(void) { return 100; }
+AR4J_API int ar4j_abi_version(void) { return 200; }
 
 AR4J_API size_t ar4j_signal_size(size_t max_bytes) {
-    const size_t rounded = (max_bytes + 15) & ~static_cast<size_t>(15);
-    return ar4j::kScratchOffset + rounded;
+    return ar4j::push_area_offset(max_bytes) + ar4j::kPushAreaBytes;
 }
 
 AR4J_API int ar4j_context_create(ar4j_context **out, const void *const *signals, int32_t rank, int32_t world_size,
@@ -246,6 +251,18 @@ AR4J_API int ar4j_context_create(ar4j_context **out, const void *const *signals,
         *ctx->error_host = 0;
         e = cudaHostGetDevicePointer(reinterpret_cast<void **>(&ctx->error_device), ctx->error_host, 0);
     }
+    if (e == cudaSuccess) {
+        // Push state to zero, push buffers to the sentinel; peers write into them only
+        // after every rank created its context.
+        e = cudaMemset(ctx->self->push, 0, sizeof(ctx->self->push));
+    }
+    if (e == cudaSuccess) {
+        uint32_t *area = reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(ctx->self) +
+                                                      ar4j::push_area_offset(max_bytes));
+        ar4j::fill_words<<<256, 256>>>(area, ar4j::kPushAreaBytes / 4, ar4j::kSentinelWord);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
         ar4j_context_destroy(ctx);
         return cuda_failed(nullptr, e);
@@ -330,7 +347,10 @@ static bool poll_failed(ar4j_context *ctx) {
 AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const void *in, void *out,
                              size_t count, void *stream) {
     if (ctx == nullptr || in == nullptr || out == nullptr) return AR4J_ERROR_NULL_POINTER;
-    if (algorithm != AR4J_ALGO_ONE_STAGE && algorithm != AR4J_ALGO_TWO_STAGE) return AR4J_ERROR_ALGORITHM;
+    if (algorithm != AR4J_ALGO_ONE_STAGE && algorithm != AR4J_ALGO_TWO_STAGE &&
+        algorithm != AR4J_ALGO_ONE_SHOT_PUSH) {
+        return AR4J_ERROR_ALGORITHM;
+    }
     const size_t esize = dtype_size(dtype);
     if (esize == 0) return AR4J_ERROR_DTYPE;
     if (count == 0) return AR4J_ERROR_EMPTY;
@@ -344,11 +364,15 @@ AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype
     if (poll_failed(ctx)) return AR4J_ERROR_PEER_TIMEOUT;
     if (algorithm == AR4J_ALGO_TWO_STAGE && bytes > ctx->max_bytes) return AR4J_ERROR_TOO_LARGE;
 
+    if (algorithm == AR4J_ALGO_ONE_SHOT_PUSH && bytes > ar4j::kPushMaxBytes) return AR4J_ERROR_TOO_LARGE;
+
     const RankPtrs *inputs = nullptr;
     size_t offset = 0;
-    const Registration *reg = find_registration(ctx, in);
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    if (reg != nullptr) {
+    const Registration *reg = algorithm == AR4J_ALGO_ONE_SHOT_PUSH ? nullptr : find_registration(ctx, in);
+    if (algorithm == AR4J_ALGO_ONE_SHOT_PUSH) {
+        inputs = nullptr;  // the push kernel reads its own input directly
+    } else if (reg != nullptr) {
         offset = ia - reg->base;
         if (bytes > reg->bytes - offset) return AR4J_ERROR_TOO_LARGE;
         inputs = ctx->slots + reg->slot;
@@ -379,6 +403,8 @@ AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype
     p.rank = ctx->rank;
     p.deadline_ns = ctx->deadline_ns;
     p.error_word = ctx->error_device;
+    p.local_in = static_cast<const uint4 *>(in);
+    p.push_offset = ar4j::push_area_offset(ctx->max_bytes);
 
     const int64_t work = algorithm == AR4J_ALGO_TWO_STAGE ? (p.npacks + ctx->world_size - 1) / ctx->world_size
                                                           : p.npacks;

@@ -38,16 +38,39 @@ namespace ar4j {
 constexpr int kMaxRanks = 8;
 constexpr int kMaxBlocks = 128;
 
+// Per-block state of the one-shot push kernel (see push_kernel).
+struct PushState {
+    uint32_t generation;  // push launches completed by this block
+    uint32_t prev_packs;  // packs per slot written by the previous push launch
+};
+
 struct Signal {
     // flags[b][s]: written by rank s (remotely) when its block b reaches a barrier.
     uint32_t flags[kMaxBlocks][kMaxRanks];
     // counters[b][t]: this rank's barrier count for block b, as kept by waiting thread t.
     uint32_t counters[kMaxBlocks][kMaxRanks];
+    PushState push[kMaxBlocks];
 };
 
-// The 2-stage scratch (this rank's reduced slice, read by peers) follows the control part.
-constexpr size_t kScratchOffset = 8192;
+// Signal block layout: [control | 2-stage scratch (max_bytes) | push buffers].
+// The 2-stage scratch holds this rank's reduced slice, read by peers.
+constexpr size_t kScratchOffset = 16384;
 static_assert(sizeof(Signal) <= kScratchOffset, "signal control block outgrew its slot");
+
+// Push buffers: 3 generations x kMaxRanks slots x kPushMaxBytes, filled with the sentinel.
+constexpr size_t kPushMaxBytes = 512 * 1024;
+constexpr int kPushGenerations = 3;
+constexpr size_t kPushAreaBytes = kPushGenerations * kMaxRanks * kPushMaxBytes;
+constexpr int kPushBlocks = 32;
+constexpr int kPushThreads = 512;
+// A 32-bit word that marks "not yet written": -0.0 in both halves for fp16/bf16, and a
+// negative fp32 denormal (about -4.6e-41) for fp32. Inputs equal to it are replaced by -0.0
+// (fp32) or each -0.0 half by +0.0 (halves) before they are pushed.
+constexpr uint32_t kSentinelWord = 0x80008000u;
+
+__host__ __device__ constexpr size_t push_area_offset(size_t max_bytes) {
+    return kScratchOffset + ((max_bytes + 4095) & ~static_cast<size_t>(4095));
+}
 
 // One registered buffer set: rank r's buffer as addressable from this device.
 struct RankPtrs {
@@ -64,6 +87,8 @@ struct Params {
     int rank;
     uint64_t deadline_ns;
     unsigned long long *error_word; // device view of host-mapped memory
+    const uint4 *local_in;          // push kernel: this rank's input (no registration needed)
+    size_t push_offset;             // push kernel: byte offset of the push buffers in a Signal
 };
 
 // ---------------------------------------------------------------------------------------
@@ -359,6 +384,160 @@ __global__ void __launch_bounds__(1024) two_stage_kernel(Params p) {
         }
     }
     if (threadIdx.x < WS) p.self->counters[blockIdx.x][threadIdx.x] = counter;
+}
+
+// ---------------------------------------------------------------------------------------
+// One-shot push (Lamport style): no barrier round trips. Each rank stores its input into
+// slot `rank` of generation buffer g % 3 on every peer, then polls its own buffer until no
+// word of a pack is the sentinel, and reduces the slots in rank order (its own slot is
+// taken from its input). The buffer of the previous launch is refilled with the sentinel by
+// its owner during the next launch. Three generations make that safe without barriers:
+// a peer writes generation g only after it has received this rank's generation g-1 data,
+// which this rank sent after its launch g-2 (which refilled buffer g % 3) completed.
+// Every launch uses the same fixed grid, so per-block generation counters stay in step.
+
+template <typename T>
+struct Sentinel;
+
+template <>
+struct Sentinel<float> {
+    __device__ __forceinline__ static uint32_t clean(uint32_t w) { return w == kSentinelWord ? 0x80000000u : w; }
+    __device__ __forceinline__ static bool is_empty(uint32_t w) { return w == kSentinelWord; }
+};
+
+struct HalfSentinel {
+    __device__ __forceinline__ static uint32_t clean(uint32_t w) {
+        if ((w & 0xffffu) == 0x8000u) w &= 0xffff0000u;
+        if ((w >> 16) == 0x8000u) w &= 0x0000ffffu;
+        return w;
+    }
+    __device__ __forceinline__ static bool is_empty(uint32_t w) {
+        return (w & 0xffffu) == 0x8000u || (w >> 16) == 0x8000u;
+    }
+};
+template <>
+struct Sentinel<__half> : HalfSentinel {};
+template <>
+struct Sentinel<__nv_bfloat16> : HalfSentinel {};
+
+template <typename T>
+__device__ __forceinline__ uint4 clean_pack(uint4 v) {
+    return make_uint4(Sentinel<T>::clean(v.x), Sentinel<T>::clean(v.y), Sentinel<T>::clean(v.z),
+                      Sentinel<T>::clean(v.w));
+}
+
+template <typename T>
+__device__ __forceinline__ bool pack_empty(const uint4 &v) {
+    return Sentinel<T>::is_empty(v.x) || Sentinel<T>::is_empty(v.y) || Sentinel<T>::is_empty(v.z) ||
+           Sentinel<T>::is_empty(v.w);
+}
+
+__device__ __forceinline__ uint4 load_volatile_pack(const uint4 *p) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+__device__ __forceinline__ uint4 *push_slot(Signal *owner, size_t push_offset, uint32_t generation, int slot) {
+    return reinterpret_cast<uint4 *>(reinterpret_cast<char *>(owner) + push_offset +
+                                     ((size_t)(generation % kPushGenerations) * kMaxRanks + slot) * kPushMaxBytes);
+}
+
+// Polls until the pack holds no sentinel word. False if it gave up.
+template <typename T>
+__device__ __forceinline__ bool poll_pack(const uint4 *p, uint4 &v, const Params &params, int peer) {
+    v = load_volatile_pack(p);
+    if (!pack_empty<T>(v)) return true;
+    uint32_t polls = 0;
+    uint64_t since = 0;
+    while (true) {
+        v = load_volatile_pack(p);
+        if (!pack_empty<T>(v)) return true;
+        ++polls;
+        if (polls == 256) {
+            since = global_timer_ns();
+        } else if (polls > 256 && (polls & 1023u) == 0) {
+            if (global_timer_ns() - since > params.deadline_ns) {
+                record_timeout(params, peer, 0xff, 0);
+                return false;
+            }
+            if (load_error_word(params.error_word) != 0) return false;
+        }
+    }
+}
+
+template <typename T, int WS>
+__global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
+    using Tr = PackTraits<T>;
+    PushState *state = &p.self->push[blockIdx.x];
+    const uint32_t generation = state->generation;
+    const uint32_t prev_packs = state->prev_packs;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+    // 1. Push this rank's input into slot `rank` of every peer's current buffer.
+    for (int64_t i = first; i < p.npacks; i += stride) {
+        const uint4 v = clean_pack<T>(p.local_in[i]);
+#pragma unroll
+        for (int k = 1; k < WS; ++k) {
+            const int peer = (p.rank + k) % WS;
+            push_slot(peer_signal<WS>(p, peer), p.push_offset, generation, p.rank)[i] = v;
+        }
+    }
+
+    // 2. Wait for every peer's slot and reduce in rank order.
+    bool ok = true;
+    for (int64_t i = first; i < p.npacks && ok; i += stride) {
+        uint4 v[WS];
+        // All slots' loads are issued together; only those still empty are polled.
+#pragma unroll
+        for (int s = 0; s < WS; ++s) {
+            v[s] = s == p.rank ? clean_pack<T>(p.local_in[i])
+                               : load_volatile_pack(push_slot(p.self, p.push_offset, generation, s) + i);
+        }
+#pragma unroll
+        for (int s = 0; s < WS; ++s) {
+            if (s != p.rank && ok && pack_empty<T>(v[s])) {
+                ok = poll_pack<T>(push_slot(p.self, p.push_offset, generation, s) + i, v[s], p, s);
+            }
+        }
+        if (!ok) break;
+        float acc[Tr::kElems];
+        Tr::unpack(v[0], acc);
+#pragma unroll
+        for (int s = 1; s < WS; ++s) {
+            float x[Tr::kElems];
+            Tr::unpack(v[s], x);
+#pragma unroll
+            for (int e = 0; e < Tr::kElems; ++e) acc[e] += x[e];
+        }
+        p.out[i] = Tr::pack(acc);
+    }
+    if (!ok) return;  // the context is failed from here on; its state is left as is
+
+    // 3. Refill the previous generation's buffer (every peer's data in it was consumed).
+    const uint4 empty = make_uint4(kSentinelWord, kSentinelWord, kSentinelWord, kSentinelWord);
+    const uint32_t previous = generation + kPushGenerations - 1;
+    for (int s = 0; s < WS; ++s) {
+        if (s == p.rank) continue;
+        uint4 *slot = push_slot(p.self, p.push_offset, previous, s);
+        for (int64_t i = first; i < (int64_t)prev_packs; i += stride) slot[i] = empty;
+    }
+
+    __syncthreads();  // every thread has read the state above
+    if (threadIdx.x == 0) {
+        state->generation = generation + 1;
+        state->prev_packs = (uint32_t)p.npacks;
+    }
+}
+
+__global__ void fill_words(uint32_t *p, size_t words, uint32_t value) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += (size_t)gridDim.x * blockDim.x) {
+        p[i] = value;
+    }
 }
 
 }  // namespace ar4j

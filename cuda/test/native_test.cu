@@ -3,7 +3,7 @@
 //
 //   ar4j_native_test [--gpus N] [--quick] [--no-timing] [--timing-only] [--seed S]
 //
-// 1. Correctness: both algorithms x fp32/fp16/bf16 x element counts 8 .. 2097152 (powers of
+// 1. Correctness: 1-stage, 2-stage and push x fp32/fp16/bf16 x element counts 8 .. 2097152 (powers of
 //    two and +376 tails) x out-of-place/in-place, random integer-valued inputs (exact sums),
 //    outputs poisoned before each run, compared bitwise with a host reference.
 // 2. Graph capture: unregistered inputs recorded during capture, registered afterwards in
@@ -74,7 +74,9 @@ void record(bool ok, const std::string &what) {
 const char *dtype_name(int d) {
     return d == AR4J_DTYPE_FLOAT32 ? "fp32" : d == AR4J_DTYPE_FLOAT16 ? "fp16" : "bf16";
 }
-const char *algo_name(int a) { return a == AR4J_ALGO_ONE_STAGE ? "1stage" : "2stage"; }
+const char *algo_name(int a) {
+    return a == AR4J_ALGO_ONE_STAGE ? "1stage" : a == AR4J_ALGO_TWO_STAGE ? "2stage" : "push";
+}
 size_t esize(int d) { return d == AR4J_DTYPE_FLOAT32 ? 4 : 2; }
 
 // Encodes an exactly representable float into the dtype's bits.
@@ -131,7 +133,7 @@ void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t strea
     std::vector<float> mine, other, ref;
     std::vector<uint8_t> in_bytes, ref_bytes, got;
     const int dtypes[] = {AR4J_DTYPE_FLOAT32, AR4J_DTYPE_FLOAT16, AR4J_DTYPE_BFLOAT16};
-    const int algos[] = {AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE};
+    const int algos[] = {AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE, AR4J_ALGO_ONE_SHOT_PUSH};
     uint64_t case_id = 0;
     for (int dtype : dtypes) {
         for (int algo : algos) {
@@ -140,6 +142,7 @@ void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t strea
                     ++case_id;
                     const size_t bytes = count * esize(dtype);
                     if ((bytes % 16) != 0 || bytes > sh.max_bytes) continue;
+                    if (algo == AR4J_ALGO_ONE_SHOT_PUSH && bytes > AR4J_PUSH_MAX_BYTES) continue;
                     const uint64_t seed = sh.seed + case_id;
                     make_input(seed, rank, count, mine);
                     ref.assign(count, 0.0f);
@@ -149,10 +152,12 @@ void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t strea
                     }
                     encode(dtype, mine, in_bytes);
                     encode(dtype, ref, ref_bytes);
-                    void *out = in_place ? sh.inputs[rank] : sh.outputs[rank];
-                    CHECK_CUDA(cudaMemcpyAsync(sh.inputs[rank], in_bytes.data(), bytes, cudaMemcpyHostToDevice, stream));
+                    // The push kernel needs no registration: out of place, it reads an unregistered buffer.
+                    void *in = algo == AR4J_ALGO_ONE_SHOT_PUSH && !in_place ? sh.graph_inputs[rank] : sh.inputs[rank];
+                    void *out = in_place ? in : sh.outputs[rank];
+                    CHECK_CUDA(cudaMemcpyAsync(in, in_bytes.data(), bytes, cudaMemcpyHostToDevice, stream));
                     if (!in_place) CHECK_CUDA(cudaMemsetAsync(out, 0xff, bytes + 64, stream));  // NaN poison + guard
-                    int st = ar4j_all_reduce(ctx, algo, dtype, sh.inputs[rank], out, count, stream);
+                    int st = ar4j_all_reduce(ctx, algo, dtype, in, out, count, stream);
                     CHECK_CUDA(cudaStreamSynchronize(stream));
                     char what[160];
                     std::snprintf(what, sizeof what, "rank %d %s %s %s count %zu", rank, algo_name(algo),
@@ -178,6 +183,34 @@ void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t strea
     }
 }
 
+// Push: inputs of -0.0 (the half types' sentinel) and the fp32 sentinel word must still
+// arrive; -0.0 halves are sent as +0.0, so every output element must be a zero.
+void run_push_sentinels(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream) {
+    const size_t words = 4096;
+    std::vector<uint32_t> host(words);
+    for (int dtype : {AR4J_DTYPE_FLOAT32, AR4J_DTYPE_FLOAT16, AR4J_DTYPE_BFLOAT16}) {
+        const uint32_t pattern = dtype == AR4J_DTYPE_FLOAT32 ? (rank == 0 ? 0x80008000u : 0x80000000u) : 0x80008000u;
+        std::fill(host.begin(), host.end(), pattern);
+        CHECK_CUDA(cudaMemcpyAsync(sh.graph_inputs[rank], host.data(), words * 4, cudaMemcpyHostToDevice, stream));
+        CHECK_CUDA(cudaMemsetAsync(sh.outputs[rank], 0xff, words * 4, stream));
+        const size_t count = words * 4 / esize(dtype);
+        int st = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, sh.graph_inputs[rank], sh.outputs[rank], count, stream);
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        CHECK_CUDA(cudaMemcpy(host.data(), sh.outputs[rank], words * 4, cudaMemcpyDeviceToHost));
+        size_t nonzero = 0;
+        for (uint32_t w : host) {
+            if (dtype == AR4J_DTYPE_FLOAT32) {
+                nonzero += (w & 0x7fffffffu) > 0x8000u;  // at most the sentinel's denormal magnitude
+            } else {
+                nonzero += (w & 0x7fff7fffu) != 0;
+            }
+        }
+        record(st == AR4J_SUCCESS && nonzero == 0,
+               std::string("rank ") + std::to_string(rank) + " push sentinel inputs " + dtype_name(dtype) + ": " +
+                   ar4j_status_name(st) + ", " + std::to_string(nonzero) + " non-zero words");
+    }
+}
+
 void run_graph(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, std::barrier<> &sync) {
     const int ws = sh.ws;
     const int dtype = AR4J_DTYPE_BFLOAT16;
@@ -185,7 +218,10 @@ void run_graph(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, std
     struct Call { size_t offset; size_t count; int algo; bool in_place; size_t out_offset; };
     const Call calls[] = {{0, 43008 / 2, AR4J_ALGO_ONE_STAGE, false, 0},
                           {1 << 20, 262144 + 376, AR4J_ALGO_TWO_STAGE, false, 1 << 20},
-                          {4 << 20, 8192, AR4J_ALGO_ONE_STAGE, true, 0}};
+                          {4 << 20, 8192, AR4J_ALGO_ONE_STAGE, true, 0},
+                          {6 << 20, 43008 / 2, AR4J_ALGO_ONE_SHOT_PUSH, false, 3 << 20}};
+    const size_t ncalls = sizeof(calls) / sizeof(calls[0]);
+    const int recorded = 3;  // the push call needs no registration
     char *gin = static_cast<char *>(sh.graph_inputs[rank]);
     char *out = static_cast<char *>(sh.outputs[rank]);
 
@@ -200,7 +236,7 @@ void run_graph(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, std
     CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
     int32_t n = 0;
     CHECK_AR(ar4j_graph_pending_count(ctx, &n));
-    record(n == 3, "rank " + std::to_string(rank) + " graph: 3 inputs recorded, got " + std::to_string(n));
+    record(n == recorded, "rank " + std::to_string(rank) + " graph: 3 inputs recorded, got " + std::to_string(n));
     sh.pending[rank].assign(n, nullptr);
     CHECK_AR(ar4j_graph_pending_inputs(ctx, sh.pending[rank].data(), n));
     sync.arrive_and_wait();  // every rank published its recorded inputs
@@ -216,7 +252,7 @@ void run_graph(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, std
     std::vector<float> mine, other, ref;
     std::vector<uint8_t> bytes_in, ref_bytes, got;
     for (int replay = 0; replay < 5; ++replay) {
-        for (size_t k = 0; k < 3; ++k) {
+        for (size_t k = 0; k < ncalls; ++k) {
             const Call &c = calls[k];
             make_input(sh.seed + 777 + replay * 10 + k, rank, c.count, mine);
             encode(dtype, mine, bytes_in);
@@ -225,7 +261,7 @@ void run_graph(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, std
         }
         CHECK_CUDA(cudaGraphLaunch(exec, stream));
         CHECK_CUDA(cudaStreamSynchronize(stream));
-        for (size_t k = 0; k < 3; ++k) {
+        for (size_t k = 0; k < ncalls; ++k) {
             const Call &c = calls[k];
             ref.assign(c.count, 0.0f);
             for (int r = 0; r < ws; ++r) {
@@ -258,7 +294,6 @@ void run_validation(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream
     expect(ar4j_all_reduce(nullptr, 1, 0, in, out, 4, stream), AR4J_ERROR_NULL_POINTER, "null context");
     expect(ar4j_all_reduce(ctx, 1, 0, nullptr, out, 4, stream), AR4J_ERROR_NULL_POINTER, "null input");
     expect(ar4j_all_reduce(ctx, 0, 0, in, out, 4, stream), AR4J_ERROR_ALGORITHM, "algorithm 0");
-    expect(ar4j_all_reduce(ctx, 3, 0, in, out, 4, stream), AR4J_ERROR_ALGORITHM, "algorithm 3");
     expect(ar4j_all_reduce(ctx, 1, 7, in, out, 4, stream), AR4J_ERROR_DTYPE, "dtype 7");
     expect(ar4j_all_reduce(ctx, 1, 0, in, out, 0, stream), AR4J_ERROR_EMPTY, "count 0");
     expect(ar4j_all_reduce(ctx, 1, 0, in, out, 5, stream), AR4J_ERROR_SIZE_NOT_MULTIPLE_OF_16, "20 bytes");
@@ -271,6 +306,9 @@ void run_validation(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream
            "past the registered end");
     expect(ar4j_all_reduce(ctx, 2, 0, in, out, sh.max_bytes / 4 + 4, stream), AR4J_ERROR_TOO_LARGE,
            "2-stage above max_bytes");
+    expect(ar4j_all_reduce(ctx, 3, 0, in, out, AR4J_PUSH_MAX_BYTES / 4 + 4, stream), AR4J_ERROR_TOO_LARGE,
+           "push above AR4J_PUSH_MAX_BYTES");
+    expect(ar4j_all_reduce(ctx, 4, 0, in, out, 4, stream), AR4J_ERROR_ALGORITHM, "algorithm 4");
     expect(ar4j_set_launch_config(ctx, 0, 512), AR4J_ERROR_LAUNCH_CONFIG, "0 blocks");
     expect(ar4j_set_launch_config(ctx, 36, 500), AR4J_ERROR_LAUNCH_CONFIG, "500 threads");
     const void *ptrs[8] = {in, in, in, in, in, in, in, in};
@@ -348,13 +386,15 @@ void run_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, st
     if (rank == 0) {
         std::printf("\n# timing: bf16, out-of-place, registered input, %d all-reduces per CUDA graph, median of %d\n",
                     iters, reps);
-        std::printf("%12s %12s %12s %12s %12s\n", "bytes", "1stage_us", "2stage_us", "1st_eager", "2st_eager");
+        std::printf("%12s %10s %10s %10s | %10s %10s %10s\n", "bytes", "1stage", "2stage", "push", "1st_eager",
+                    "2st_eager", "push_eager");
     }
     for (size_t bytes : sizes) {
-        double us[2] = {0, 0}, eager_us[2] = {0, 0};
+        double us[3] = {NAN, NAN, NAN}, eager_us[3] = {NAN, NAN, NAN};
         const size_t count = bytes / 2;
-        for (int a = 0; a < 2; ++a) {
-            const int algo = a == 0 ? AR4J_ALGO_ONE_STAGE : AR4J_ALGO_TWO_STAGE;
+        for (int a = 0; a < 3; ++a) {
+            const int algo = a == 0 ? AR4J_ALGO_ONE_STAGE : a == 1 ? AR4J_ALGO_TWO_STAGE : AR4J_ALGO_ONE_SHOT_PUSH;
+            if (algo == AR4J_ALGO_ONE_SHOT_PUSH && bytes > AR4J_PUSH_MAX_BYTES) continue;
             cudaGraph_t graph;
             cudaGraphExec_t exec;
             CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
@@ -394,7 +434,8 @@ void run_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, st
             CHECK_CUDA(cudaGraphDestroy(graph));
         }
         if (rank == 0) {
-            std::printf("%12zu %12.2f %12.2f %12.2f %12.2f\n", bytes, us[0], us[1], eager_us[0], eager_us[1]);
+            std::printf("%12zu %10.2f %10.2f %10.2f | %10.2f %10.2f %10.2f\n", bytes, us[0], us[1], us[2], eager_us[0],
+                        eager_us[1], eager_us[2]);
             std::fflush(stdout);
         }
     }
@@ -485,6 +526,8 @@ int main(int argc, char **argv) {
                 auto t0 = std::chrono::steady_clock::now();
                 run_correctness(sh, rank, ctx, stream);
                 sync.arrive_and_wait();
+                run_push_sentinels(sh, rank, ctx, stream);
+                sync.arrive_and_wait();
                 run_graph(sh, rank, ctx, stream, sync);
                 run_validation(sh, rank, ctx, stream);
                 sync.arrive_and_wait();
@@ -500,6 +543,7 @@ int main(int argc, char **argv) {
             if (!sh.timing_only) {
                 run_timeout(sh, rank, stream, sync, AR4J_ALGO_ONE_STAGE);
                 run_timeout(sh, rank, stream, sync, AR4J_ALGO_TWO_STAGE);
+                run_timeout(sh, rank, stream, sync, AR4J_ALGO_ONE_SHOT_PUSH);
             }
             CHECK_AR(ar4j_context_destroy(ctx));
             CHECK_CUDA(cudaStreamDestroy(stream));
