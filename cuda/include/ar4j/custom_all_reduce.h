@@ -59,14 +59,18 @@ enum ar4j_dtype {
 /* Algorithms. Zero is deliberately not an algorithm. */
 enum ar4j_algorithm {
     AR4J_ALGO_ONE_STAGE = 1,  /* every rank reads every peer's input and reduces all of it */
-    AR4J_ALGO_TWO_STAGE = 2   /* reduce-scatter into the signal scratch, then all-gather */
+    AR4J_ALGO_TWO_STAGE = 2,  /* reduce-scatter into the signal scratch, then all-gather */
+    AR4J_ALGO_ONE_SHOT_PUSH = 3 /* each rank stores its input into every peer's push buffer,
+                                   readers poll for data (no barrier round trips); any local
+                                   input, no registration; up to AR4J_PUSH_MAX_BYTES */
 };
 
 /* Maximum world size and CUDA blocks per launch supported by the signal layout. */
 enum ar4j_limits {
     AR4J_MAX_RANKS = 8,
     AR4J_MAX_BLOCKS = 128,
-    AR4J_MAX_THREADS = 1024
+    AR4J_MAX_THREADS = 1024,
+    AR4J_PUSH_MAX_BYTES = 524288
 };
 
 /* Opaque per-rank context. */
@@ -91,14 +95,18 @@ const char *ar4j_status_message(int status);
 /* ABI version of this library: major * 10000 + minor * 100 + patch. */
 int ar4j_abi_version(void);
 
-/* Bytes of one rank's signal block, able to run TWO_STAGE on up to max_bytes per call. */
+/* Bytes of one rank's signal block, able to run TWO_STAGE on up to max_bytes per call
+ * (control block, 2-stage scratch, and the ONE_SHOT_PUSH buffers). */
 size_t ar4j_signal_size(size_t max_bytes);
 
 /*
  * Creates a context on the calling thread's current device.
  * signals: world_size device pointers, signals[r] is rank r's signal block as
  *          addressable from this device (signals[rank] is this rank's own block).
- * max_bytes: the largest TWO_STAGE call; must match the size the signal blocks were made with.
+ * max_bytes: the largest TWO_STAGE call (a multiple of 16); must match the size the signal
+ *            blocks were made with.
+ * Every rank must have created its context before any rank calls ar4j_all_reduce: creation
+ * fills this rank's push buffers.
  * max_buffers: capacity of the registration table (registered buffers plus graph inputs).
  * deadline_ns: how long a kernel waits for a peer before it gives up (> 0).
  */
@@ -125,7 +133,8 @@ int ar4j_registered_count(const ar4j_context *ctx, int32_t *out);
 
 /*
  * All-reduce (sum) of count elements of dtype from in to out on stream (a cudaStream_t;
- * NULL is the legacy default stream). in must lie in a registered buffer, unless the
+ * NULL is the legacy default stream). For ONE_SHOT_PUSH, in is any device pointer of this
+ * rank's device. For ONE_STAGE and TWO_STAGE, in must lie in a registered buffer, unless the
  * stream is capturing a CUDA graph: then in is recorded as a graph input, and its peers'
  * pointers must be supplied with ar4j_register_graph_inputs() before the graph is
  * replayed. out may equal in. Every rank must make the same calls in the same order.
@@ -151,7 +160,8 @@ int ar4j_register_graph_inputs(ar4j_context *ctx, const void *const *ptrs, int32
  * the peers'. Dispose it and make a new group. */
 int ar4j_read_timeout(ar4j_context *ctx, ar4j_timeout_info *out, int32_t clear);
 
-/* The cudaError_t of the last failed CUDA call made by this context (0 if none). */
+/* The cudaError_t of the last failed CUDA call made by this context (0 if none); with NULL,
+ * that of the calling thread's last ar4j_context_create that failed with AR4J_ERROR_CUDA. */
 int ar4j_last_cuda_error(const ar4j_context *ctx);
 
 #ifdef __cplusplus

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Prepares .gpu/ (git-ignored) for a GPU host that has no Java or Maven: the native test
+# program and kernels, the project's jars and test classes, the JUnit console launcher and a
+# jlink'd Java runtime. Run on the build machine, then carry .gpu to the GPU host and run
+# gpu/run-native.sh or gpu/run-its.sh there.
+#   gpu/prepare.sh            # everything
+#   gpu/prepare.sh native     # only the native test program
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${JAVA_HOME:=/usr/lib/jvm/temurin-25-jdk-amd64}"
+export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
+what="${1:-all}"
+out=.gpu
+mkdir -p "$out/native" "$out/lib"
+
+# Native test program and library (all architectures, as shipped).
+make -s -C cuda BUILD_DIR="$PWD/$out/native" LIB_DIR="$PWD/$out/native" all
+[[ "$what" == native ]] && exit 0
+
+# Jars and test classes.
+mvn -B -ntp -q -DskipTests package
+cp cuda/target/ar4j-cuda-*.jar bindings/target/ar4j-bindings-*.jar runtime/target/ar4j-runtime-*.jar "$out/lib/"
+rm -rf "$out/test-classes" && cp -r runtime/target/test-classes "$out/test-classes"
+if [[ -f benchmarks/target/benchmarks.jar ]]; then cp benchmarks/target/benchmarks.jar "$out/lib/"; fi
+junit_platform=1.14.1
+if [[ ! -f "$out/lib/junit-platform-console-standalone-$junit_platform.jar" ]]; then
+  mvn -B -ntp -q dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:$junit_platform \
+      -DoutputDirectory="$out/lib"
+fi
+
+# A small Java runtime (the GPU host has none).
+if [[ ! -x "$out/jre/bin/java" ]]; then
+  jlink --add-modules java.base,jdk.unsupported,java.management,java.logging,jdk.management \
+        --strip-debug --no-header-files --no-man-pages --compress zip-9 --output "$out/jre"
+fi
+du -sh "$out"

@@ -1,0 +1,49 @@
+package dev.ar4j.dispatch;
+
+/**
+ * An all-reduce algorithm that ar4j can launch: one of the custom CUDA kernels of
+ * {@code libar4j_custom_ar}, or NCCL.
+ *
+ * <p>Code that acts on an algorithm switches over it exhaustively, without a default branch, so
+ * that adding a constant (for example a one-shot push kernel) makes the compiler flag every place
+ * that has to learn about it.
+ */
+public enum Algorithm {
+    /** Every rank reads every peer's input and reduces all of it ({@code AR4J_ALGO_ONE_STAGE}). */
+    ONE_STAGE,
+    /** Reduce-scatter into the signal scratch, then all-gather ({@code AR4J_ALGO_TWO_STAGE}). */
+    TWO_STAGE,
+    /** NCCL's {@code ncclAllReduce}; the fallback for everything the custom kernels do not cover. */
+    NCCL;
+
+    /**
+     * The {@code ar4j_algorithm} value that the C ABI's {@code ar4j_all_reduce} takes.
+     *
+     * @throws IllegalStateException for {@link #NCCL}, which is not a custom kernel
+     */
+    public int kernelCode() {
+        return switch (this) {
+            case ONE_STAGE -> 1;
+            case TWO_STAGE -> 2;
+            case NCCL -> throw new IllegalStateException(
+                    "NCCL is not a custom kernel and has no ar4j_algorithm code; call ncclAllReduce instead");
+        };
+    }
+
+    /** Whether this algorithm is one of ar4j's custom kernels (as opposed to NCCL). */
+    public boolean isCustomKernel() {
+        return switch (this) {
+            case ONE_STAGE, TWO_STAGE -> true;
+            case NCCL -> false;
+        };
+    }
+
+    /** The name used in decision reasons and {@code explain()}: "one-stage", "two-stage", "NCCL". */
+    public String displayName() {
+        return switch (this) {
+            case ONE_STAGE -> "one-stage";
+            case TWO_STAGE -> "two-stage";
+            case NCCL -> "NCCL";
+        };
+    }
+}

@@ -1,0 +1,370 @@
+package dev.ar4j.dispatch;
+
+import dev.ar4j.DType;
+
+import java.lang.System.Logger.Level;
+import java.util.Objects;
+
+/**
+ * Decides which algorithm runs one all-reduce: a pure, total function of the group's
+ * {@link Topology}, the {@link DispatchConfig}, the staging-buffer size, the
+ * {@link OneStageThresholds}, and the call's byte count, dtype, pointer alignment and
+ * registration.
+ *
+ * <p>Everything that does not depend on the call is worked out once, in the constructor, into
+ * prebuilt {@link Decision} objects; {@link #decide} then costs a few comparisons, allocates
+ * nothing (unless DEBUG logging is on), and returns one of those instances.
+ *
+ * <h2>Rules, checked in this order</h2>
+ * <ol>
+ *   <li>Forced {@code nccl} → NCCL.</li>
+ *   <li>World size not 2, 4, 6 or 8; ranks on several hosts; no P2P between every pair → NCCL.</li>
+ *   <li>Automatic policy only (the PCIe gate): more than two ranks without NVLink between every
+ *       pair → NCCL, unless {@value DispatchConfig#FORCE_PCIE_ENV}=1 lifts the gate, after which
+ *       the dispatcher decides as if on NVLink. A forced custom algorithm ignores the gate.</li>
+ *   <li>The byte count is not a multiple of 16, or a pointer is not 16-byte aligned → NCCL.</li>
+ *   <li>The input is not registered (the eager path copies it into the staging buffer) and it is
+ *       larger than the staging buffer → NCCL. A registered or captured input is bounded by its
+ *       registered buffer, which the kernel layer checks.</li>
+ *   <li>The algorithm: forced one-stage or two-stage as asked; automatically one-stage for world
+ *       size 2, else one-stage below the {@link OneStageThresholds}, else two-stage.</li>
+ *   <li>Two-stage reduces into a scratch sized like the staging buffer: larger inputs → NCCL.</li>
+ * </ol>
+ * Every step that sends a forced custom algorithm to NCCL marks the decision
+ * {@link Decision#fellBack()}. A byte count that is not positive or not a whole number of elements
+ * is a caller error and is rejected.
+ *
+ * <p>Instances are immutable and thread-safe.
+ */
+public final class AllReduceDispatcher {
+
+    private static final System.Logger LOG = System.getLogger(AllReduceDispatcher.class.getName());
+
+    /** Byte multiple and pointer alignment that the custom kernels need (one 128-bit vector). */
+    private static final int CUSTOM_KERNEL_ALIGNMENT = 16;
+
+    private final Topology topology;
+    private final DispatchConfig config;
+    private final long stagingBytes;
+    private final OneStageThresholds thresholds;
+    private final Plan plan;
+
+    /**
+     * A dispatcher with the default {@link OneStageThresholds#DEFAULTS}.
+     *
+     * @see #AllReduceDispatcher(Topology, DispatchConfig, long, OneStageThresholds)
+     */
+    public AllReduceDispatcher(Topology topology, DispatchConfig config, long stagingBytes) {
+        this(topology, config, stagingBytes, OneStageThresholds.DEFAULTS);
+    }
+
+    /**
+     * Builds a dispatcher and precomputes every decision it can return.
+     *
+     * @param topology     the group's topology
+     * @param config       the resolved configuration
+     * @param stagingBytes size of the staging buffer that unregistered inputs are copied into;
+     *                     also the capacity of the two-stage scratch
+     * @param thresholds   where the automatic policy switches from one-stage to two-stage
+     * @throws IllegalArgumentException if {@code stagingBytes} is not positive
+     */
+    public AllReduceDispatcher(Topology topology, DispatchConfig config, long stagingBytes,
+                               OneStageThresholds thresholds) {
+        this.topology = Objects.requireNonNull(topology, "topology");
+        this.config = Objects.requireNonNull(config, "config");
+        this.thresholds = Objects.requireNonNull(thresholds, "thresholds");
+        if (stagingBytes <= 0) {
+            throw new IllegalArgumentException("staging buffer size must be a positive byte count, got " + stagingBytes);
+        }
+        this.stagingBytes = stagingBytes;
+        AlgorithmPolicy policy = config.algorithmPolicy();
+        this.plan = switch (policy) {
+            case AUTO -> automaticPlan();
+            case ONE_STAGE -> forcedPlan(Algorithm.ONE_STAGE);
+            case TWO_STAGE -> forcedPlan(Algorithm.TWO_STAGE);
+            case NCCL -> new Fixed(new Decision(Algorithm.NCCL, forcedPhrase() + " → NCCL", false));
+        };
+        if (LOG.isLoggable(Level.DEBUG)) {
+            LOG.log(Level.DEBUG, "all-reduce dispatcher for " + topology.describe() + "; " + describeConfiguration()
+                    + "; " + plan.summary());
+        }
+    }
+
+    /**
+     * Decides the algorithm for one all-reduce.
+     *
+     * @param bytes      size of the input in bytes (positive, a whole number of {@code dtype} elements)
+     * @param dtype      element type
+     * @param aligned16  both the input and the output pointer are 16-byte aligned
+     * @param registered the input lies in a registered buffer, or a CUDA graph is being captured
+     *                   (zero-copy); otherwise the eager path copies it into the staging buffer
+     * @return a cached decision, never null
+     * @throws IllegalArgumentException if {@code bytes} is not positive or not a multiple of the
+     *                                  dtype's size
+     */
+    public Decision decide(long bytes, DType dtype, boolean aligned16, boolean registered) {
+        requireValidSize(bytes, dtype);
+        Decision decision = select(bytes, aligned16, registered);
+        if (LOG.isLoggable(Level.DEBUG)) {
+            LOG.log(Level.DEBUG, "all-reduce of " + bytes + " bytes " + dtype + " (aligned16=" + aligned16
+                    + ", registered=" + registered + ") → " + decision.algorithm().displayName()
+                    + (decision.fellBack() ? " (fell back)" : "") + ": " + decision.reason());
+        }
+        return decision;
+    }
+
+    /** The decision for a validated size; no logging (explain() uses it too). */
+    private Decision select(long bytes, boolean aligned16, boolean registered) {
+        return switch (plan) {
+            case Fixed fixed -> fixed.decision();
+            case BySize bySize -> bySize.select(bytes, aligned16, registered);
+        };
+    }
+
+    /**
+     * Describes, in a few lines, what {@link #decide} returns for this size and dtype with a
+     * registered input, with an unregistered input, and with misaligned pointers, each with its
+     * reason, followed by the topology and the configuration with the source of every value.
+     *
+     * @throws IllegalArgumentException as {@link #decide} does
+     */
+    public String explain(long bytes, DType dtype) {
+        requireValidSize(bytes, dtype);
+        return header(bytes, dtype)
+                + "\n  registered or captured input, 16-byte aligned pointers: " + verdict(select(bytes, true, true))
+                + "\n  unregistered input (copied into the staging buffer), 16-byte aligned pointers: "
+                + verdict(select(bytes, true, false))
+                + "\n  pointers not 16-byte aligned: " + verdict(select(bytes, false, true))
+                + "\n  " + describeConfiguration();
+    }
+
+    /**
+     * Describes the decision for one exact call, with its reason, the topology and the
+     * configuration with the source of every value.
+     *
+     * @throws IllegalArgumentException as {@link #decide} does
+     */
+    public String explain(long bytes, DType dtype, boolean aligned16, boolean registered) {
+        requireValidSize(bytes, dtype);
+        return header(bytes, dtype)
+                + "\n  " + (registered ? "registered or captured input" : "unregistered input (copied into the staging buffer)")
+                + ", " + (aligned16 ? "16-byte aligned pointers" : "pointers not 16-byte aligned") + ": "
+                + verdict(select(bytes, aligned16, registered))
+                + "\n  " + describeConfiguration();
+    }
+
+    /** The topology this dispatcher decides for. */
+    public Topology topology() {
+        return topology;
+    }
+
+    /** The configuration this dispatcher applies. */
+    public DispatchConfig config() {
+        return config;
+    }
+
+    /** The staging-buffer size (also the two-stage scratch capacity) in bytes. */
+    public long stagingBytes() {
+        return stagingBytes;
+    }
+
+    /** The one-stage/two-stage switch points of the automatic policy. */
+    public OneStageThresholds thresholds() {
+        return thresholds;
+    }
+
+    // ---- construction -------------------------------------------------------------------------
+
+    private Plan automaticPlan() {
+        String blocker = topologyBlocker();
+        if (blocker != null) {
+            return new Fixed(new Decision(Algorithm.NCCL, "auto: " + blocker + " → NCCL", false));
+        }
+        int worldSize = topology.worldSize();
+        boolean pcie = !topology.fullNvlink();
+        if (pcie && worldSize > 2 && !config.forceCustomOnPcie()) {
+            return new Fixed(new Decision(Algorithm.NCCL, "auto: " + worldSize
+                    + " ranks without NVLink between every pair (PCIe gate) → NCCL; set "
+                    + DispatchConfig.FORCE_PCIE_ENV + "=1 (or -D" + DispatchConfig.FORCE_PCIE_PROPERTY
+                    + "=true) to allow the custom kernels", false));
+        }
+        if (worldSize == 2) {
+            Decision oneStage = new Decision(Algorithm.ONE_STAGE, "auto: world size 2 → one-stage", false);
+            Branch branch = branch(Algorithm.ONE_STAGE, oneStage, "auto: world size 2 → one-stage");
+            return bySize("auto", false, Long.MAX_VALUE, branch, branch);
+        }
+        String link = worldSize + " ranks on " + (pcie
+                ? "PCIe (gate lifted by " + config.forceCustomOnPcieSource().describe() + ")"
+                : "NVLink");
+        long split = thresholds.oneStageBelowBytes(worldSize);
+        String small = "auto: " + link + ", under " + formatBytes(split) + " → one-stage";
+        String large = "auto: " + link + ", " + formatBytes(split) + " or more → two-stage";
+        Branch below = branch(Algorithm.ONE_STAGE, new Decision(Algorithm.ONE_STAGE, small, false), small);
+        Branch atOrAbove = branch(Algorithm.TWO_STAGE, new Decision(Algorithm.TWO_STAGE, large, false), large);
+        return bySize("auto", false, split, below, atOrAbove);
+    }
+
+    private Plan forcedPlan(Algorithm forced) {
+        String forcedPhrase = forcedPhrase();
+        String blocker = topologyBlocker();
+        if (blocker != null) {
+            return new Fixed(new Decision(Algorithm.NCCL, forcedPhrase + ", but " + blocker + " → NCCL", true));
+        }
+        boolean gateIgnored = !topology.fullNvlink() && topology.worldSize() > 2 && !config.forceCustomOnPcie();
+        String success = forcedPhrase + (gateIgnored ? " (the PCIe gate does not apply to a forced algorithm)" : "")
+                + " → " + forced.displayName();
+        Branch branch = branch(forced, new Decision(forced, success, false), forcedPhrase);
+        return bySize(forcedPhrase, true, Long.MAX_VALUE, branch, branch);
+    }
+
+    /** "forced 1stage by environment variable AR4J_ALLREDUCE_ALGO". */
+    private String forcedPhrase() {
+        return "forced " + config.algorithmPolicy().configName() + " by " + config.algorithmPolicySource().describe();
+    }
+
+    /** Why the custom kernels cannot run on this topology at all, or null if they can. */
+    private String topologyBlocker() {
+        int worldSize = topology.worldSize();
+        if (!customKernelWorldSize(worldSize)) {
+            return "world size " + worldSize + " is not 2, 4, 6 or 8";
+        }
+        if (!topology.singleHost()) {
+            return "the ranks span several hosts";
+        }
+        if (!topology.p2pAllPairs()) {
+            return "P2P access is not available between every pair of GPUs";
+        }
+        return null;
+    }
+
+    private static boolean customKernelWorldSize(int worldSize) {
+        return worldSize == 2 || worldSize == 4 || worldSize == 6 || worldSize == 8;
+    }
+
+    /**
+     * The decisions of one algorithm choice: the algorithm itself, and NCCL for inputs larger than
+     * the algorithm's scratch (if it has one). {@code why} is the phrase that led to the choice.
+     */
+    private Branch branch(Algorithm algorithm, Decision success, String why) {
+        long scratchLimit = switch (algorithm) {
+            case ONE_STAGE, NCCL -> Long.MAX_VALUE;
+            case TWO_STAGE -> stagingBytes;
+        };
+        boolean forced = config.algorithmPolicy() != AlgorithmPolicy.AUTO;
+        Decision overScratch = scratchLimit == Long.MAX_VALUE ? success
+                : new Decision(Algorithm.NCCL, why + ", but the input is larger than the "
+                        + formatBytes(scratchLimit) + " " + algorithm.displayName() + " scratch → NCCL", forced);
+        return new Branch(success, scratchLimit, overScratch);
+    }
+
+    private BySize bySize(String prefix, boolean forced, long split, Branch below, Branch atOrAbove) {
+        return new BySize(
+                fallback(prefix, forced, "the byte count is not a multiple of " + CUSTOM_KERNEL_ALIGNMENT),
+                fallback(prefix, forced, "a pointer is not " + CUSTOM_KERNEL_ALIGNMENT + "-byte aligned"),
+                fallback(prefix, forced, "the input is not registered and is larger than the "
+                        + formatBytes(stagingBytes) + " staging buffer it would be copied into"),
+                stagingBytes, split, below, atOrAbove);
+    }
+
+    /** An NCCL decision: "auto: why → NCCL" or "forced 1stage by X, but why → NCCL" (fell back). */
+    private static Decision fallback(String prefix, boolean forced, String why) {
+        return new Decision(Algorithm.NCCL, prefix + (forced ? ", but " : ": ") + why + " → NCCL", forced);
+    }
+
+    // ---- plans --------------------------------------------------------------------------------
+
+    /** What the constructor worked out: one decision for every call, or a choice by size. */
+    private sealed interface Plan permits Fixed, BySize {
+        String summary();
+    }
+
+    /** Every call gets the same decision (topology or policy settles it). */
+    private record Fixed(Decision decision) implements Plan {
+        @Override
+        public String summary() {
+            return "every call: " + decision.algorithm().displayName() + " (" + decision.reason() + ")";
+        }
+    }
+
+    /** An algorithm choice plus the NCCL decision for inputs beyond its scratch. */
+    private record Branch(Decision decision, long scratchLimitBytes, Decision overScratch) {
+        Decision select(long bytes) {
+            return bytes > scratchLimitBytes ? overScratch : decision;
+        }
+    }
+
+    /** A choice by alignment, registration and size; all decisions prebuilt. */
+    private record BySize(Decision notMultipleOf16, Decision misaligned, Decision unregisteredOverStaging,
+                          long stagingBytes, long oneStageBelowBytes, Branch below, Branch atOrAbove)
+            implements Plan {
+
+        Decision select(long bytes, boolean aligned16, boolean registered) {
+            if ((bytes & (CUSTOM_KERNEL_ALIGNMENT - 1)) != 0) {
+                return notMultipleOf16;
+            }
+            if (!aligned16) {
+                return misaligned;
+            }
+            if (!registered && bytes > stagingBytes) {
+                return unregisteredOverStaging;
+            }
+            return bytes < oneStageBelowBytes ? below.select(bytes) : atOrAbove.select(bytes);
+        }
+
+        @Override
+        public String summary() {
+            return below == atOrAbove
+                    ? "by size: " + below.decision().reason()
+                    : "by size: " + below.decision().reason() + "; " + atOrAbove.decision().reason();
+        }
+    }
+
+    // ---- helpers ------------------------------------------------------------------------------
+
+    private static void requireValidSize(long bytes, DType dtype) {
+        Objects.requireNonNull(dtype, "dtype");
+        if (bytes <= 0) {
+            throw new IllegalArgumentException(bytes == 0
+                    ? "an all-reduce of 0 bytes has nothing to reduce; pass a positive byte count"
+                    : "byte count must be positive, got " + bytes);
+        }
+        if (bytes % dtype.byteSize() != 0) {
+            throw new IllegalArgumentException(bytes + " bytes is not a whole number of " + dtype + " elements ("
+                    + dtype.byteSize() + " bytes each)");
+        }
+    }
+
+    private String header(long bytes, DType dtype) {
+        return "all-reduce of " + bytes + " bytes (" + bytes / dtype.byteSize() + " " + dtype + " elements) on "
+                + topology.describe() + ":";
+    }
+
+    private static String verdict(Decision decision) {
+        return decision.algorithm().displayName() + (decision.fellBack() ? " (forced algorithm fell back)" : "")
+                + " — " + decision.reason();
+    }
+
+    private String describeConfiguration() {
+        return "configuration: " + config.describe() + "; one-stage below "
+                + formatBytes(thresholds.upTo4RanksBytes()) + " up to 4 ranks, below "
+                + formatBytes(thresholds.upTo8RanksBytes()) + " up to 8 ranks; staging buffer "
+                + formatBytes(stagingBytes);
+    }
+
+    /** "512 KiB", "8 MiB", "43008 bytes". */
+    static String formatBytes(long bytes) {
+        if (bytes == Long.MAX_VALUE) {
+            return "any size";
+        }
+        if (bytes >= 1L << 30 && bytes % (1L << 30) == 0) {
+            return (bytes >> 30) + " GiB";
+        }
+        if (bytes >= 1L << 20 && bytes % (1L << 20) == 0) {
+            return (bytes >> 20) + " MiB";
+        }
+        if (bytes >= 1L << 10 && bytes % (1L << 10) == 0) {
+            return (bytes >> 10) + " KiB";
+        }
+        return bytes + " bytes";
+    }
+}

@@ -1,0 +1,105 @@
+package dev.ar4j.dispatch;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.Arrays;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The value types: {@link Algorithm}, {@link AlgorithmPolicy}, {@link Decision}, {@link Topology}, sources. */
+class DispatchTypesTest {
+
+    @Test
+    void algorithmCodesMatchTheCAbi() {
+        assertEquals(1, Algorithm.ONE_STAGE.kernelCode());
+        assertEquals(2, Algorithm.TWO_STAGE.kernelCode());
+        IllegalStateException e = assertThrows(IllegalStateException.class, Algorithm.NCCL::kernelCode);
+        assertTrue(e.getMessage().contains("ncclAllReduce"), e.getMessage());
+        assertTrue(Algorithm.ONE_STAGE.isCustomKernel());
+        assertTrue(Algorithm.TWO_STAGE.isCustomKernel());
+        assertFalse(Algorithm.NCCL.isCustomKernel());
+        Set<String> names = Arrays.stream(Algorithm.values()).map(Algorithm::displayName).collect(Collectors.toSet());
+        assertEquals(Algorithm.values().length, names.size(), "display names are distinct");
+    }
+
+    @Test
+    void policyParsesEverySpellingCaseInsensitivelyAndTrimmed() {
+        Map<String, AlgorithmPolicy> spellings = Map.of(
+                "auto", AlgorithmPolicy.AUTO, " AUTO ", AlgorithmPolicy.AUTO,
+                "1stage", AlgorithmPolicy.ONE_STAGE, "OneShot", AlgorithmPolicy.ONE_STAGE,
+                "2Stage", AlgorithmPolicy.TWO_STAGE, "\ttwoshot\n", AlgorithmPolicy.TWO_STAGE,
+                "nccl", AlgorithmPolicy.NCCL, "NCCL", AlgorithmPolicy.NCCL);
+        spellings.forEach((text, policy) -> assertEquals(policy, AlgorithmPolicy.parse(text, "test"), text));
+        for (AlgorithmPolicy policy : AlgorithmPolicy.values()) {
+            assertEquals(policy, AlgorithmPolicy.parse(policy.configName(), "test"), "round trip of " + policy);
+        }
+    }
+
+    @Test
+    void policyRejectsUnknownValuesNamingSourceAndAcceptedValues() {
+        for (String bad : new String[] {"", "  ", "3stage", "one-stage", "ncc"}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> AlgorithmPolicy.parse(bad, "environment variable AR4J_ALLREDUCE_ALGO"));
+            assertTrue(e.getMessage().startsWith("environment variable AR4J_ALLREDUCE_ALGO"), e.getMessage());
+            assertTrue(e.getMessage().contains("auto, 1stage, oneshot, 2stage, twoshot, nccl"), e.getMessage());
+        }
+    }
+
+    @Test
+    void policyForcesTheMatchingAlgorithm() {
+        assertEquals(Optional.empty(), AlgorithmPolicy.AUTO.forcedAlgorithm());
+        assertEquals(Optional.of(Algorithm.ONE_STAGE), AlgorithmPolicy.ONE_STAGE.forcedAlgorithm());
+        assertEquals(Optional.of(Algorithm.TWO_STAGE), AlgorithmPolicy.TWO_STAGE.forcedAlgorithm());
+        assertEquals(Optional.of(Algorithm.NCCL), AlgorithmPolicy.NCCL.forcedAlgorithm());
+    }
+
+    @Test
+    void decisionInvariants() {
+        assertThrows(IllegalArgumentException.class, () -> new Decision(Algorithm.NCCL, " ", false));
+        assertThrows(NullPointerException.class, () -> new Decision(null, "why", false));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new Decision(Algorithm.ONE_STAGE, "why", true));
+        assertTrue(e.getMessage().contains("NCCL"), e.getMessage());
+        assertTrue(new Decision(Algorithm.NCCL, "why", true).fellBack());
+    }
+
+    @Test
+    void topologyValidatesAndOverrides() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new Topology(0, true, true, true));
+        assertTrue(e.getMessage().contains("0"), e.getMessage());
+        Topology t = Topology.singleHost(8, true);
+        assertEquals(new Topology(8, true, true, true), t);
+        assertEquals(new Topology(4, false, false, false),
+                t.withWorldSize(4).withFullNvlink(false).withP2pAllPairs(false).withSingleHost(false));
+        assertEquals("8 ranks on one host, NVLink between every pair, P2P between every pair", t.describe());
+    }
+
+    @Test
+    void settingSourcesDescribeThemselves() {
+        assertEquals("builder", new SettingSource.BuilderValue().describe());
+        assertEquals("default", new SettingSource.DefaultValue().toString());
+        assertEquals("system property a.b", new SettingSource.SystemProperty("a.b").describe());
+        assertEquals("environment variable X_Y", new SettingSource.EnvironmentVariable("X_Y").toString());
+        assertThrows(IllegalArgumentException.class, () -> new SettingSource.EnvironmentVariable(" "));
+    }
+
+    @Test
+    void thresholdsGiveTheOneStageLimitPerWorldSize() {
+        OneStageThresholds t = OneStageThresholds.DEFAULTS;
+        assertEquals(512 * 1024, t.upTo4RanksBytes());
+        assertEquals(256 * 1024, t.upTo8RanksBytes());
+        assertEquals(Long.MAX_VALUE, t.oneStageBelowBytes(2));
+        assertEquals(512 * 1024, t.oneStageBelowBytes(4));
+        assertEquals(256 * 1024, t.oneStageBelowBytes(6));
+        assertEquals(256 * 1024, t.oneStageBelowBytes(8));
+        assertEquals(0, t.oneStageBelowBytes(9));
+        assertEquals(128 * 1024, new OneStageThresholds(64 * 1024, 128 * 1024).oneStageBelowBytes(4));
+    }
+}
