@@ -248,6 +248,15 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
     public static int AR4J_ALGO_TWO_STAGE() {
         return AR4J_ALGO_TWO_STAGE;
     }
+    private static final int AR4J_ALGO_ONE_SHOT_PUSH = (int)3L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_algorithm.AR4J_ALGO_ONE_SHOT_PUSH = 3
+     * }
+     */
+    public static int AR4J_ALGO_ONE_SHOT_PUSH() {
+        return AR4J_ALGO_ONE_SHOT_PUSH;
+    }
     private static final int AR4J_MAX_RANKS = (int)8L;
     /**
      * {@snippet lang=c :
@@ -274,6 +283,15 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
      */
     public static int AR4J_MAX_THREADS() {
         return AR4J_MAX_THREADS;
+    }
+    private static final int AR4J_PUSH_MAX_BYTES = (int)524288L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_limits.AR4J_PUSH_MAX_BYTES = 524288
+     * }
+     */
+    public static int AR4J_PUSH_MAX_BYTES() {
+        return AR4J_PUSH_MAX_BYTES;
     }
 
     private static class ar4j_status_name {
