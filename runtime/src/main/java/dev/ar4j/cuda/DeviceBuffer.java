@@ -23,9 +23,11 @@ import java.util.Objects;
  * Using a buffer after it, or the buffer or mapping it is a view of, was closed throws
  * {@link IllegalStateException}. Works with try-with-resources.
  *
- * <p>Copies without a stream are synchronous ({@code cudaMemcpy}); the {@code Async} variants
- * enqueue on a stream and return at once, so the host memory they read or write must be native
- * memory that stays alive until the stream reaches the copy.
+ * <p>Copies and fills without a stream return when they are done: they run on the legacy default
+ * stream ({@code cudaMemcpy}, {@code cudaMemset}) and then wait for it, since CUDA itself returns
+ * early from device-to-device copies, memsets and copies from pageable memory. The {@code Async}
+ * variants enqueue on a stream and return at once, so the host memory they read or write must be
+ * native memory that stays alive until the stream reaches the copy.
  */
 public final class DeviceBuffer implements AutoCloseable {
 
@@ -285,13 +287,14 @@ public final class DeviceBuffer implements AutoCloseable {
                 cuda_runtime_api_h.cudaMemcpyDeviceToDevice(), stream, "cudaMemcpyAsync(device -> device)");
     }
 
-    /** Sets every byte of this buffer to {@code value & 0xff} and waits ({@code cudaMemset}). */
+    /** Sets every byte of this buffer to {@code value & 0xff} and waits for it ({@code cudaMemset}). */
     public void fill(int value) {
         ensureOpen();
         int status = cuda_runtime_api_h.cudaMemset(MemorySegment.ofAddress(address), value, byteSize);
         if (status != 0) {
             throw CudaErrors.exception(status, "cudaMemset(" + this + ", " + value + ")");
         }
+        awaitLegacyStream("cudaMemset");
     }
 
     /** Enqueues setting every byte of this buffer to {@code value & 0xff} on {@code stream} ({@code cudaMemsetAsync}). */
@@ -323,6 +326,17 @@ public final class DeviceBuffer implements AutoCloseable {
         int status = cuda_runtime_api_h.cudaMemcpy(dst, src, bytes, kind);
         if (status != 0) {
             throw CudaErrors.exception(status, call + " of " + bytes + " bytes");
+        }
+        if (kind != cuda_runtime_api_h.cudaMemcpyDeviceToHost()) {
+            awaitLegacyStream(call);
+        }
+    }
+
+    /** Waits for the legacy default stream, where cudaMemcpy and cudaMemset run. */
+    private static void awaitLegacyStream(String afterCall) {
+        int status = cuda_runtime_api_h.cudaStreamSynchronize(MemorySegment.NULL);
+        if (status != 0) {
+            throw CudaErrors.exception(status, "cudaStreamSynchronize(legacy default stream) after " + afterCall);
         }
     }
 

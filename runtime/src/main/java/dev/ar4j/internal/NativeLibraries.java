@@ -17,6 +17,7 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
@@ -25,7 +26,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.UnaryOperator;
-import java.util.stream.Collectors;
 
 /**
  * The one place that loads ar4j's native libraries: the CUDA runtime ({@code libcudart}), the
@@ -205,7 +205,7 @@ public final class NativeLibraries {
         if (loaded != null) {
             return loaded;
         }
-        checkNativeAccessOnce();
+        checkDeploymentOnce();
         if (library == Library.CUSTOM_ALL_REDUCE) {
             load(Library.CUDART); // its NEEDED entry; must be in the process before dlopen resolves it
         }
@@ -243,11 +243,10 @@ public final class NativeLibraries {
         return dev.ar4j.bindings.cudart.cuda_runtime_api_h.class.getModule();
     }
 
-    private static void checkNativeAccessOnce() {
+    private static void checkDeploymentOnce() {
         if (nativeAccessChecked) {
             return;
         }
-        nativeAccessChecked = true;
         if (NativeLibraries.class.getClassLoader() != dev.ar4j.bindings.cudart.cuda_runtime_api_h.class.getClassLoader()) {
             throw new IllegalStateException("ar4j-runtime and ar4j-bindings are in different class loaders ("
                     + NativeLibraries.class.getClassLoader() + " and "
@@ -255,6 +254,7 @@ public final class NativeLibraries {
                     + "): the bindings find native symbols through their class loader's libraries, which are"
                     + " the ones the runtime loads. Put both jars in the same class loader.");
         }
+        nativeAccessChecked = true;
         if (!nativeAccessEnabled()) {
             LOG.log(System.Logger.Level.WARNING, "ar4j calls native code (CUDA, NCCL) through the FFM API, but native"
                     + " access is not enabled for it; the JDK warns now and will refuse in a future release. Add "
@@ -341,7 +341,12 @@ public final class NativeLibraries {
             }
         }
         if (inputs.usualPlaces()) {
-            for (Path dir : usualDirectories(library, inputs.environment(), attempts)) {
+            for (UsualPlace place : usualPlaces(library, inputs.environment())) {
+                if (place.directory() == null) {
+                    attempts.note(place.description(), place.skippedBecause());
+                    continue;
+                }
+                Path dir = place.directory();
                 for (String name : library.fileNames()) {
                     Path file = dir.resolve(name);
                     if (!Files.isRegularFile(file)) {
@@ -442,29 +447,37 @@ public final class NativeLibraries {
         return tryFile(library, resolved, place + " -> " + resolved, "OS loader name " + name, attempts);
     }
 
-    private static List<Path> usualDirectories(Library library, UnaryOperator<String> environment, Attempts attempts) {
-        List<Path> dirs = new ArrayList<>();
+    /** A directory to look in, or (directory null) a place that was skipped and why. */
+    private record UsualPlace(Path directory, String description, String skippedBecause) {
+        static UsualPlace of(Path directory) {
+            return new UsualPlace(directory, directory.toString(), null);
+        }
+
+        static UsualPlace skipped(String description, String because) {
+            return new UsualPlace(null, description, because);
+        }
+    }
+
+    private static List<UsualPlace> usualPlaces(Library library, UnaryOperator<String> environment) {
+        List<UsualPlace> places = new ArrayList<>();
         if (library == Library.CUDA_DRIVER) {
             for (String d : List.of("/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/x86_64-linux-gnu",
                     "/usr/lib64", "/usr/lib/wsl/lib")) {
-                dirs.add(Path.of(d));
+                places.add(UsualPlace.of(Path.of(d)));
             }
-            return dirs;
+            return places;
         }
         for (String variable : List.of("CUDA_HOME", "CUDA_PATH")) {
             String value = environment.apply(variable);
-            if (value == null) {
-                attempts.note("$" + variable + "/lib64", variable + " not set");
-            } else {
-                dirs.add(Path.of(value, "lib64"));
-            }
+            places.add(value == null ? UsualPlace.skipped("$" + variable + "/lib64", variable + " not set")
+                    : UsualPlace.of(Path.of(value, "lib64")));
         }
-        dirs.add(Path.of("/usr/local/cuda/lib64"));
+        places.add(UsualPlace.of(Path.of("/usr/local/cuda/lib64")));
         List<Path> roots = new ArrayList<>();
         for (String variable : List.of("VIRTUAL_ENV", "CONDA_PREFIX")) {
             String value = environment.apply(variable);
             if (value == null) {
-                attempts.note("Python environment $" + variable, variable + " not set");
+                places.add(UsualPlace.skipped("Python environment $" + variable, variable + " not set"));
             } else {
                 roots.add(Path.of(value));
             }
@@ -473,11 +486,13 @@ public final class NativeLibraries {
         for (Path root : roots) {
             List<Path> found = pythonNvidiaLibDirs(root);
             if (found.isEmpty()) {
-                attempts.note(root + "/lib/python3*/site-packages/nvidia/*/lib", "no such directory");
+                places.add(UsualPlace.skipped(root + "/lib/python3*/site-packages/nvidia/*/lib", "no such directory"));
             }
-            dirs.addAll(found);
+            found.forEach(dir -> places.add(UsualPlace.of(dir)));
         }
-        return dirs.stream().distinct().collect(Collectors.toList());
+        Set<Path> seen = new HashSet<>();
+        places.removeIf(place -> place.directory() != null && !seen.add(place.directory())); // e.g. CUDA_HOME=/usr/local/cuda
+        return places;
     }
 
     /** {@code root/lib/python3.X/site-packages/nvidia/PKG/lib} directories, sorted. */

@@ -166,6 +166,15 @@ class NativeLibrariesTest {
     }
 
     @Test
+    void bindingsFindLibrariesLoadedAfterTheirClassWasInitialised(@TempDir Path dir) throws Exception {
+        ChildJvm child = ChildJvm.start(LateLoadMain.class, List.of(), dir.resolve("child.log"));
+        int exit = child.await(60);
+        String output = child.output();
+        assertEquals(0, exit, output);
+        assertTrue(output.contains("RUNTIME " + Cuda.runtimeVersion() + " 0"), output);
+    }
+
+    @Test
     void nativeAccessFlagMatchesTheClassPathDeployment() {
         assertFalse(NativeLibraries.class.getModule().isNamed(), "the tests run on the class path");
         assertEquals("--enable-native-access=ALL-UNNAMED", NativeLibraries.nativeAccessFlag());
