@@ -229,11 +229,12 @@ class CudaSingleGpuIT {
             assertTrue(range.byteSize() >= 1 << 20, range.toString());
             assertEquals(4096, range.offsetOf(slice.address()));
 
+            // An owned slice knows its allocation's base; a borrowed pointer's base comes from the driver.
             IpcBufferExport known = IpcBufferExport.of(slice);
             IpcBufferExport looked = IpcBufferExport.of(DeviceBuffer.borrow(slice.address(), 8192, 0));
-            assertEquals(known, looked, "the driver finds the same base as ar4j recorded");
             assertEquals(4096, known.offset());
-            assertEquals(IpcMemHandle.ofAllocation(buffer.address()), known.handle());
+            assertEquals(4096, looked.offset(), "the driver finds the base ar4j recorded");
+            assertEquals(8192, looked.byteSize());
         }
     }
 
