@@ -1,12 +1,21 @@
 package dev.ar4j.internal;
 
+import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
+import org.junit.jupiter.api.Assumptions;
+
+import java.io.File;
 import java.io.IOException;
+import java.net.URI;
+import java.net.URL;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.CodeSource;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -37,8 +46,7 @@ public final class ChildJvm {
             }
         }
         command.add("-cp");
-        // Surefire runs tests from a manifest-only jar and keeps the real class path in this property.
-        command.add(System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")));
+        command.add(classPath(mainClass));
         command.add(mainClass.getName());
         command.addAll(args);
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
@@ -48,6 +56,47 @@ public final class ChildJvm {
         env.put("NVSHMEM_DISABLE_NVLS", "1");
         env.putIfAbsent("NCCL_SOCKET_IFNAME", "lo");
         return new ChildJvm(builder.start(), log, mainClass.getSimpleName() + " " + String.join(" ", args));
+    }
+
+    /**
+     * This JVM's class path, plus the places the classes a child needs were loaded from: a test
+     * launcher may load them through its own class loader ({@code junit-platform-console-standalone
+     * --class-path}), and Surefire runs tests from a manifest-only jar, keeping the real class path
+     * in {@code surefire.test.class.path}.
+     */
+    private static String classPath(Class<?> mainClass) {
+        Set<String> entries = new LinkedHashSet<>();
+        String own = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        for (String entry : own.split(File.pathSeparator)) {
+            if (!entry.isBlank()) {
+                entries.add(entry);
+            }
+        }
+        for (Class<?> type : List.of(mainClass, ChildJvm.class, NativeLibraries.class, cuda_runtime_api_h.class,
+                Assumptions.class)) {
+            CodeSource source = type.getProtectionDomain().getCodeSource();
+            if (source != null && source.getLocation() != null) {
+                entries.add(toPath(source.getLocation()));
+            }
+        }
+        ClassLoader loader = ChildJvm.class.getClassLoader();
+        URL kernels = loader.getResource(NativeLibraries.CUSTOM_AR_RESOURCE);
+        if (kernels != null && kernels.getProtocol().equals("jar")) {
+            String jar = kernels.getPath(); // file:/path/ar4j-cuda.jar!/META-INF/...
+            entries.add(toPath(URI.create(jar.substring(0, jar.indexOf("!/"))).toString()));
+        } else if (kernels != null && kernels.getProtocol().equals("file")) {
+            Path file = Path.of(URI.create(kernels.toString()));
+            entries.add(file.getRoot().resolve(file.subpath(0, file.getNameCount() - 4)).toString()); // strip META-INF/native/linux-x86_64/x.so
+        }
+        return String.join(File.pathSeparator, entries);
+    }
+
+    private static String toPath(URL location) {
+        return toPath(location.toString());
+    }
+
+    private static String toPath(String uri) {
+        return Path.of(URI.create(uri)).toString();
     }
 
     /**

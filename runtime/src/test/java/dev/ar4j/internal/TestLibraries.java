@@ -24,7 +24,7 @@ public final class TestLibraries {
     public static void requireCustomAllReduce() {
         NativeLibraries.Library library = NativeLibraries.Library.CUSTOM_ALL_REDUCE;
         if (!explicitlyConfigured(library) && !Boolean.getBoolean("ar4j.customar.required")
-                && ClassLoader.getSystemResource(NativeLibraries.CUSTOM_AR_RESOURCE) == null) {
+                && NativeLibraries.class.getClassLoader().getResource(NativeLibraries.CUSTOM_AR_RESOURCE) == null) {
             Assumptions.abort(NativeLibraries.CUSTOM_AR_RESOURCE + " is not on the class path (built with"
                     + " -Dar4j.native.skip=true?); set -Dar4j.customar.required=true to make this a failure");
         }
