@@ -1,0 +1,214 @@
+package dev.ar4j.cuda;
+
+import dev.ar4j.bindings.cudart.cudaPointerAttributes;
+import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
+import dev.ar4j.internal.NativeLibraries;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Objects;
+
+/**
+ * The CUDA runtime: versions, devices, peer access and pointer queries. Every method loads
+ * libcudart on first use ({@link NativeLibraries#cudart()}) and checks every return code through
+ * {@link CudaErrors}.
+ *
+ * <p>Device discovery on a machine without a driver throws {@link CudaDriverMissingException}; with
+ * a driver but no visible GPU, {@link CudaNoDeviceException}.
+ */
+public final class Cuda {
+    private Cuda() {
+    }
+
+    static void ensureLoaded() {
+        NativeLibraries.cudart();
+    }
+
+    /** The CUDA runtime's version, {@code major * 1000 + minor * 10} (13000 for CUDA 13.0). */
+    public static int runtimeVersion() {
+        ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
+            CudaErrors.check(cuda_runtime_api_h.cudaRuntimeGetVersion(out), "cudaRuntimeGetVersion");
+            return out.get(ValueLayout.JAVA_INT, 0);
+        }
+    }
+
+    /**
+     * The newest CUDA version the installed driver supports, in the same encoding as
+     * {@link #runtimeVersion()}; 0 when no driver is installed.
+     */
+    public static int driverVersion() {
+        ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
+            CudaErrors.check(cuda_runtime_api_h.cudaDriverGetVersion(out), "cudaDriverGetVersion");
+            return out.get(ValueLayout.JAVA_INT, 0);
+        }
+    }
+
+    /** Formats a CUDA version number: 13000 as "13.0", 12080 as "12.8". */
+    public static String formatVersion(int version) {
+        if (version < 0) {
+            throw new IllegalArgumentException("a CUDA version is >= 0, got " + version);
+        }
+        return (version / 1000) + "." + (version % 1000) / 10;
+    }
+
+    /**
+     * Number of visible CUDA devices.
+     *
+     * @throws CudaDriverMissingException when no NVIDIA driver is installed
+     * @throws CudaNoDeviceException      when the driver sees no device
+     */
+    public static int deviceCount() {
+        ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
+            CudaErrors.check(cuda_runtime_api_h.cudaGetDeviceCount(out), "cudaGetDeviceCount");
+            int count = out.get(ValueLayout.JAVA_INT, 0);
+            if (count == 0) {
+                throw CudaErrors.exception(cuda_runtime_api_h.cudaErrorNoDevice(), "cudaGetDeviceCount (returned 0 devices)");
+            }
+            return count;
+        }
+    }
+
+    /** Makes {@code device} the calling thread's current device. */
+    public static void setDevice(int device) {
+        ensureLoaded();
+        int status = cuda_runtime_api_h.cudaSetDevice(device);
+        if (status != 0) {
+            throw CudaErrors.exception(status, "cudaSetDevice(" + device + ")");
+        }
+    }
+
+    /** The calling thread's current device. */
+    public static int currentDevice() {
+        ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
+            CudaErrors.check(cuda_runtime_api_h.cudaGetDevice(out), "cudaGetDevice");
+            return out.get(ValueLayout.JAVA_INT, 0);
+        }
+    }
+
+    /** Waits until the current device has finished all work. */
+    public static void deviceSynchronize() {
+        ensureLoaded();
+        CudaErrors.check(cuda_runtime_api_h.cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    }
+
+    /** Reads a device attribute. */
+    public static int deviceAttribute(DeviceAttribute attribute, int device) {
+        return deviceAttribute(Objects.requireNonNull(attribute, "attribute").code(), device);
+    }
+
+    /** Reads a device attribute by its {@code cudaDeviceAttr} code. */
+    public static int deviceAttribute(int attributeCode, int device) {
+        ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
+            int status = cuda_runtime_api_h.cudaDeviceGetAttribute(out, attributeCode, device);
+            if (status != 0) {
+                throw CudaErrors.exception(status, "cudaDeviceGetAttribute(attr " + attributeCode + ", device " + device + ")");
+            }
+            return out.get(ValueLayout.JAVA_INT, 0);
+        }
+    }
+
+    /** The device's PCI bus id, e.g. {@code 0000:1B:00.0}. */
+    public static String pciBusId(int device) {
+        ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            int length = 64;
+            MemorySegment out = arena.allocate(length);
+            int status = cuda_runtime_api_h.cudaDeviceGetPCIBusId(out, length, device);
+            if (status != 0) {
+                throw CudaErrors.exception(status, "cudaDeviceGetPCIBusId(device " + device + ")");
+            }
+            return out.getString(0);
+        }
+    }
+
+    /** Whether {@code device} can access {@code peer}'s memory directly. */
+    public static boolean canAccessPeer(int device, int peer) {
+        ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
+            int status = cuda_runtime_api_h.cudaDeviceCanAccessPeer(out, device, peer);
+            if (status != 0) {
+                throw CudaErrors.exception(status, "cudaDeviceCanAccessPeer(" + device + ", " + peer + ")");
+            }
+            return out.get(ValueLayout.JAVA_INT, 0) != 0;
+        }
+    }
+
+    /**
+     * Lets the current device access {@code peer}'s memory. Idempotent: a peer already enabled is
+     * not an error (CUDA's sticky {@code cudaErrorPeerAccessAlreadyEnabled} is cleared).
+     *
+     * @return true if this call enabled it, false if it was already enabled
+     */
+    public static boolean enablePeerAccess(int peer) {
+        ensureLoaded();
+        int status = cuda_runtime_api_h.cudaDeviceEnablePeerAccess(peer, 0);
+        if (status == cuda_runtime_api_h.cudaErrorPeerAccessAlreadyEnabled()) {
+            cuda_runtime_api_h.cudaGetLastError(); // the runtime records it as the last error; clear it
+            return false;
+        }
+        if (status != 0) {
+            throw CudaErrors.exception(status, "cudaDeviceEnablePeerAccess(peer " + peer + ")");
+        }
+        return true;
+    }
+
+    /** Reads an attribute of the link from {@code sourceDevice} to {@code destinationDevice}. */
+    public static int p2pAttribute(P2PAttribute attribute, int sourceDevice, int destinationDevice) {
+        Objects.requireNonNull(attribute, "attribute");
+        ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
+            int status = cuda_runtime_api_h.cudaDeviceGetP2PAttribute(out, attribute.code(), sourceDevice, destinationDevice);
+            if (status != 0) {
+                throw CudaErrors.exception(status, "cudaDeviceGetP2PAttribute(" + attribute + ", " + sourceDevice
+                        + " -> " + destinationDevice + ")");
+            }
+            return out.get(ValueLayout.JAVA_INT, 0);
+        }
+    }
+
+    /** What CUDA knows about an address (host, device, managed or unregistered memory). */
+    public static PointerAttributes pointerAttributes(long address) {
+        ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attributes = cudaPointerAttributes.allocate(arena);
+            int status = cuda_runtime_api_h.cudaPointerGetAttributes(attributes, MemorySegment.ofAddress(address));
+            if (status != 0) {
+                throw CudaErrors.exception(status, "cudaPointerGetAttributes(0x" + Long.toHexString(address) + ")");
+            }
+            return new PointerAttributes(MemoryType.ofCode(cudaPointerAttributes.type(attributes)),
+                    cudaPointerAttributes.device(attributes),
+                    cudaPointerAttributes.devicePointer(attributes).address(),
+                    cudaPointerAttributes.hostPointer(attributes).address());
+        }
+    }
+
+    /**
+     * Returns and clears the runtime's last error for this thread ({@code cudaGetLastError}):
+     * e.g. a failed kernel launch made by a library. 0 means none.
+     */
+    public static int takeLastError() {
+        ensureLoaded();
+        return cuda_runtime_api_h.cudaGetLastError();
+    }
+
+    /** Throws the runtime's last error of this thread, if any, clearing it. */
+    public static void checkLastError(String afterWhat) {
+        int status = takeLastError();
+        if (status != 0) {
+            throw CudaErrors.exception(status, "last CUDA error after " + afterWhat);
+        }
+    }
+}

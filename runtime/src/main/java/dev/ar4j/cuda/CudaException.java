@@ -1,0 +1,51 @@
+package dev.ar4j.cuda;
+
+/**
+ * A CUDA runtime or driver call failed. Carries the call, the error code, its symbolic name
+ * ({@code cudaErrorMemoryAllocation}, {@code CUDA_ERROR_INVALID_VALUE}) and the library's own
+ * description of it.
+ */
+public class CudaException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    private final String call;
+    private final int code;
+    private final String errorName;
+    private final String errorDescription;
+
+    /**
+     * @param call             the call that failed, with whatever arguments help ("cudaMalloc(4096 bytes)")
+     * @param code             the {@code cudaError_t} or {@code CUresult}
+     * @param errorName        the code's symbolic name
+     * @param errorDescription the library's description of the code
+     * @param advice           what to do about it, or null
+     */
+    public CudaException(String call, int code, String errorName, String errorDescription, String advice) {
+        super(call + " failed: " + errorName + " (" + code + "): " + errorDescription
+                + (advice == null ? "" : ". " + advice));
+        this.call = call;
+        this.code = code;
+        this.errorName = errorName;
+        this.errorDescription = errorDescription;
+    }
+
+    /** The call that failed. */
+    public String call() {
+        return call;
+    }
+
+    /** The numeric error code ({@code cudaError_t}, or {@code CUresult} for driver calls). */
+    public int code() {
+        return code;
+    }
+
+    /** The code's symbolic name, e.g. {@code cudaErrorInsufficientDriver}. */
+    public String errorName() {
+        return errorName;
+    }
+
+    /** CUDA's description of the code. */
+    public String errorDescription() {
+        return errorDescription;
+    }
+}

@@ -1,0 +1,111 @@
+package dev.ar4j.cuda;
+
+import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Objects;
+
+/**
+ * A CUDA graph made by stream capture, destroyed exactly once by {@link #close()}.
+ * {@link #instantiate()} turns it into a launchable {@link CudaGraphExec}.
+ *
+ * <pre>{@code
+ * try (CudaGraph graph = CudaGraph.capture(stream, CaptureMode.THREAD_LOCAL, () -> enqueueWork(stream));
+ *      CudaGraphExec exec = graph.instantiate()) {
+ *     exec.launch(stream);
+ * }
+ * }</pre>
+ */
+public final class CudaGraph implements AutoCloseable {
+    private final MemorySegment handle;
+    private final Lifetime lifetime = new Lifetime(null);
+
+    private CudaGraph(MemorySegment handle) {
+        this.handle = handle;
+    }
+
+    /** Starts capturing the work enqueued on {@code stream} ({@code cudaStreamBeginCapture}). */
+    public static void beginCapture(CudaStream stream, CaptureMode mode) {
+        Objects.requireNonNull(stream, "stream");
+        Objects.requireNonNull(mode, "mode");
+        CudaErrors.check(cuda_runtime_api_h.cudaStreamBeginCapture(stream.segment(), mode.code()),
+                "cudaStreamBeginCapture(" + mode + ")");
+    }
+
+    /** Ends the capture on {@code stream} and returns the graph ({@code cudaStreamEndCapture}). */
+    public static CudaGraph endCapture(CudaStream stream) {
+        Objects.requireNonNull(stream, "stream");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
+            int status = cuda_runtime_api_h.cudaStreamEndCapture(stream.segment(), out);
+            MemorySegment graph = out.get(ValueLayout.ADDRESS, 0);
+            if (status != 0) {
+                if (graph.address() != 0) {
+                    cuda_runtime_api_h.cudaGraphDestroy(graph);
+                }
+                throw CudaErrors.exception(status, "cudaStreamEndCapture");
+            }
+            if (graph.address() == 0) {
+                throw new IllegalStateException("cudaStreamEndCapture returned no graph");
+            }
+            return new CudaGraph(graph);
+        }
+    }
+
+    /**
+     * Captures what {@code work} enqueues on {@code stream}. If {@code work} throws, the capture is
+     * ended, its partial graph destroyed and the exception rethrown.
+     */
+    public static CudaGraph capture(CudaStream stream, CaptureMode mode, Runnable work) {
+        Objects.requireNonNull(work, "work");
+        beginCapture(stream, mode);
+        try {
+            work.run();
+        } catch (RuntimeException | Error e) {
+            try {
+                endCapture(stream).close();
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+        return endCapture(stream);
+    }
+
+    /** Makes an executable graph ({@code cudaGraphInstantiate}, no flags). The graph stays usable. */
+    public CudaGraphExec instantiate() {
+        ensureOpen();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
+            CudaErrors.check(cuda_runtime_api_h.cudaGraphInstantiate(out, handle, 0L), "cudaGraphInstantiate");
+            return new CudaGraphExec(out.get(ValueLayout.ADDRESS, 0));
+        }
+    }
+
+    /** The {@code cudaGraph_t} as an address. */
+    public long handle() {
+        ensureOpen();
+        return handle.address();
+    }
+
+    /** False once closed. */
+    public boolean isOpen() {
+        return lifetime.isAlive();
+    }
+
+    private void ensureOpen() {
+        if (!lifetime.isAlive()) {
+            throw new IllegalStateException("CudaGraph[0x" + Long.toHexString(handle.address()) + "] is closed");
+        }
+    }
+
+    /** Destroys the graph (once). Executable graphs made from it stay valid. */
+    @Override
+    public void close() {
+        if (lifetime.end()) {
+            CudaErrors.check(cuda_runtime_api_h.cudaGraphDestroy(handle), "cudaGraphDestroy");
+        }
+    }
+}

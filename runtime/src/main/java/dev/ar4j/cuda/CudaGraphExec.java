@@ -1,0 +1,48 @@
+package dev.ar4j.cuda;
+
+import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+
+/** An instantiated, launchable CUDA graph ({@code cudaGraphExec_t}), destroyed exactly once by {@link #close()}. */
+public final class CudaGraphExec implements AutoCloseable {
+    private final MemorySegment handle;
+    private final Lifetime lifetime = new Lifetime(null);
+
+    CudaGraphExec(MemorySegment handle) {
+        this.handle = handle;
+    }
+
+    /** Enqueues one replay of the graph on {@code stream} ({@code cudaGraphLaunch}). */
+    public void launch(CudaStream stream) {
+        ensureOpen();
+        Objects.requireNonNull(stream, "stream");
+        CudaErrors.check(cuda_runtime_api_h.cudaGraphLaunch(handle, stream.segment()), "cudaGraphLaunch");
+    }
+
+    /** The {@code cudaGraphExec_t} as an address. */
+    public long handle() {
+        ensureOpen();
+        return handle.address();
+    }
+
+    /** False once closed. */
+    public boolean isOpen() {
+        return lifetime.isAlive();
+    }
+
+    private void ensureOpen() {
+        if (!lifetime.isAlive()) {
+            throw new IllegalStateException("CudaGraphExec[0x" + Long.toHexString(handle.address()) + "] is closed");
+        }
+    }
+
+    /** Destroys the executable graph (once). */
+    @Override
+    public void close() {
+        if (lifetime.end()) {
+            CudaErrors.check(cuda_runtime_api_h.cudaGraphExecDestroy(handle), "cudaGraphExecDestroy");
+        }
+    }
+}

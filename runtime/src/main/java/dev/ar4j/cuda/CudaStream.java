@@ -1,0 +1,177 @@
+package dev.ar4j.cuda;
+
+import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Objects;
+
+/**
+ * A CUDA stream. Streams made by {@link #create} are owned and destroyed exactly once by
+ * {@link #close()}; {@link #borrow} wraps a stream made elsewhere (PyTorch's current stream, ...)
+ * and never destroys it. Use after close throws {@link IllegalStateException}.
+ */
+public final class CudaStream implements AutoCloseable {
+    private final MemorySegment handle;
+    private final int device;
+    private final boolean owned;
+    private final Lifetime lifetime = new Lifetime(null);
+
+    private CudaStream(MemorySegment handle, int device, boolean owned) {
+        this.handle = handle;
+        this.device = device;
+        this.owned = owned;
+    }
+
+    /** Creates a non-blocking stream (no implicit synchronisation with the legacy default stream) on the current device. */
+    public static CudaStream create() {
+        return create(true, 0);
+    }
+
+    /**
+     * Creates a stream on the current device.
+     *
+     * @param nonBlocking {@code cudaStreamNonBlocking}: no implicit synchronisation with the legacy default stream
+     * @param priority    the stream priority; lower numbers are higher priority, 0 is the default
+     *                    (CUDA clamps it to the device's range)
+     */
+    public static CudaStream create(boolean nonBlocking, int priority) {
+        int device = Cuda.currentDevice();
+        int flags = nonBlocking ? cuda_runtime_api_h.cudaStreamNonBlocking() : cuda_runtime_api_h.cudaStreamDefault();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
+            int status = cuda_runtime_api_h.cudaStreamCreateWithPriority(out, flags, priority);
+            if (status != 0) {
+                throw CudaErrors.exception(status, "cudaStreamCreateWithPriority(flags " + flags + ", priority "
+                        + priority + ")");
+            }
+            return new CudaStream(out.get(ValueLayout.ADDRESS, 0), device, true);
+        }
+    }
+
+    /** Wraps a {@code cudaStream_t} owned by someone else; closing the wrapper never destroys it. */
+    public static CudaStream borrow(long handle, int device) {
+        if (device < 0) {
+            throw new IllegalArgumentException("device ordinal must be >= 0, got " + device);
+        }
+        Cuda.ensureLoaded();
+        return new CudaStream(MemorySegment.ofAddress(handle), device, false);
+    }
+
+    /** The legacy default stream (handle 0) of the current device, borrowed. */
+    public static CudaStream legacyDefault() {
+        return new CudaStream(MemorySegment.NULL, Cuda.currentDevice(), false);
+    }
+
+    /** The per-thread default stream ({@code cudaStreamPerThread}) of the current device, borrowed. */
+    public static CudaStream perThreadDefault() {
+        return new CudaStream(cuda_runtime_api_h.cudaStreamPerThread(), Cuda.currentDevice(), false);
+    }
+
+    /** The {@code cudaStream_t} as an address. */
+    public long handle() {
+        ensureOpen();
+        return handle.address();
+    }
+
+    /** The {@code cudaStream_t} as a zero-length segment, to pass to native functions. */
+    public MemorySegment segment() {
+        ensureOpen();
+        return handle;
+    }
+
+    /** The device the stream was made on (or given to {@link #borrow}). */
+    public int device() {
+        return device;
+    }
+
+    /** Whether {@link #close()} destroys the stream. */
+    public boolean isOwned() {
+        return owned;
+    }
+
+    /** False once closed. */
+    public boolean isOpen() {
+        return lifetime.isAlive();
+    }
+
+    /** Waits until all work queued on the stream has finished. */
+    public void synchronize() {
+        ensureOpen();
+        CudaErrors.check(cuda_runtime_api_h.cudaStreamSynchronize(handle), "cudaStreamSynchronize");
+    }
+
+    /** True if all work queued on the stream has finished ({@code cudaStreamQuery}). */
+    public boolean isIdle() {
+        ensureOpen();
+        int status = cuda_runtime_api_h.cudaStreamQuery(handle);
+        if (status == 0) {
+            return true;
+        }
+        if (status == cuda_runtime_api_h.cudaErrorNotReady()) {
+            return false;
+        }
+        throw CudaErrors.exception(status, "cudaStreamQuery");
+    }
+
+    /** Makes future work on this stream wait for {@code event}. */
+    public void waitFor(CudaEvent event) {
+        ensureOpen();
+        Objects.requireNonNull(event, "event");
+        CudaErrors.check(cuda_runtime_api_h.cudaStreamWaitEvent(handle, event.segment(), 0), "cudaStreamWaitEvent");
+    }
+
+    /** Whether the stream is capturing a graph ({@code cudaStreamIsCapturing}). */
+    public CaptureStatus captureStatus() {
+        ensureOpen();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
+            CudaErrors.check(cuda_runtime_api_h.cudaStreamIsCapturing(handle, out), "cudaStreamIsCapturing");
+            return CaptureStatus.ofCode(out.get(ValueLayout.JAVA_INT, 0));
+        }
+    }
+
+    /**
+     * The capture status and the capture's id ({@code cudaStreamGetCaptureInfo}); the id is unique
+     * per capture within the process and meaningless when the status is {@link CaptureStatus#NONE}.
+     */
+    public CaptureInfo captureInfo() {
+        ensureOpen();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment status = arena.allocate(ValueLayout.JAVA_INT);
+            MemorySegment id = arena.allocate(ValueLayout.JAVA_LONG);
+            CudaErrors.check(cuda_runtime_api_h.cudaStreamGetCaptureInfo(handle, status, id, MemorySegment.NULL,
+                    MemorySegment.NULL, MemorySegment.NULL, MemorySegment.NULL), "cudaStreamGetCaptureInfo");
+            return new CaptureInfo(CaptureStatus.ofCode(status.get(ValueLayout.JAVA_INT, 0)), id.get(ValueLayout.JAVA_LONG, 0));
+        }
+    }
+
+    /**
+     * A stream's capture state.
+     *
+     * @param status whether it is capturing
+     * @param id     the capture's unique id (valid when capturing)
+     */
+    public record CaptureInfo(CaptureStatus status, long id) {
+    }
+
+    private void ensureOpen() {
+        if (!lifetime.isAlive()) {
+            throw new IllegalStateException(this + " is closed");
+        }
+    }
+
+    /** Destroys an owned stream (once; pending work still completes); for a borrowed one, only ends the wrapper. */
+    @Override
+    public void close() {
+        if (lifetime.end() && owned) {
+            CudaErrors.check(cuda_runtime_api_h.cudaStreamDestroy(handle), "cudaStreamDestroy");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "CudaStream[0x" + Long.toHexString(handle.address()) + ", device " + device + (owned ? ", owned" : ", borrowed") + "]";
+    }
+}

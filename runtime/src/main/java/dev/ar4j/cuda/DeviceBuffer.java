@@ -1,0 +1,366 @@
+package dev.ar4j.cuda;
+
+import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Objects;
+
+/**
+ * A range of device memory: a device address, a size in bytes and the device it lives on. The
+ * address is never dereferenced on the host; {@link #segment()} is a zero-length
+ * {@link MemorySegment} to pass to native code (any CUDA library takes it as a pointer).
+ *
+ * <p>Two kinds:
+ * <ul>
+ *   <li><b>owned</b> ({@link #allocate}, {@link #adopt}): {@link #close()} frees the memory exactly
+ *       once, however often and from however many threads it is called;</li>
+ *   <li><b>borrowed</b> ({@link #borrow}, {@link #slice}, IPC views): wraps memory owned by someone
+ *       else (another library, a parent buffer, an IPC mapping) and never frees it; closing it only
+ *       ends this view.</li>
+ * </ul>
+ * Using a buffer after it, or the buffer or mapping it is a view of, was closed throws
+ * {@link IllegalStateException}. Works with try-with-resources.
+ *
+ * <p>Copies without a stream are synchronous ({@code cudaMemcpy}); the {@code Async} variants
+ * enqueue on a stream and return at once, so the host memory they read or write must be native
+ * memory that stays alive until the stream reaches the copy.
+ */
+public final class DeviceBuffer implements AutoCloseable {
+
+    /** Frees an adopted allocation; it throws if the free fails. */
+    @FunctionalInterface
+    public interface Release {
+        /** Frees the memory at {@code address}. */
+        void release(long address);
+    }
+
+    private final long address;
+    private final long byteSize;
+    private final int device;
+    private final Release release;         // null for borrowed buffers
+    private final String origin;           // "cudaMalloc", "borrowed", "slice", "IPC mapping", ...
+    private final Lifetime lifetime;
+    private final long allocationBase;     // base of the allocation when known (owned roots and their slices)
+    private final boolean allocationBaseKnown;
+
+    private DeviceBuffer(long address, long byteSize, int device, Release release, String origin, Lifetime parent,
+                         long allocationBase, boolean allocationBaseKnown) {
+        this.address = address;
+        this.byteSize = byteSize;
+        this.device = device;
+        this.release = release;
+        this.origin = origin;
+        this.lifetime = new Lifetime(parent);
+        this.allocationBase = allocationBase;
+        this.allocationBaseKnown = allocationBaseKnown;
+    }
+
+    /**
+     * Allocates {@code byteSize} bytes on the calling thread's current device ({@code cudaMalloc}).
+     * The memory is not initialised.
+     */
+    public static DeviceBuffer allocate(long byteSize) {
+        if (byteSize <= 0) {
+            throw new IllegalArgumentException("a device allocation needs byteSize > 0, got " + byteSize);
+        }
+        int device = Cuda.currentDevice();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
+            int status = cuda_runtime_api_h.cudaMalloc(out, byteSize);
+            if (status != 0) {
+                throw CudaErrors.exception(status, "cudaMalloc(" + byteSize + " bytes on device " + device + ")");
+            }
+            long address = out.get(ValueLayout.ADDRESS, 0).address();
+            return new DeviceBuffer(address, byteSize, device, DeviceBuffer::cudaFree, "cudaMalloc", null, address, true);
+        }
+    }
+
+    private static void cudaFree(long address) {
+        int status = cuda_runtime_api_h.cudaFree(MemorySegment.ofAddress(address));
+        if (status != 0) {
+            throw CudaErrors.exception(status, "cudaFree(0x" + Long.toHexString(address) + ")");
+        }
+    }
+
+    /**
+     * Wraps device memory owned by someone else (PyTorch, cuBLAS, NCCL, another ar4j object). The
+     * buffer never frees it; the owner must keep it alive while the buffer is used.
+     *
+     * @param address  the device address, not 0
+     * @param byteSize the size in bytes, >= 0
+     * @param device   the device the memory lives on, >= 0
+     */
+    public static DeviceBuffer borrow(long address, long byteSize, int device) {
+        checkRange(address, byteSize, device);
+        return new DeviceBuffer(address, byteSize, device, null, "borrowed", null, 0, false);
+    }
+
+    /** {@link #borrow(long, long, int)} with the address given as a (zero-length) segment. */
+    public static DeviceBuffer borrow(MemorySegment address, long byteSize, int device) {
+        return borrow(Objects.requireNonNull(address, "address").address(), byteSize, device);
+    }
+
+    /**
+     * Takes ownership of an allocation made elsewhere (e.g. {@code ncclMemAlloc}): {@code release}
+     * runs exactly once, on the first {@link #close()}. The address is taken to be the allocation's base.
+     */
+    public static DeviceBuffer adopt(long address, long byteSize, int device, Release release) {
+        checkRange(address, byteSize, device);
+        Objects.requireNonNull(release, "release");
+        return new DeviceBuffer(address, byteSize, device, release, "adopted", null, address, true);
+    }
+
+    /** A borrowed view of [{@code base}, {@code base + byteSize}) that ends with {@code parent}. */
+    static DeviceBuffer view(long address, long byteSize, int device, String origin, Lifetime parent) {
+        checkRange(address, byteSize, device);
+        return new DeviceBuffer(address, byteSize, device, null, origin, parent, 0, false);
+    }
+
+    private static void checkRange(long address, long byteSize, int device) {
+        if (address == 0) {
+            throw new IllegalArgumentException("a device buffer's address must not be 0 (NULL)");
+        }
+        if (byteSize < 0) {
+            throw new IllegalArgumentException("byteSize must be >= 0, got " + byteSize);
+        }
+        if (device < 0) {
+            throw new IllegalArgumentException("device ordinal must be >= 0, got " + device);
+        }
+        if (Long.compareUnsigned(address + byteSize, address) < 0) {
+            throw new IllegalArgumentException("0x" + Long.toHexString(address) + " + " + byteSize
+                    + " bytes wraps around the address space");
+        }
+    }
+
+    /** The device address. */
+    public long address() {
+        ensureOpen();
+        return address;
+    }
+
+    /** The device address as a zero-length segment, to pass to native functions. Never dereference it. */
+    public MemorySegment segment() {
+        ensureOpen();
+        return MemorySegment.ofAddress(address);
+    }
+
+    /** Size in bytes. */
+    public long byteSize() {
+        return byteSize;
+    }
+
+    /** The device ordinal the memory lives on. */
+    public int device() {
+        return device;
+    }
+
+    /** Whether closing this buffer frees its memory. */
+    public boolean isOwned() {
+        return release != null;
+    }
+
+    /** False once this buffer, or the buffer or mapping it is a view of, was closed. */
+    public boolean isOpen() {
+        return lifetime.isAlive();
+    }
+
+    /**
+     * A borrowed view of {@code byteSize} bytes starting {@code offset} bytes into this buffer. The
+     * view is never freed and becomes unusable when this buffer is closed.
+     *
+     * @throws IndexOutOfBoundsException if the range does not lie inside this buffer
+     */
+    public DeviceBuffer slice(long offset, long byteSize) {
+        ensureOpen();
+        if (offset < 0 || byteSize < 0 || offset > this.byteSize || byteSize > this.byteSize - offset) {
+            throw new IndexOutOfBoundsException("slice [" + offset + ", " + offset + " + " + byteSize
+                    + ") is outside this buffer of " + this.byteSize + " bytes");
+        }
+        return new DeviceBuffer(address + offset, byteSize, device, null, "slice", lifetime,
+                allocationBase, allocationBaseKnown);
+    }
+
+    /** The base of the CUDA allocation this buffer lies in, when ar4j allocated (or adopted) it. */
+    boolean allocationBaseKnown() {
+        return allocationBaseKnown;
+    }
+
+    long knownAllocationBase() {
+        return allocationBase;
+    }
+
+    /** Lifetime of this buffer, for views derived elsewhere in the package. */
+    Lifetime lifetime() {
+        return lifetime;
+    }
+
+    // ------------------------------------------------------------------ copies
+
+    /** Copies all of {@code host} to the start of this buffer and waits for the copy. */
+    public void copyFrom(MemorySegment host) {
+        ensureOpen();
+        checkFits(host.byteSize(), "host source");
+        if (host.byteSize() == 0) {
+            return;
+        }
+        if (host.isNative()) {
+            memcpy(MemorySegment.ofAddress(address), host, host.byteSize(),
+                    cuda_runtime_api_h.cudaMemcpyHostToDevice(), "cudaMemcpy(host -> device)");
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment staging = arena.allocate(host.byteSize(), 16);
+            staging.copyFrom(host);
+            memcpy(MemorySegment.ofAddress(address), staging, host.byteSize(),
+                    cuda_runtime_api_h.cudaMemcpyHostToDevice(), "cudaMemcpy(host -> device)");
+        }
+    }
+
+    /** Copies the start of this buffer into all of {@code host} and waits for the copy. */
+    public void copyTo(MemorySegment host) {
+        ensureOpen();
+        checkFits(host.byteSize(), "host destination");
+        if (host.isReadOnly()) {
+            throw new IllegalArgumentException("the host destination segment is read-only");
+        }
+        if (host.byteSize() == 0) {
+            return;
+        }
+        if (host.isNative()) {
+            memcpy(host, MemorySegment.ofAddress(address), host.byteSize(),
+                    cuda_runtime_api_h.cudaMemcpyDeviceToHost(), "cudaMemcpy(device -> host)");
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment staging = arena.allocate(host.byteSize(), 16);
+            memcpy(staging, MemorySegment.ofAddress(address), host.byteSize(),
+                    cuda_runtime_api_h.cudaMemcpyDeviceToHost(), "cudaMemcpy(device -> host)");
+            host.copyFrom(staging);
+        }
+    }
+
+    /** Copies all of {@code source} (device memory) to the start of this buffer and waits for the copy. */
+    public void copyFrom(DeviceBuffer source) {
+        ensureOpen();
+        checkFits(source.byteSize(), "device source");
+        if (source.byteSize() == 0) {
+            return;
+        }
+        memcpy(MemorySegment.ofAddress(address), source.segment(), source.byteSize(),
+                cuda_runtime_api_h.cudaMemcpyDeviceToDevice(), "cudaMemcpy(device -> device)");
+    }
+
+    /**
+     * Enqueues a copy of all of {@code host} to the start of this buffer on {@code stream}.
+     * {@code host} must be native memory that stays alive until the stream has run the copy
+     * (pinned memory, e.g. {@link PinnedHostBuffer}, makes it truly asynchronous).
+     */
+    public void copyFromAsync(MemorySegment host, CudaStream stream) {
+        ensureOpen();
+        checkAsyncHost(host);
+        checkFits(host.byteSize(), "host source");
+        memcpyAsync(MemorySegment.ofAddress(address), host, host.byteSize(),
+                cuda_runtime_api_h.cudaMemcpyHostToDevice(), stream, "cudaMemcpyAsync(host -> device)");
+    }
+
+    /** Enqueues a copy of the start of this buffer into all of {@code host} on {@code stream} (see {@link #copyFromAsync(MemorySegment, CudaStream)}). */
+    public void copyToAsync(MemorySegment host, CudaStream stream) {
+        ensureOpen();
+        checkAsyncHost(host);
+        if (host.isReadOnly()) {
+            throw new IllegalArgumentException("the host destination segment is read-only");
+        }
+        checkFits(host.byteSize(), "host destination");
+        memcpyAsync(host, MemorySegment.ofAddress(address), host.byteSize(),
+                cuda_runtime_api_h.cudaMemcpyDeviceToHost(), stream, "cudaMemcpyAsync(device -> host)");
+    }
+
+    /** Enqueues a copy of all of {@code source} to the start of this buffer on {@code stream}. */
+    public void copyFromAsync(DeviceBuffer source, CudaStream stream) {
+        ensureOpen();
+        checkFits(source.byteSize(), "device source");
+        memcpyAsync(MemorySegment.ofAddress(address), source.segment(), source.byteSize(),
+                cuda_runtime_api_h.cudaMemcpyDeviceToDevice(), stream, "cudaMemcpyAsync(device -> device)");
+    }
+
+    /** Sets every byte of this buffer to {@code value & 0xff} and waits ({@code cudaMemset}). */
+    public void fill(int value) {
+        ensureOpen();
+        int status = cuda_runtime_api_h.cudaMemset(MemorySegment.ofAddress(address), value, byteSize);
+        if (status != 0) {
+            throw CudaErrors.exception(status, "cudaMemset(" + this + ", " + value + ")");
+        }
+    }
+
+    /** Enqueues setting every byte of this buffer to {@code value & 0xff} on {@code stream} ({@code cudaMemsetAsync}). */
+    public void fillAsync(int value, CudaStream stream) {
+        ensureOpen();
+        Objects.requireNonNull(stream, "stream");
+        int status = cuda_runtime_api_h.cudaMemsetAsync(MemorySegment.ofAddress(address), value, byteSize, stream.segment());
+        if (status != 0) {
+            throw CudaErrors.exception(status, "cudaMemsetAsync(" + this + ", " + value + ")");
+        }
+    }
+
+    private void checkFits(long bytes, String what) {
+        if (bytes > byteSize) {
+            throw new IllegalArgumentException("the " + what + " has " + bytes + " bytes, more than this buffer's "
+                    + byteSize);
+        }
+    }
+
+    private static void checkAsyncHost(MemorySegment host) {
+        if (!host.isNative()) {
+            throw new IllegalArgumentException("asynchronous copies need native (off-heap) host memory that stays"
+                    + " alive until the stream reaches the copy; a heap segment can move. Use a PinnedHostBuffer,"
+                    + " an Arena's segment, or the synchronous copy");
+        }
+    }
+
+    private static void memcpy(MemorySegment dst, MemorySegment src, long bytes, int kind, String call) {
+        int status = cuda_runtime_api_h.cudaMemcpy(dst, src, bytes, kind);
+        if (status != 0) {
+            throw CudaErrors.exception(status, call + " of " + bytes + " bytes");
+        }
+    }
+
+    private static void memcpyAsync(MemorySegment dst, MemorySegment src, long bytes, int kind, CudaStream stream,
+                                    String call) {
+        Objects.requireNonNull(stream, "stream");
+        if (bytes == 0) {
+            return;
+        }
+        int status = cuda_runtime_api_h.cudaMemcpyAsync(dst, src, bytes, kind, stream.segment());
+        if (status != 0) {
+            throw CudaErrors.exception(status, call + " of " + bytes + " bytes");
+        }
+    }
+
+    void ensureOpen() {
+        if (!lifetime.isAlive()) {
+            throw new IllegalStateException(this + " is closed"
+                    + (lifetime.endedItself() ? "" : " (the buffer or mapping it is a view of was closed)"));
+        }
+    }
+
+    /**
+     * Ends this buffer. An owned buffer frees its memory on the first call; a borrowed one never
+     * frees anything. Further calls do nothing.
+     *
+     * @throws CudaException if freeing the memory failed (the buffer is closed regardless)
+     */
+    @Override
+    public void close() {
+        if (lifetime.end() && release != null) {
+            release.release(address);
+        }
+    }
+
+    @Override
+    public String toString() {
+        String kind = isOwned() ? "owned (" + origin + ")" : origin.equals("borrowed") ? origin : "borrowed (" + origin + ")";
+        return "DeviceBuffer[0x" + Long.toHexString(address) + ", " + byteSize + " bytes, device " + device + ", " + kind + "]";
+    }
+}

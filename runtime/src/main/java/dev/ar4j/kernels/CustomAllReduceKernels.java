@@ -1,0 +1,135 @@
+package dev.ar4j.kernels;
+
+import dev.ar4j.bindings.customar.custom_all_reduce_h;
+import dev.ar4j.cuda.CudaErrors;
+import dev.ar4j.internal.NativeLibraries;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Objects;
+
+/**
+ * The Java face of {@code libar4j_custom_ar}'s C ABI ({@code ar4j/custom_all_reduce.h}): every
+ * non-zero status becomes a {@link CustomArException} with the status's name and message. Mechanism
+ * only: callers choose the algorithm and pass it in; nothing here decides.
+ *
+ * <p>Loads libcudart and the kernels library on first use ({@link NativeLibraries#customAllReduce()}).
+ */
+public final class CustomAllReduceKernels {
+    /** {@code AR4J_ALGO_ONE_STAGE}: every rank reads every peer's input and reduces all of it. */
+    public static final int ALGO_ONE_STAGE = custom_all_reduce_h.AR4J_ALGO_ONE_STAGE();
+    /** {@code AR4J_ALGO_TWO_STAGE}: reduce-scatter into the signal scratch, then all-gather. */
+    public static final int ALGO_TWO_STAGE = custom_all_reduce_h.AR4J_ALGO_TWO_STAGE();
+    /**
+     * {@code AR4J_ALGO_ONE_SHOT_PUSH}: each rank stores its input into every peer's push buffer and
+     * readers poll for the data; any local input, no registration; up to {@link #PUSH_MAX_BYTES}.
+     */
+    public static final int ALGO_ONE_SHOT_PUSH = custom_all_reduce_h.AR4J_ALGO_ONE_SHOT_PUSH();
+    /** {@code AR4J_PUSH_MAX_BYTES}: the largest one-shot push call in bytes. */
+    public static final int PUSH_MAX_BYTES = custom_all_reduce_h.AR4J_PUSH_MAX_BYTES();
+    /** {@code AR4J_MAX_RANKS}: the largest world size the signal layout supports. */
+    public static final int MAX_RANKS = custom_all_reduce_h.AR4J_MAX_RANKS();
+    /** {@code AR4J_MAX_BLOCKS}: the most CUDA blocks per launch. */
+    public static final int MAX_BLOCKS = custom_all_reduce_h.AR4J_MAX_BLOCKS();
+    /** {@code AR4J_MAX_THREADS}: the most threads per block. */
+    public static final int MAX_THREADS = custom_all_reduce_h.AR4J_MAX_THREADS();
+
+    private CustomAllReduceKernels() {
+    }
+
+    static void ensureLoaded() {
+        NativeLibraries.customAllReduce();
+    }
+
+    /** Throws unless {@code status} is {@code AR4J_SUCCESS}. */
+    static void check(int status, String call) {
+        if (status != 0) {
+            throw exception(status, call, null);
+        }
+    }
+
+    static CustomArException exception(int status, String call, String detail) {
+        return new CustomArException(call, status, statusName(status), statusMessage(status), detail);
+    }
+
+    /** The library's ABI version, {@code major * 10000 + minor * 100 + patch}. */
+    public static int abiVersion() {
+        ensureLoaded();
+        return custom_all_reduce_h.ar4j_abi_version();
+    }
+
+    /** The name of a status code ({@code "AR4J_ERROR_RANK"}; {@code "AR4J_UNKNOWN_STATUS"} for unknown codes). */
+    public static String statusName(int status) {
+        ensureLoaded();
+        return cString(custom_all_reduce_h.ar4j_status_name(status));
+    }
+
+    /** One sentence describing a status code. */
+    public static String statusMessage(int status) {
+        ensureLoaded();
+        return cString(custom_all_reduce_h.ar4j_status_message(status));
+    }
+
+    /** Bytes of one rank's signal block able to run the two-stage algorithm on up to {@code maxBytes} per call. */
+    public static long signalSize(long maxBytes) {
+        if (maxBytes < 0) {
+            throw new IllegalArgumentException("maxBytes must be >= 0, got " + maxBytes);
+        }
+        ensureLoaded();
+        return custom_all_reduce_h.ar4j_signal_size(maxBytes);
+    }
+
+    /**
+     * Creates this rank's context on the calling thread's current device ({@code ar4j_context_create}).
+     *
+     * @param signals       one device pointer per rank: {@code signals[r]} is rank r's signal block as
+     *                      addressable from this device ({@code signals[rank]} is this rank's own), each
+     *                      zero-filled, of {@link #signalSize(long) signalSize(maxBytes)} bytes
+     * @param rank          this rank
+     * @param worldSize     number of ranks; must equal {@code signals.length}
+     * @param maxBytes      the largest two-stage call, as the signal blocks were sized for
+     * @param maxBuffers    capacity of the registration table (buffers plus graph inputs)
+     * @param deadlineNanos how long a kernel waits for a peer before giving up
+     * @throws IllegalArgumentException if {@code signals.length != worldSize}
+     * @throws CustomArException        for what the library rejects (world size, rank, deadline, ...)
+     */
+    public static CustomArContext createContext(long[] signals, int rank, int worldSize, long maxBytes, int maxBuffers,
+                                                long deadlineNanos) {
+        Objects.requireNonNull(signals, "signals");
+        if (signals.length != worldSize) {
+            throw new IllegalArgumentException("one signal pointer per rank: worldSize is " + worldSize + " but "
+                    + signals.length + " signal pointers were given");
+        }
+        ensureLoaded();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
+            MemorySegment pointers = pointerArray(arena, signals);
+            int status = custom_all_reduce_h.ar4j_context_create(out, pointers, rank, worldSize, maxBytes, maxBuffers,
+                    deadlineNanos);
+            if (status != 0) {
+                String detail = null;
+                if (status == custom_all_reduce_h.AR4J_ERROR_CUDA()) {
+                    int cuda = custom_all_reduce_h.ar4j_last_cuda_error(MemorySegment.NULL);
+                    detail = "the CUDA error was " + CudaErrors.name(cuda) + " (" + cuda + "): " + CudaErrors.description(cuda);
+                }
+                throw exception(status, "ar4j_context_create(rank " + rank + ", world size " + worldSize + ", max bytes "
+                        + maxBytes + ", max buffers " + maxBuffers + ", deadline " + deadlineNanos + " ns)", detail);
+            }
+            return new CustomArContext(out.get(ValueLayout.ADDRESS, 0), rank, worldSize);
+        }
+    }
+
+    /** A native {@code void*[]} holding {@code addresses}, from {@code arena}. */
+    static MemorySegment pointerArray(Arena arena, long[] addresses) {
+        MemorySegment array = arena.allocate(ValueLayout.ADDRESS, Math.max(1, addresses.length));
+        for (int i = 0; i < addresses.length; i++) {
+            array.setAtIndex(ValueLayout.ADDRESS, i, MemorySegment.ofAddress(addresses[i]));
+        }
+        return array;
+    }
+
+    private static String cString(MemorySegment pointer) {
+        return pointer.address() == 0 ? "" : pointer.reinterpret(Long.MAX_VALUE).getString(0);
+    }
+}

@@ -1,0 +1,98 @@
+package dev.ar4j.nccl;
+
+import dev.ar4j.DType;
+import dev.ar4j.internal.TestLibraries;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.util.Arrays;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** NCCL on a CPU machine: version, unique ids, and the errors it reports without a GPU. */
+class NcclTest {
+
+    @BeforeEach
+    void loadNccl() {
+        TestLibraries.requireNccl();
+    }
+
+    @Test
+    void reportsVersion230() {
+        int version = Nccl.version();
+        assertTrue(version >= 23000 && version < 23100, "expected NCCL 2.30.x, got " + version);
+        assertTrue(Nccl.versionString().startsWith("2.30."), Nccl.versionString());
+        assertEquals(Nccl.formatVersion(version), Nccl.versionString());
+    }
+
+    @Test
+    void formatsBothVersionEncodings() {
+        assertEquals("2.30.7", Nccl.formatVersion(23007));
+        assertEquals("2.28.9", Nccl.formatVersion(22809));
+        assertEquals("2.7.8", Nccl.formatVersion(2708));
+        assertThrows(IllegalArgumentException.class, () -> Nccl.formatVersion(-1));
+    }
+
+    @Test
+    void uniqueIdIs128BytesAndRoundTrips() {
+        NcclUniqueId id = NcclUniqueId.generate();
+        byte[] bytes = id.toBytes();
+        assertEquals(128, bytes.length);
+        assertFalse(Arrays.equals(bytes, new byte[128]), "an id is not all zeros");
+        NcclUniqueId copy = NcclUniqueId.fromBytes(bytes);
+        assertEquals(id, copy);
+        assertEquals(id.hashCode(), copy.hashCode());
+        assertArrayEquals(bytes, copy.toBytes());
+
+        bytes[0] ^= 1;
+        assertEquals(id, copy, "the id copied its bytes");
+        assertNotEquals(id, NcclUniqueId.generate(), "each generated id is new");
+    }
+
+    @Test
+    void uniqueIdLengthIsChecked() {
+        for (int length : new int[]{0, 127, 129}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> NcclUniqueId.fromBytes(new byte[length]));
+            assertEquals("an NCCL unique id is exactly 128 bytes (NCCL_UNIQUE_ID_BYTES); got " + length, e.getMessage());
+        }
+    }
+
+    @Test
+    void rankArgumentsAreCheckedBeforeNccl() {
+        NcclUniqueId id = NcclUniqueId.fromBytes(new byte[128]);
+        assertThrows(IllegalArgumentException.class, () -> NcclCommunicator.initRank(id, 2, 2));
+        assertThrows(IllegalArgumentException.class, () -> NcclCommunicator.initRank(id, 2, -1));
+        assertThrows(IllegalArgumentException.class, () -> NcclCommunicator.initRank(id, 0, 0));
+    }
+
+    @Test
+    void initWithoutGpuRaisesNcclExceptionWithNcclsOwnMessages() {
+        Assumptions.assumeFalse(TestLibraries.cudaDriverInstalled(), "a driver is installed; this checks the driver-less error");
+        NcclException e = assertThrows(NcclException.class,
+                () -> NcclCommunicator.initRank(NcclUniqueId.generate(), 2, 0));
+        assertEquals(1, e.code());
+        assertEquals("ncclUnhandledCudaError", e.resultName());
+        assertTrue(e.errorString().startsWith("unhandled cuda error"), e.errorString());
+        assertTrue(e.lastError().contains("CUDA driver version is insufficient"), e.lastError());
+        assertEquals("ncclCommInitRank(rank 0 of 2)", e.call());
+        assertTrue(e.getMessage().contains("; NCCL's last error: "), e.getMessage());
+
+        NcclException alloc = assertThrows(NcclException.class, () -> Nccl.memAlloc(1 << 20));
+        assertEquals("ncclUnhandledCudaError", alloc.resultName());
+        assertEquals("ncclMemAlloc(1048576 bytes)", alloc.call());
+    }
+
+    @Test
+    void dataTypesAreNcclsCodes() {
+        assertEquals(7, Nccl.dataType(DType.FLOAT32));
+        assertEquals(6, Nccl.dataType(DType.FLOAT16));
+        assertEquals(9, Nccl.dataType(DType.BFLOAT16));
+    }
+}
