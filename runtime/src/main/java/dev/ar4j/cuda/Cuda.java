@@ -211,4 +211,16 @@ public final class Cuda {
             throw CudaErrors.exception(status, "last CUDA error after " + afterWhat);
         }
     }
+
+    /**
+     * {@code cudaMemcpyAsync} device to device on raw addresses and a raw stream handle (0 = the
+     * legacy default stream): the staging copy of the all-reduce path, which has no buffer objects.
+     */
+    public static void memcpyDeviceToDeviceAsync(long dst, long src, long bytes, long streamHandle) {
+        int status = cuda_runtime_api_h.cudaMemcpyAsync(MemorySegment.ofAddress(dst), MemorySegment.ofAddress(src),
+                bytes, cuda_runtime_api_h.cudaMemcpyDeviceToDevice(), MemorySegment.ofAddress(streamHandle));
+        if (status != 0) {
+            throw CudaErrors.exception(status, "cudaMemcpyAsync(device -> device) of " + bytes + " bytes");
+        }
+    }
 }

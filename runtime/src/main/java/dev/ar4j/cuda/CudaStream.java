@@ -133,6 +133,19 @@ public final class CudaStream implements AutoCloseable {
     }
 
     /**
+     * Whether the stream with this raw {@code cudaStream_t} handle is capturing a graph, without
+     * allocating: {@code scratch} receives the status (4 bytes, native, reused by the caller).
+     * For per-call checks on the all-reduce path.
+     */
+    public static boolean isCapturing(long streamHandle, MemorySegment scratch) {
+        int status = cuda_runtime_api_h.cudaStreamIsCapturing(MemorySegment.ofAddress(streamHandle), scratch);
+        if (status != 0) {
+            throw CudaErrors.exception(status, "cudaStreamIsCapturing");
+        }
+        return scratch.get(ValueLayout.JAVA_INT, 0) == cuda_runtime_api_h.cudaStreamCaptureStatusActive();
+    }
+
+    /**
      * The capture status and the capture's id ({@code cudaStreamGetCaptureInfo}); the id is unique
      * per capture within the process and meaningless when the status is {@link CaptureStatus#NONE}.
      */

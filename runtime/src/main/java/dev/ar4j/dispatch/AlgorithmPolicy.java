@@ -19,11 +19,13 @@ public enum AlgorithmPolicy {
     ONE_STAGE("1stage"),
     /** Force the two-stage kernel wherever it can run. */
     TWO_STAGE("2stage"),
+    /** Force the one-shot push kernel wherever it can run (up to {@link Algorithm#PUSH_MAX_BYTES}). */
+    PUSH("push"),
     /** Always use NCCL. */
     NCCL("nccl");
 
     /** The values {@link #parse} accepts, as listed in its error messages. */
-    public static final String ACCEPTED_VALUES = "auto, 1stage, oneshot, 2stage, twoshot, nccl";
+    public static final String ACCEPTED_VALUES = "auto, 1stage, oneshot, 2stage, twoshot, push, lamport, nccl";
 
     private final String configName;
 
@@ -31,7 +33,7 @@ public enum AlgorithmPolicy {
         this.configName = configName;
     }
 
-    /** The canonical configuration spelling: "auto", "1stage", "2stage" or "nccl". */
+    /** The canonical configuration spelling: "auto", "1stage", "2stage", "push" or "nccl". */
     public String configName() {
         return configName;
     }
@@ -42,13 +44,18 @@ public enum AlgorithmPolicy {
             case AUTO -> Optional.empty();
             case ONE_STAGE -> Optional.of(Algorithm.ONE_STAGE);
             case TWO_STAGE -> Optional.of(Algorithm.TWO_STAGE);
+            case PUSH -> Optional.of(Algorithm.PUSH);
             case NCCL -> Optional.of(Algorithm.NCCL);
         };
     }
 
     /**
      * Parses a policy as configuration writes it: {@code auto | 1stage | oneshot | 2stage |
-     * twoshot | nccl}, case-insensitive, surrounding whitespace ignored.
+     * twoshot | push | lamport | nccl}, case-insensitive, surrounding whitespace ignored.
+     *
+     * <p>{@code oneshot} and {@code twoshot} keep the meaning they have in SGLang and vLLM (the
+     * one-stage and two-stage kernels); the one-shot <em>push</em> kernel is {@code push}, or
+     * {@code lamport} after the flag-in-data scheme it uses.
      *
      * @param value  the text to parse
      * @param source where the text came from, for the error message (for example
@@ -62,6 +69,7 @@ public enum AlgorithmPolicy {
             case "auto" -> AUTO;
             case "1stage", "oneshot" -> ONE_STAGE;
             case "2stage", "twoshot" -> TWO_STAGE;
+            case "push", "lamport" -> PUSH;
             case "nccl" -> NCCL;
             default -> throw new IllegalArgumentException(source + " has the value '" + value
                     + "', which is not an all-reduce algorithm policy; accepted (case-insensitive): "

@@ -8,7 +8,7 @@ import java.util.Objects;
 /**
  * Decides which algorithm runs one all-reduce: a pure, total function of the group's
  * {@link Topology}, the {@link DispatchConfig}, the staging-buffer size, the
- * {@link OneStageThresholds}, and the call's byte count, dtype, pointer alignment and
+ * {@link AlgorithmThresholds}, and the call's byte count, dtype, pointer alignment and
  * registration.
  *
  * <p>Everything that does not depend on the call is worked out once, in the constructor, into
@@ -23,12 +23,18 @@ import java.util.Objects;
  *       pair → NCCL, unless {@value DispatchConfig#FORCE_PCIE_ENV}=1 lifts the gate, after which
  *       the dispatcher decides as if on NVLink. A forced custom algorithm ignores the gate.</li>
  *   <li>The byte count is not a multiple of 16, or a pointer is not 16-byte aligned → NCCL.</li>
- *   <li>The input is not registered (the eager path copies it into the staging buffer) and it is
- *       larger than the staging buffer → NCCL. A registered or captured input is bounded by its
- *       registered buffer, which the kernel layer checks.</li>
- *   <li>The algorithm: forced one-stage or two-stage as asked; automatically one-stage for world
- *       size 2, else one-stage below the {@link OneStageThresholds}, else two-stage.</li>
- *   <li>Two-stage reduces into a scratch sized like the staging buffer: larger inputs → NCCL.</li>
+ *   <li>The algorithm: forced one-stage, two-stage or push as asked; automatically the one-shot
+ *       push up to {@link AlgorithmThresholds#pushUpToBytes()} (inclusive, registered input or
+ *       not), else one-stage for world size 2, else one-stage below the one-stage thresholds,
+ *       else two-stage.</li>
+ *   <li>One-stage and two-stage read a registered input; the eager path copies an unregistered
+ *       one into the staging buffer first, so an unregistered input larger than the staging
+ *       buffer → NCCL. A registered or captured input is bounded by its registered buffer, which
+ *       the kernel layer checks. The push kernel reads any device input where it lies: no
+ *       registration, no staging copy, no staging limit.</li>
+ *   <li>Two-stage reduces into a scratch sized like the staging buffer: larger inputs → NCCL.
+ *       The push kernel takes at most {@link Algorithm#PUSH_MAX_BYTES} (512 KiB): a larger forced
+ *       push → NCCL (the automatic threshold never exceeds it).</li>
  * </ol>
  * Every step that sends a forced custom algorithm to NCCL marks the decision
  * {@link Decision#fellBack()}. A byte count that is not positive or not a whole number of elements
@@ -46,16 +52,16 @@ public final class AllReduceDispatcher {
     private final Topology topology;
     private final DispatchConfig config;
     private final long stagingBytes;
-    private final OneStageThresholds thresholds;
+    private final AlgorithmThresholds thresholds;
     private final Plan plan;
 
     /**
-     * A dispatcher with the default {@link OneStageThresholds#DEFAULTS}.
+     * A dispatcher with the default {@link AlgorithmThresholds#DEFAULTS}.
      *
-     * @see #AllReduceDispatcher(Topology, DispatchConfig, long, OneStageThresholds)
+     * @see #AllReduceDispatcher(Topology, DispatchConfig, long, AlgorithmThresholds)
      */
     public AllReduceDispatcher(Topology topology, DispatchConfig config, long stagingBytes) {
-        this(topology, config, stagingBytes, OneStageThresholds.DEFAULTS);
+        this(topology, config, stagingBytes, AlgorithmThresholds.DEFAULTS);
     }
 
     /**
@@ -65,11 +71,11 @@ public final class AllReduceDispatcher {
      * @param config       the resolved configuration
      * @param stagingBytes size of the staging buffer that unregistered inputs are copied into;
      *                     also the capacity of the two-stage scratch
-     * @param thresholds   where the automatic policy switches from one-stage to two-stage
+     * @param thresholds   where the automatic policy switches from push to one-stage to two-stage
      * @throws IllegalArgumentException if {@code stagingBytes} is not positive
      */
     public AllReduceDispatcher(Topology topology, DispatchConfig config, long stagingBytes,
-                               OneStageThresholds thresholds) {
+                               AlgorithmThresholds thresholds) {
         this.topology = Objects.requireNonNull(topology, "topology");
         this.config = Objects.requireNonNull(config, "config");
         this.thresholds = Objects.requireNonNull(thresholds, "thresholds");
@@ -82,6 +88,7 @@ public final class AllReduceDispatcher {
             case AUTO -> automaticPlan();
             case ONE_STAGE -> forcedPlan(Algorithm.ONE_STAGE);
             case TWO_STAGE -> forcedPlan(Algorithm.TWO_STAGE);
+            case PUSH -> forcedPlan(Algorithm.PUSH);
             case NCCL -> new Fixed(new Decision(Algorithm.NCCL, forcedPhrase() + " → NCCL", false));
         };
         if (LOG.isLoggable(Level.DEBUG)) {
@@ -98,6 +105,7 @@ public final class AllReduceDispatcher {
      * @param aligned16  both the input and the output pointer are 16-byte aligned
      * @param registered the input lies in a registered buffer, or a CUDA graph is being captured
      *                   (zero-copy); otherwise the eager path copies it into the staging buffer
+     *                   for one-stage and two-stage (the push kernel reads it in place)
      * @return a cached decision, never null
      * @throws IllegalArgumentException if {@code bytes} is not positive or not a multiple of the
      *                                  dtype's size
@@ -132,8 +140,7 @@ public final class AllReduceDispatcher {
         requireValidSize(bytes, dtype);
         return header(bytes, dtype)
                 + "\n  registered or captured input, 16-byte aligned pointers: " + verdict(select(bytes, true, true))
-                + "\n  unregistered input (copied into the staging buffer), 16-byte aligned pointers: "
-                + verdict(select(bytes, true, false))
+                + "\n  unregistered input, 16-byte aligned pointers: " + verdictUnregistered(select(bytes, true, false))
                 + "\n  pointers not 16-byte aligned: " + verdict(select(bytes, false, true))
                 + "\n  " + describeConfiguration();
     }
@@ -147,9 +154,9 @@ public final class AllReduceDispatcher {
     public String explain(long bytes, DType dtype, boolean aligned16, boolean registered) {
         requireValidSize(bytes, dtype);
         return header(bytes, dtype)
-                + "\n  " + (registered ? "registered or captured input" : "unregistered input (copied into the staging buffer)")
+                + "\n  " + (registered ? "registered or captured input" : "unregistered input")
                 + ", " + (aligned16 ? "16-byte aligned pointers" : "pointers not 16-byte aligned") + ": "
-                + verdict(select(bytes, aligned16, registered))
+                + (registered ? verdict(select(bytes, aligned16, true)) : verdictUnregistered(select(bytes, aligned16, false)))
                 + "\n  " + describeConfiguration();
     }
 
@@ -168,8 +175,8 @@ public final class AllReduceDispatcher {
         return stagingBytes;
     }
 
-    /** The one-stage/two-stage switch points of the automatic policy. */
-    public OneStageThresholds thresholds() {
+    /** The push/one-stage/two-stage switch points of the automatic policy. */
+    public AlgorithmThresholds thresholds() {
         return thresholds;
     }
 
@@ -188,20 +195,27 @@ public final class AllReduceDispatcher {
                     + DispatchConfig.FORCE_PCIE_ENV + "=1 (or -D" + DispatchConfig.FORCE_PCIE_PROPERTY
                     + "=true) to allow the custom kernels", false));
         }
-        if (worldSize == 2) {
-            Decision oneStage = new Decision(Algorithm.ONE_STAGE, "auto: world size 2 → one-stage", false);
-            Branch branch = branch(Algorithm.ONE_STAGE, oneStage, "auto: world size 2 → one-stage");
-            return bySize("auto", false, Long.MAX_VALUE, branch, branch);
-        }
-        String link = worldSize + " ranks on " + (pcie
+        Decision overStaging = overStaging("auto", false);
+        String link = worldSize == 2 ? "world size 2" : worldSize + " ranks on " + (pcie
                 ? "PCIe (gate lifted by " + config.forceCustomOnPcieSource().describe() + ")"
                 : "NVLink");
+        long pushUpTo = thresholds.pushUpToBytes();
+        String pushWhy = "auto: " + link + ", up to " + formatBytes(pushUpTo);
+        Branch push = branch(Algorithm.PUSH, pushWhy, false, overStaging);
+        String overPush = pushUpTo > 0 ? "over " + formatBytes(pushUpTo) : "";
+        if (worldSize == 2) {
+            Branch oneStage = branch(Algorithm.ONE_STAGE,
+                    "auto: world size 2" + (overPush.isEmpty() ? "" : ", " + overPush), false, overStaging);
+            return bySize("auto", false, pushUpTo, push, Long.MAX_VALUE, oneStage, oneStage);
+        }
         long split = thresholds.oneStageBelowBytes(worldSize);
-        String small = "auto: " + link + ", under " + formatBytes(split) + " → one-stage";
-        String large = "auto: " + link + ", " + formatBytes(split) + " or more → two-stage";
-        Branch below = branch(Algorithm.ONE_STAGE, new Decision(Algorithm.ONE_STAGE, small, false), small);
-        Branch atOrAbove = branch(Algorithm.TWO_STAGE, new Decision(Algorithm.TWO_STAGE, large, false), large);
-        return bySize("auto", false, split, below, atOrAbove);
+        String small = "auto: " + link + ", " + (overPush.isEmpty() ? "" : overPush + " and ")
+                + "under " + formatBytes(split);
+        String large = "auto: " + link + ", "
+                + (pushUpTo >= split ? overPush : formatBytes(split) + " or more");
+        Branch below = branch(Algorithm.ONE_STAGE, small, false, overStaging);
+        Branch atOrAbove = branch(Algorithm.TWO_STAGE, large, false, overStaging);
+        return bySize("auto", false, pushUpTo, push, split, below, atOrAbove);
     }
 
     private Plan forcedPlan(Algorithm forced) {
@@ -211,10 +225,9 @@ public final class AllReduceDispatcher {
             return new Fixed(new Decision(Algorithm.NCCL, forcedPhrase + ", but " + blocker + " → NCCL", true));
         }
         boolean gateIgnored = !topology.fullNvlink() && topology.worldSize() > 2 && !config.forceCustomOnPcie();
-        String success = forcedPhrase + (gateIgnored ? " (the PCIe gate does not apply to a forced algorithm)" : "")
-                + " → " + forced.displayName();
-        Branch branch = branch(forced, new Decision(forced, success, false), forcedPhrase);
-        return bySize(forcedPhrase, true, Long.MAX_VALUE, branch, branch);
+        String why = forcedPhrase + (gateIgnored ? " (the PCIe gate does not apply to a forced algorithm)" : "");
+        Branch branch = branch(forced, why, true, overStaging(forcedPhrase, true));
+        return bySize(forcedPhrase, true, 0, branch, Long.MAX_VALUE, branch, branch);
     }
 
     /** "forced 1stage by environment variable AR4J_ALLREDUCE_ALGO". */
@@ -242,28 +255,48 @@ public final class AllReduceDispatcher {
     }
 
     /**
-     * The decisions of one algorithm choice: the algorithm itself, and NCCL for inputs larger than
-     * the algorithm's scratch (if it has one). {@code why} is the phrase that led to the choice.
+     * The decisions of one custom-kernel choice: the kernel itself ("why → kernel"), NCCL for
+     * unregistered inputs that a staging copy cannot hold (kernels that read registered memory
+     * only), and NCCL for inputs beyond the kernel's own size limit (two-stage scratch, push
+     * buffer). {@code why} is the phrase that led to the choice.
      */
-    private Branch branch(Algorithm algorithm, Decision success, String why) {
-        long scratchLimit = switch (algorithm) {
+    private Branch branch(Algorithm algorithm, String why, boolean forced, Decision overStaging) {
+        Decision success = new Decision(algorithm, why + " → " + algorithm.displayName() + switch (algorithm) {
+            case PUSH -> " (needs no registration or staging copy)";
+            case ONE_STAGE, TWO_STAGE, NCCL -> "";
+        }, false);
+        long unregisteredLimit = switch (algorithm) {
+            case ONE_STAGE, TWO_STAGE -> stagingBytes;
+            case PUSH, NCCL -> Long.MAX_VALUE;
+        };
+        long sizeLimit = switch (algorithm) {
             case ONE_STAGE, NCCL -> Long.MAX_VALUE;
             case TWO_STAGE -> stagingBytes;
+            case PUSH -> Algorithm.PUSH_MAX_BYTES;
         };
-        boolean forced = config.algorithmPolicy() != AlgorithmPolicy.AUTO;
-        Decision overScratch = scratchLimit == Long.MAX_VALUE ? success
+        String sizeLimitName = switch (algorithm) {
+            case ONE_STAGE, NCCL -> "";
+            case TWO_STAGE -> formatBytes(stagingBytes) + " two-stage scratch";
+            case PUSH -> formatBytes(Algorithm.PUSH_MAX_BYTES) + " one-shot push limit (AR4J_PUSH_MAX_BYTES)";
+        };
+        Decision overSizeLimit = sizeLimit == Long.MAX_VALUE ? success
                 : new Decision(Algorithm.NCCL, why + ", but the input is larger than the "
-                        + formatBytes(scratchLimit) + " " + algorithm.displayName() + " scratch → NCCL", forced);
-        return new Branch(success, scratchLimit, overScratch);
+                        + sizeLimitName + " → NCCL", forced);
+        return new Branch(success, unregisteredLimit, overStaging, sizeLimit, overSizeLimit);
     }
 
-    private BySize bySize(String prefix, boolean forced, long split, Branch below, Branch atOrAbove) {
+    /** The NCCL decision for an unregistered input that does not fit the staging buffer. */
+    private Decision overStaging(String prefix, boolean forced) {
+        return fallback(prefix, forced, "the input is not registered and is larger than the "
+                + formatBytes(stagingBytes) + " staging buffer it would be copied into");
+    }
+
+    private BySize bySize(String prefix, boolean forced, long pushUpTo, Branch push, long oneStageBelow,
+                          Branch below, Branch atOrAbove) {
         return new BySize(
                 fallback(prefix, forced, "the byte count is not a multiple of " + CUSTOM_KERNEL_ALIGNMENT),
                 fallback(prefix, forced, "a pointer is not " + CUSTOM_KERNEL_ALIGNMENT + "-byte aligned"),
-                fallback(prefix, forced, "the input is not registered and is larger than the "
-                        + formatBytes(stagingBytes) + " staging buffer it would be copied into"),
-                stagingBytes, split, below, atOrAbove);
+                pushUpTo, push, oneStageBelow, below, atOrAbove);
     }
 
     /** An NCCL decision: "auto: why → NCCL" or "forced 1stage by X, but why → NCCL" (fell back). */
@@ -286,17 +319,27 @@ public final class AllReduceDispatcher {
         }
     }
 
-    /** An algorithm choice plus the NCCL decision for inputs beyond its scratch. */
-    private record Branch(Decision decision, long scratchLimitBytes, Decision overScratch) {
-        Decision select(long bytes) {
-            return bytes > scratchLimitBytes ? overScratch : decision;
+    /**
+     * A kernel choice plus the NCCL decisions for an unregistered input beyond
+     * {@code unregisteredLimitBytes} and for any input beyond {@code sizeLimitBytes}.
+     */
+    private record Branch(Decision decision, long unregisteredLimitBytes, Decision overStaging,
+                          long sizeLimitBytes, Decision overSizeLimit) {
+        Decision select(long bytes, boolean registered) {
+            if (!registered && bytes > unregisteredLimitBytes) {
+                return overStaging;
+            }
+            return bytes > sizeLimitBytes ? overSizeLimit : decision;
         }
     }
 
-    /** A choice by alignment, registration and size; all decisions prebuilt. */
-    private record BySize(Decision notMultipleOf16, Decision misaligned, Decision unregisteredOverStaging,
-                          long stagingBytes, long oneStageBelowBytes, Branch below, Branch atOrAbove)
-            implements Plan {
+    /**
+     * A choice by alignment and size, then by registration within the chosen branch: up to
+     * {@code pushUpToBytes} the push branch, below {@code oneStageBelowBytes} the below branch,
+     * else the at-or-above branch. All decisions prebuilt.
+     */
+    private record BySize(Decision notMultipleOf16, Decision misaligned, long pushUpToBytes, Branch push,
+                          long oneStageBelowBytes, Branch below, Branch atOrAbove) implements Plan {
 
         Decision select(long bytes, boolean aligned16, boolean registered) {
             if ((bytes & (CUSTOM_KERNEL_ALIGNMENT - 1)) != 0) {
@@ -305,17 +348,26 @@ public final class AllReduceDispatcher {
             if (!aligned16) {
                 return misaligned;
             }
-            if (!registered && bytes > stagingBytes) {
-                return unregisteredOverStaging;
-            }
-            return bytes < oneStageBelowBytes ? below.select(bytes) : atOrAbove.select(bytes);
+            Branch branch = bytes <= pushUpToBytes ? push : bytes < oneStageBelowBytes ? below : atOrAbove;
+            return branch.select(bytes, registered);
         }
 
+        /** The reasons of the branches that some multiple of 16 bytes reaches. */
         @Override
         public String summary() {
-            return below == atOrAbove
-                    ? "by size: " + below.decision().reason()
-                    : "by size: " + below.decision().reason() + "; " + atOrAbove.decision().reason();
+            StringBuilder text = new StringBuilder("by size:");
+            if (pushUpToBytes > 0) {
+                text.append(' ').append(push.decision().reason()).append(';');
+            }
+            long firstAbovePush = (pushUpToBytes / CUSTOM_KERNEL_ALIGNMENT + 1) * CUSTOM_KERNEL_ALIGNMENT;
+            if (firstAbovePush < oneStageBelowBytes) {
+                text.append(' ').append(below.decision().reason()).append(';');
+            }
+            if (atOrAbove != below) {
+                text.append(' ').append(atOrAbove.decision().reason()).append(';');
+            }
+            text.setLength(text.length() - 1);
+            return text.toString();
         }
     }
 
@@ -344,8 +396,20 @@ public final class AllReduceDispatcher {
                 + " — " + decision.reason();
     }
 
+    /** The verdict for an unregistered input, saying whether the eager path copies it into staging. */
+    private String verdictUnregistered(Decision decision) {
+        return verdict(decision) + switch (decision.algorithm()) {
+            case ONE_STAGE, TWO_STAGE -> "; the eager path first copies the input into the "
+                    + formatBytes(stagingBytes) + " staging buffer";
+            // the push reason already says that it makes no staging copy; NCCL reads the input in place
+            case PUSH, NCCL -> "";
+        };
+    }
+
     private String describeConfiguration() {
-        return "configuration: " + config.describe() + "; one-stage below "
+        long pushUpTo = thresholds.pushUpToBytes();
+        return "configuration: " + config.describe() + "; automatic one-shot push "
+                + (pushUpTo > 0 ? "up to " + formatBytes(pushUpTo) : "off") + ", one-stage below "
                 + formatBytes(thresholds.upTo4RanksBytes()) + " up to 4 ranks, below "
                 + formatBytes(thresholds.upTo8RanksBytes()) + " up to 8 ranks; staging buffer "
                 + formatBytes(stagingBytes);

@@ -97,7 +97,8 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
         }
 
         /**
-         * Parses and sets the policy ({@code auto | 1stage | oneshot | 2stage | twoshot | nccl}).
+         * Parses and sets the policy ({@code auto | 1stage | oneshot | 2stage | twoshot | push |
+         * lamport | nccl}; see {@link AlgorithmPolicy#parse}).
          *
          * @throws IllegalArgumentException for an unknown value, naming the accepted ones
          */

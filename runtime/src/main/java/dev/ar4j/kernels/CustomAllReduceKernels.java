@@ -29,6 +29,8 @@ public final class CustomAllReduceKernels {
     /** {@code AR4J_PUSH_MAX_BYTES}: the largest one-shot push call in bytes. */
     public static final int PUSH_MAX_BYTES = custom_all_reduce_h.AR4J_PUSH_MAX_BYTES();
     /** {@code AR4J_MAX_RANKS}: the largest world size the signal layout supports. */
+    /** {@code AR4J_ERROR_PEER_TIMEOUT}: a kernel gave up waiting for a peer; the context is failed. */
+    public static final int STATUS_PEER_TIMEOUT = custom_all_reduce_h.AR4J_ERROR_PEER_TIMEOUT();
     public static final int MAX_RANKS = custom_all_reduce_h.AR4J_MAX_RANKS();
     /** {@code AR4J_MAX_BLOCKS}: the most CUDA blocks per launch. */
     public static final int MAX_BLOCKS = custom_all_reduce_h.AR4J_MAX_BLOCKS();

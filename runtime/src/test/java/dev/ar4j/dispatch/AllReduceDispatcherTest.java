@@ -28,13 +28,20 @@ class AllReduceDispatcherTest {
     }
 
     @Test
-    void twoRanksRunOneStageAtEverySizeWithinStaging() {
+    void twoRanksPushUpTo256KiBAndRunOneStageAbove() {
         AllReduceDispatcher d = dispatcher(Topology.singleHost(2, true), AlgorithmPolicy.AUTO);
-        for (long bytes : new long[] {16, 43008, 512 * KIB, STAGING}) {
+        for (long bytes : new long[] {16, KIB, 43008, 256 * KIB}) {
+            for (boolean registered : new boolean[] {true, false}) {
+                Decision decision = d.decide(bytes, DType.BFLOAT16, true, registered);
+                assertEquals(new Decision(Algorithm.PUSH,
+                        "auto: world size 2, up to 256 KiB → one-shot push (needs no registration or staging copy)",
+                        false), decision, bytes + " bytes, registered " + registered);
+            }
+        }
+        for (long bytes : new long[] {256 * KIB + 16, 512 * KIB, 512 * KIB + 16, STAGING}) {
             Decision decision = d.decide(bytes, DType.BFLOAT16, true, false);
-            assertEquals(Algorithm.ONE_STAGE, decision.algorithm(), bytes + " bytes");
-            assertEquals("auto: world size 2 → one-stage", decision.reason());
-            assertFalse(decision.fellBack());
+            assertEquals(new Decision(Algorithm.ONE_STAGE, "auto: world size 2, over 256 KiB → one-stage", false),
+                    decision, bytes + " bytes");
         }
         // Registered inputs are bounded by their buffer, not by staging: still one-stage.
         assertEquals(Algorithm.ONE_STAGE, d.decide(64 * MIB, DType.BFLOAT16, true, true).algorithm());
@@ -45,15 +52,47 @@ class AllReduceDispatcherTest {
     }
 
     @Test
-    void nvlinkThresholdsSwitchToTwoStage() {
+    void unregisteredInputsPushEvenWhenLargerThanASmallStagingBuffer() {
+        AllReduceDispatcher d = new AllReduceDispatcher(Topology.singleHost(2, true),
+                config(AlgorithmPolicy.AUTO, false), 64 * KIB);
+        Decision push = d.decide(256 * KIB, DType.FLOAT16, true, false);
+        assertEquals(Algorithm.PUSH, push.algorithm());
+        assertFalse(push.fellBack());
+        assertEquals(Algorithm.PUSH, d.decide(64 * KIB + 16, DType.FLOAT16, true, false).algorithm());
+        // Above the push threshold one-stage needs the staging copy, which 64 KiB cannot hold.
+        Decision overStaging = d.decide(256 * KIB + 16, DType.FLOAT16, true, false);
+        assertEquals(new Decision(Algorithm.NCCL, "auto: the input is not registered and is larger than the 64 KiB"
+                + " staging buffer it would be copied into → NCCL", false), overStaging);
+        assertEquals(Algorithm.ONE_STAGE, d.decide(256 * KIB + 16, DType.FLOAT16, true, true).algorithm());
+
+        AllReduceDispatcher forced = new AllReduceDispatcher(Topology.singleHost(4, true),
+                config(AlgorithmPolicy.PUSH, false), 64 * KIB);
+        assertEquals(Algorithm.PUSH, forced.decide(512 * KIB, DType.FLOAT16, true, false).algorithm());
+        Decision overLimit = forced.decide(512 * KIB + 16, DType.FLOAT16, true, false);
+        assertTrue(overLimit.fellBack());
+        assertTrue(overLimit.reason().contains("512 KiB one-shot push limit"), overLimit.reason());
+        assertFalse(overLimit.reason().contains("staging"), overLimit.reason());
+    }
+
+    @Test
+    void nvlinkThresholdsSwitchFromPushToOneStageToTwoStage() {
         AllReduceDispatcher four = dispatcher(Topology.singleHost(4, true), AlgorithmPolicy.AUTO);
+        Decision fourPush = four.decide(256 * KIB, DType.FLOAT32, true, true);
+        assertEquals(Algorithm.PUSH, fourPush.algorithm());
+        assertTrue(fourPush.reason().startsWith("auto: 4 ranks on NVLink, up to 256 KiB → one-shot push"),
+                fourPush.reason());
+        Decision fourOneStage = four.decide(256 * KIB + 16, DType.FLOAT32, true, true);
+        assertEquals(new Decision(Algorithm.ONE_STAGE,
+                "auto: 4 ranks on NVLink, over 256 KiB and under 512 KiB → one-stage", false), fourOneStage);
         assertEquals(Algorithm.ONE_STAGE, four.decide(512 * KIB - 16, DType.FLOAT32, true, true).algorithm());
         assertEquals(Algorithm.TWO_STAGE, four.decide(512 * KIB, DType.FLOAT32, true, true).algorithm());
+
         AllReduceDispatcher eight = dispatcher(Topology.singleHost(8, true), AlgorithmPolicy.AUTO);
-        assertEquals(Algorithm.ONE_STAGE, eight.decide(256 * KIB - 16, DType.FLOAT32, true, true).algorithm());
-        Decision large = eight.decide(256 * KIB, DType.FLOAT32, true, true);
-        assertEquals(Algorithm.TWO_STAGE, large.algorithm());
-        assertEquals("auto: 8 ranks on NVLink, 256 KiB or more → two-stage", large.reason());
+        assertEquals(Algorithm.PUSH, eight.decide(256 * KIB - 16, DType.FLOAT32, true, true).algorithm());
+        assertEquals(Algorithm.PUSH, eight.decide(256 * KIB, DType.FLOAT32, true, false).algorithm());
+        Decision large = eight.decide(256 * KIB + 16, DType.FLOAT32, true, true);
+        assertEquals(new Decision(Algorithm.TWO_STAGE, "auto: 8 ranks on NVLink, over 256 KiB → two-stage", false),
+                large);
         // Two-stage's scratch is sized like staging, so a registered input beyond it goes to NCCL.
         Decision beyondScratch = eight.decide(64 * MIB, DType.FLOAT32, true, true);
         assertEquals(Algorithm.NCCL, beyondScratch.algorithm());
@@ -64,10 +103,26 @@ class AllReduceDispatcherTest {
     @Test
     void thresholdsAreConfigurable() {
         AllReduceDispatcher d = new AllReduceDispatcher(Topology.singleHost(4, true), config(AlgorithmPolicy.AUTO, false),
-                STAGING, new OneStageThresholds(64 * KIB, 32 * KIB));
+                STAGING, new AlgorithmThresholds(16 * KIB, 64 * KIB, 32 * KIB));
+        assertEquals(Algorithm.PUSH, d.decide(16 * KIB, DType.FLOAT16, true, true).algorithm());
+        assertEquals(Algorithm.ONE_STAGE, d.decide(16 * KIB + 16, DType.FLOAT16, true, true).algorithm());
         assertEquals(Algorithm.ONE_STAGE, d.decide(64 * KIB - 16, DType.FLOAT16, true, true).algorithm());
         assertEquals(Algorithm.TWO_STAGE, d.decide(64 * KIB, DType.FLOAT16, true, true).algorithm());
-        assertEquals(new OneStageThresholds(64 * KIB, 32 * KIB), d.thresholds());
+        assertEquals(new AlgorithmThresholds(16 * KIB, 64 * KIB, 32 * KIB), d.thresholds());
+
+        // A push threshold of 0 keeps the automatic policy off the push kernel; forcing it still works.
+        AlgorithmThresholds noPush = AlgorithmThresholds.DEFAULTS.withPushUpToBytes(0);
+        Decision two = new AllReduceDispatcher(Topology.singleHost(2, true), config(AlgorithmPolicy.AUTO, false),
+                STAGING, noPush).decide(16, DType.FLOAT16, true, true);
+        assertEquals(new Decision(Algorithm.ONE_STAGE, "auto: world size 2 → one-stage", false), two);
+        assertEquals(Algorithm.PUSH, new AllReduceDispatcher(Topology.singleHost(2, true),
+                config(AlgorithmPolicy.PUSH, false), STAGING, noPush).decide(16, DType.FLOAT16, true, true).algorithm());
+
+        // The push threshold may reach the kernel's limit, inclusive.
+        AllReduceDispatcher atLimit = new AllReduceDispatcher(Topology.singleHost(2, true),
+                config(AlgorithmPolicy.AUTO, false), STAGING, AlgorithmThresholds.DEFAULTS.withPushUpToBytes(512 * KIB));
+        assertEquals(Algorithm.PUSH, atLimit.decide(512 * KIB, DType.BFLOAT16, true, true).algorithm());
+        assertEquals(Algorithm.ONE_STAGE, atLimit.decide(512 * KIB + 16, DType.BFLOAT16, true, true).algorithm());
     }
 
     @Test
@@ -78,18 +133,25 @@ class AllReduceDispatcherTest {
         assertFalse(gated.fellBack());
         assertTrue(gated.reason().contains("AR4J_FORCE_CUSTOM_AR_PCIE=1"), gated.reason());
 
-        Decision lifted = new AllReduceDispatcher(pcie, config(AlgorithmPolicy.AUTO, true), STAGING)
-                .decide(KIB, DType.BFLOAT16, true, true);
-        assertEquals(Algorithm.ONE_STAGE, lifted.algorithm());
-        assertTrue(lifted.reason().contains("PCIe (gate lifted by builder)"), lifted.reason());
+        AllReduceDispatcher lifted = new AllReduceDispatcher(pcie, config(AlgorithmPolicy.AUTO, true), STAGING);
+        Decision liftedPush = lifted.decide(KIB, DType.BFLOAT16, true, true);
+        assertEquals(Algorithm.PUSH, liftedPush.algorithm());
+        assertTrue(liftedPush.reason().contains("PCIe (gate lifted by builder)"), liftedPush.reason());
+        Decision liftedOneStage = lifted.decide(MIB - 16, DType.BFLOAT16, true, true);
+        assertEquals(Algorithm.TWO_STAGE, liftedOneStage.algorithm());
+        assertTrue(liftedOneStage.reason().contains("PCIe (gate lifted by builder)"), liftedOneStage.reason());
 
         Decision forced = dispatcher(pcie, AlgorithmPolicy.TWO_STAGE).decide(KIB, DType.BFLOAT16, true, true);
         assertEquals(Algorithm.TWO_STAGE, forced.algorithm());
         assertTrue(forced.reason().contains("PCIe gate does not apply"), forced.reason());
+        Decision forcedPush = dispatcher(pcie, AlgorithmPolicy.PUSH).decide(512 * KIB, DType.BFLOAT16, true, false);
+        assertEquals(new Decision(Algorithm.PUSH, "forced push by builder (the PCIe gate does not apply to a forced"
+                + " algorithm) → one-shot push (needs no registration or staging copy)", false), forcedPush);
 
         // Two GPUs over PCIe are not gated.
-        assertEquals(Algorithm.ONE_STAGE, dispatcher(Topology.singleHost(2, false), AlgorithmPolicy.AUTO)
-                .decide(KIB, DType.BFLOAT16, true, true).algorithm());
+        AllReduceDispatcher twoOnPcie = dispatcher(Topology.singleHost(2, false), AlgorithmPolicy.AUTO);
+        assertEquals(Algorithm.PUSH, twoOnPcie.decide(KIB, DType.BFLOAT16, true, true).algorithm());
+        assertEquals(Algorithm.ONE_STAGE, twoOnPcie.decide(MIB, DType.BFLOAT16, true, true).algorithm());
     }
 
     @Test
@@ -97,6 +159,8 @@ class AllReduceDispatcherTest {
         Topology nvlink4 = Topology.singleHost(4, true);
         assertEquals(Algorithm.ONE_STAGE, dispatcher(nvlink4, AlgorithmPolicy.ONE_STAGE)
                 .decide(4 * MIB, DType.FLOAT32, true, true).algorithm());
+        assertEquals(Algorithm.ONE_STAGE, dispatcher(nvlink4, AlgorithmPolicy.ONE_STAGE)
+                .decide(16, DType.FLOAT32, true, true).algorithm());
         assertEquals(Algorithm.TWO_STAGE, dispatcher(nvlink4, AlgorithmPolicy.TWO_STAGE)
                 .decide(16, DType.FLOAT32, true, true).algorithm());
         assertEquals(Algorithm.TWO_STAGE, dispatcher(Topology.singleHost(2, true), AlgorithmPolicy.TWO_STAGE)
@@ -121,6 +185,34 @@ class AllReduceDispatcherTest {
     }
 
     @Test
+    void forcedPushRunsUpTo512KiBAndFallsBackAbove() {
+        AllReduceDispatcher d = dispatcher(Topology.singleHost(8, true), AlgorithmPolicy.PUSH);
+        Decision push = d.decide(16, DType.BFLOAT16, true, true);
+        assertEquals(new Decision(Algorithm.PUSH,
+                "forced push by builder → one-shot push (needs no registration or staging copy)", false), push);
+        for (long bytes : new long[] {256 * KIB, 256 * KIB + 16, 512 * KIB}) {
+            for (boolean registered : new boolean[] {true, false}) {
+                assertSame(push, d.decide(bytes, DType.BFLOAT16, true, registered), bytes + " bytes");
+            }
+        }
+        for (long bytes : new long[] {512 * KIB + 16, 64 * MIB}) {
+            for (boolean registered : new boolean[] {true, false}) {
+                assertEquals(new Decision(Algorithm.NCCL, "forced push by builder, but the input is larger than the"
+                        + " 512 KiB one-shot push limit (AR4J_PUSH_MAX_BYTES) → NCCL", true),
+                        d.decide(bytes, DType.BFLOAT16, true, registered), bytes + " bytes");
+            }
+        }
+        Decision misaligned = d.decide(KIB, DType.FLOAT32, false, false);
+        assertEquals(new Decision(Algorithm.NCCL, "forced push by builder, but a pointer is not 16-byte aligned → NCCL",
+                true), misaligned);
+        assertTrue(d.decide(43010, DType.BFLOAT16, true, true).fellBack());
+        Decision twoHosts = dispatcher(new Topology(2, true, true, false), AlgorithmPolicy.PUSH)
+                .decide(KIB, DType.FLOAT32, true, true);
+        assertEquals(new Decision(Algorithm.NCCL, "forced push by builder, but the ranks span several hosts → NCCL",
+                true), twoHosts);
+    }
+
+    @Test
     void topologyThatRulesOutCustomKernelsGivesNccl() {
         Topology twoHosts = new Topology(4, true, true, false);
         Decision d = dispatcher(twoHosts, AlgorithmPolicy.AUTO).decide(KIB, DType.FLOAT32, true, true);
@@ -137,7 +229,8 @@ class AllReduceDispatcherTest {
     void decisionsAreCachedInstances() {
         AllReduceDispatcher d = dispatcher(Topology.singleHost(8, true), AlgorithmPolicy.AUTO);
         assertSame(d.decide(16, DType.BFLOAT16, true, true), d.decide(4 * KIB, DType.FLOAT32, true, false));
-        assertSame(d.decide(256 * KIB, DType.BFLOAT16, true, true), d.decide(MIB, DType.FLOAT16, true, false));
+        assertSame(d.decide(256 * KIB, DType.BFLOAT16, true, true), d.decide(16, DType.FLOAT16, true, false));
+        assertSame(d.decide(256 * KIB + 16, DType.BFLOAT16, true, true), d.decide(MIB, DType.FLOAT16, true, false));
         assertSame(d.decide(18, DType.BFLOAT16, true, true), d.decide(43010, DType.FLOAT16, false, false));
         assertSame(d.decide(32, DType.BFLOAT16, false, true), d.decide(64, DType.FLOAT32, false, false));
     }
@@ -169,8 +262,13 @@ class AllReduceDispatcherTest {
         assertThrows(NullPointerException.class, () -> new AllReduceDispatcher(null, auto, STAGING));
         assertThrows(NullPointerException.class, () -> new AllReduceDispatcher(topology, null, STAGING));
         assertThrows(NullPointerException.class, () -> new AllReduceDispatcher(topology, auto, STAGING, null));
-        assertThrows(IllegalArgumentException.class, () -> new OneStageThresholds(0, 256 * KIB));
-        assertThrows(IllegalArgumentException.class, () -> new OneStageThresholds(512 * KIB, -1));
+        assertThrows(IllegalArgumentException.class, () -> AlgorithmThresholds.oneStage(0, 256 * KIB));
+        assertThrows(IllegalArgumentException.class, () -> AlgorithmThresholds.oneStage(512 * KIB, -1));
+        IllegalArgumentException overPushLimit = assertThrows(IllegalArgumentException.class,
+                () -> new AlgorithmThresholds(512 * KIB + 16, 512 * KIB, 256 * KIB));
+        assertTrue(overPushLimit.getMessage().contains("524288") && overPushLimit.getMessage().contains("524304"),
+                overPushLimit.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> AlgorithmThresholds.DEFAULTS.withPushUpToBytes(-16));
     }
 
     @Test
@@ -200,8 +298,32 @@ class AllReduceDispatcherTest {
     void explainOfAutoDecisionNamesTheDefaultSource() {
         AllReduceDispatcher d = new AllReduceDispatcher(Topology.singleHost(8, true), DispatchConfig.defaults(), STAGING);
         String text = d.explain(MIB, DType.FLOAT16);
-        assertTrue(text.contains("two-stage — auto: 8 ranks on NVLink, 256 KiB or more → two-stage"), text);
+        assertTrue(text.contains("two-stage — auto: 8 ranks on NVLink, over 256 KiB → two-stage"), text);
         assertTrue(text.contains("algorithm policy auto (from default)"), text);
+        assertTrue(text.contains("automatic one-shot push up to 256 KiB, one-stage below 512 KiB up to 4 ranks"), text);
+    }
+
+    @Test
+    void explainSaysWhetherAnUnregisteredInputIsCopiedIntoStaging() {
+        AllReduceDispatcher d = dispatcher(Topology.singleHost(2, true), AlgorithmPolicy.AUTO);
+        String push = d.explain(43008, DType.BFLOAT16);
+        assertTrue(push.contains("unregistered input, 16-byte aligned pointers: one-shot push — auto: world size 2,"
+                + " up to 256 KiB → one-shot push (needs no registration or staging copy)\n"), push);
+        assertFalse(push.contains("copied into the staging buffer"), push);
+        assertFalse(push.contains("copies the input"), push);
+
+        String oneStage = d.explain(MIB, DType.BFLOAT16, true, false);
+        assertTrue(oneStage.contains("unregistered input, 16-byte aligned pointers: one-stage — auto: world size 2,"
+                + " over 256 KiB → one-stage; the eager path first copies the input into the 8 MiB staging buffer"),
+                oneStage);
+        String registered = d.explain(MIB, DType.BFLOAT16, true, true);
+        assertTrue(registered.contains("registered or captured input"), registered);
+        assertFalse(registered.contains("staging buffer;"), registered);
+        assertFalse(registered.contains("copies the input"), registered);
+
+        String off = new AllReduceDispatcher(Topology.singleHost(2, true), config(AlgorithmPolicy.AUTO, false), STAGING,
+                AlgorithmThresholds.DEFAULTS.withPushUpToBytes(0)).explain(KIB, DType.FLOAT32);
+        assertTrue(off.contains("automatic one-shot push off"), off);
     }
 
     @Test

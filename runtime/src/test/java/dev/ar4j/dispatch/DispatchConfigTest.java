@@ -22,7 +22,7 @@ class DispatchConfigTest {
         PROPERTY(AlgorithmPolicy.NCCL, "system property ar4j.allreduce.algo"),
         AR4J_ENV(AlgorithmPolicy.ONE_STAGE, "environment variable AR4J_ALLREDUCE_ALGO"),
         SGLANG_ENV(AlgorithmPolicy.TWO_STAGE, "environment variable SGLANG_CUSTOM_ALLREDUCE_ALGO"),
-        VLLM_ENV(AlgorithmPolicy.ONE_STAGE, "environment variable VLLM_CUSTOM_ALLREDUCE_ALGO");
+        VLLM_ENV(AlgorithmPolicy.PUSH, "environment variable VLLM_CUSTOM_ALLREDUCE_ALGO");
 
         final AlgorithmPolicy value;
         final String description;
@@ -55,7 +55,7 @@ class DispatchConfigTest {
                     case PROPERTY -> props.setProperty("ar4j.allreduce.algo", "NCCL");
                     case AR4J_ENV -> env.put("AR4J_ALLREDUCE_ALGO", " 1stage ");
                     case SGLANG_ENV -> env.put("SGLANG_CUSTOM_ALLREDUCE_ALGO", "twoshot");
-                    case VLLM_ENV -> env.put("VLLM_CUSTOM_ALLREDUCE_ALGO", "OneShot");
+                    case VLLM_ENV -> env.put("VLLM_CUSTOM_ALLREDUCE_ALGO", "Lamport");
                 }
             }
             DispatchConfig config = builder.build();
@@ -123,7 +123,8 @@ class DispatchConfigTest {
                     () -> isolated(entry.getValue(), new Properties()).build());
             assertTrue(e.getMessage().contains(entry.getKey()), e.getMessage());
             assertTrue(e.getMessage().contains("'fastest'"), e.getMessage());
-            assertTrue(e.getMessage().contains("auto, 1stage, oneshot, 2stage, twoshot, nccl"), e.getMessage());
+            assertTrue(e.getMessage().contains("auto, 1stage, oneshot, 2stage, twoshot, push, lamport, nccl"),
+                    e.getMessage());
         }
         Properties props = new Properties();
         props.setProperty("ar4j.allreduce.algo", "3stage");
@@ -178,6 +179,12 @@ class DispatchConfigTest {
         assertEquals(defaults, isolated(Map.of(), new Properties()).build());
         assertEquals("algorithm policy auto (from default), PCIe gate in force (AR4J_FORCE_CUSTOM_AR_PCIE=0 from default)",
                 defaults.describe());
+        DispatchConfig push = isolated(Map.of("AR4J_ALLREDUCE_ALGO", "lamport"), new Properties()).build();
+        assertEquals(AlgorithmPolicy.PUSH, push.algorithmPolicy());
+        assertEquals("algorithm policy push (from environment variable AR4J_ALLREDUCE_ALGO), PCIe gate in force"
+                + " (AR4J_FORCE_CUSTOM_AR_PCIE=0 from default)", push.describe());
+        assertEquals(AlgorithmPolicy.ONE_STAGE,
+                isolated(Map.of("SGLANG_CUSTOM_ALLREDUCE_ALGO", "oneshot"), new Properties()).build().algorithmPolicy());
         DispatchConfig lifted = isolated(Map.of(), new Properties()).algorithmPolicy("TwoShot").forceCustomOnPcie(true).build();
         assertEquals("algorithm policy 2stage (from builder), PCIe gate lifted (AR4J_FORCE_CUSTOM_AR_PCIE=1 from builder)",
                 lifted.describe());

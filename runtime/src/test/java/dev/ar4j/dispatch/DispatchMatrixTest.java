@@ -14,8 +14,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Enumerates every combination of topology, policy, PCIe gate override, size, dtype, alignment
- * and registration, and compares {@link AllReduceDispatcher#decide} with an oracle written as an
+ * Enumerates every combination of topology, policy, PCIe gate override, staging size, thresholds,
+ * byte count, dtype, alignment and registration, and compares {@link AllReduceDispatcher#decide} with an oracle written as an
  * ordered rule table (first matching row wins), independently of the dispatcher's code.
  */
 class DispatchMatrixTest {
@@ -25,14 +25,15 @@ class DispatchMatrixTest {
 
     /** One call and the configuration around it. */
     private record Case(int worldSize, boolean fullNvlink, boolean p2p, boolean singleHost,
-                        AlgorithmPolicy policy, boolean gateLifted, long staging, long upTo4, long upTo8,
+                        AlgorithmPolicy policy, boolean gateLifted, long staging, long pushUpTo, long upTo4, long upTo8,
                         long bytes, DType dtype, boolean aligned, boolean registered) {
         boolean auto() {
             return policy == AlgorithmPolicy.AUTO;
         }
 
         boolean forcedCustom() {
-            return policy == AlgorithmPolicy.ONE_STAGE || policy == AlgorithmPolicy.TWO_STAGE;
+            return policy == AlgorithmPolicy.ONE_STAGE || policy == AlgorithmPolicy.TWO_STAGE
+                    || policy == AlgorithmPolicy.PUSH;
         }
     }
 
@@ -60,6 +61,9 @@ class DispatchMatrixTest {
 
     private static final Set<Integer> KERNEL_WORLD_SIZES = Set.of(2, 4, 6, 8);
 
+    /** The C ABI's AR4J_PUSH_MAX_BYTES, written out here rather than read from the code under test. */
+    private static final long PUSH_LIMIT = 524288;
+
     /** The specification, one row per rule, in priority order. */
     private static final List<Rule> RULES = List.of(
             new Rule("bytes not whole elements", c -> c.bytes % c.dtype.byteSize() != 0,
@@ -78,6 +82,12 @@ class DispatchMatrixTest {
                     c -> Expected.ncclOrFallback(c, "multiple of 16")),
             new Rule("misaligned pointers", c -> !c.aligned,
                     c -> Expected.ncclOrFallback(c, "aligned")),
+            new Rule("forced push beyond its 512 KiB limit", c -> c.policy == AlgorithmPolicy.PUSH && c.bytes > PUSH_LIMIT,
+                    c -> Expected.ncclOrFallback(c, "512 KiB one-shot push limit")),
+            new Rule("forced push", c -> c.policy == AlgorithmPolicy.PUSH,
+                    c -> Expected.run(Algorithm.PUSH, "forced push")),
+            new Rule("auto, up to the push threshold", c -> c.auto() && c.bytes <= c.pushUpTo,
+                    c -> Expected.run(Algorithm.PUSH, "up to")),
             new Rule("unregistered beyond staging", c -> !c.registered && c.bytes > c.staging,
                     c -> Expected.ncclOrFallback(c, "staging")),
             new Rule("forced one-stage", c -> c.policy == AlgorithmPolicy.ONE_STAGE,
@@ -95,7 +105,7 @@ class DispatchMatrixTest {
             new Rule("auto, large beyond scratch", c -> c.bytes > c.staging,
                     c -> Expected.run(Algorithm.NCCL, "scratch")),
             new Rule("auto, large", c -> true,
-                    c -> Expected.run(Algorithm.TWO_STAGE, "or more")));
+                    c -> Expected.run(Algorithm.TWO_STAGE, "ranks on")));
 
     private static Rule firstMatchingRule(Case c) {
         for (Rule rule : RULES) {
@@ -106,22 +116,29 @@ class DispatchMatrixTest {
         throw new AssertionError("the last rule matches everything");
     }
 
-    private record Tuning(long staging, long upTo4, long upTo8) {
+    private record Tuning(long staging, long pushUpTo, long upTo4, long upTo8) {
     }
 
     @Test
     void everyCombinationMatchesTheRuleTable() {
         List<Tuning> tunings = List.of(
-                new Tuning(8 * MIB, 512 * KIB, 256 * KIB),      // the defaults, generous staging
-                new Tuning(256 * KIB, 512 * KIB, 256 * KIB),    // staging smaller than the thresholds
-                new Tuning(2 * MIB, 64 * KIB, 128 * KIB));      // inverted thresholds: ws 4 uses the larger
+                new Tuning(8 * MIB, 256 * KIB, 512 * KIB, 256 * KIB),   // the defaults, generous staging
+                new Tuning(256 * KIB, 256 * KIB, 512 * KIB, 256 * KIB), // staging smaller than the thresholds
+                new Tuning(64 * KIB, 256 * KIB, 512 * KIB, 256 * KIB),  // staging smaller than the push threshold
+                new Tuning(2 * MIB, 0, 64 * KIB, 128 * KIB),            // no automatic push; inverted thresholds
+                new Tuning(MIB, 512 * KIB, MIB, 128 * KIB));            // push up to its limit, above the ws 8 split
         List<String> failures = new ArrayList<>();
         Set<String> rulesReached = new LinkedHashSet<>();
         long cases = 0;
         for (Tuning tuning : tunings) {
-            OneStageThresholds thresholds = new OneStageThresholds(tuning.upTo4(), tuning.upTo8());
-            Set<Long> sizes = new LinkedHashSet<>(List.of(16L, KIB, 43008L, 43010L, 256 * KIB - 16, 256 * KIB,
-                    512 * KIB - 16, 512 * KIB, tuning.staging(), tuning.staging() + 16, 64 * MIB));
+            AlgorithmThresholds thresholds = new AlgorithmThresholds(tuning.pushUpTo(), tuning.upTo4(), tuning.upTo8());
+            Set<Long> sizes = new LinkedHashSet<>(List.of(16L, KIB, 43008L, 43010L, 64 * KIB, 64 * KIB + 16,
+                    256 * KIB - 16, 256 * KIB, 256 * KIB + 16, 512 * KIB - 16, 512 * KIB, 512 * KIB + 16,
+                    tuning.staging(), tuning.staging() + 16, 64 * MIB));
+            if (tuning.pushUpTo() > 0) {
+                sizes.add(tuning.pushUpTo());
+                sizes.add(tuning.pushUpTo() + 16);
+            }
             for (int worldSize = 1; worldSize <= 9; worldSize++) {
                 for (boolean nvlink : new boolean[] {false, true}) {
                     for (boolean p2p : new boolean[] {false, true}) {
@@ -138,7 +155,8 @@ class DispatchMatrixTest {
                                             for (boolean aligned : new boolean[] {false, true}) {
                                                 for (boolean registered : new boolean[] {false, true}) {
                                                     Case c = new Case(worldSize, nvlink, p2p, host, policy, gate,
-                                                            tuning.staging(), tuning.upTo4(), tuning.upTo8(),
+                                                            tuning.staging(), tuning.pushUpTo(), tuning.upTo4(),
+                                                            tuning.upTo8(),
                                                             bytes, dtype, aligned, registered);
                                                     cases++;
                                                     Rule rule = firstMatchingRule(c);
@@ -155,8 +173,8 @@ class DispatchMatrixTest {
                 }
             }
         }
-        // 3 tunings x 9 world sizes x 8 topologies x 4 policies x 2 gates x sizes x 3 dtypes x 4 flags
-        assertTrue(cases > 200_000, "the matrix ran " + cases + " cases");
+        // 9 world sizes x 8 topologies x 5 policies x 2 gates x 3 dtypes x 4 flags x 72 sizes over 5 tunings
+        assertTrue(cases > 600_000, "the matrix ran " + cases + " cases");
         assertEquals(RULES.stream().map(Rule::name).collect(Collectors.toSet()), rulesReached,
                 "every row of the rule table is exercised");
         assertTrue(failures.isEmpty(), failures.size() + " of " + cases + " cases differ from the rule table, e.g.:\n"

@@ -20,10 +20,14 @@ class DispatchTypesTest {
     void algorithmCodesMatchTheCAbi() {
         assertEquals(1, Algorithm.ONE_STAGE.kernelCode());
         assertEquals(2, Algorithm.TWO_STAGE.kernelCode());
+        assertEquals(3, Algorithm.PUSH.kernelCode());
+        assertEquals(524288, Algorithm.PUSH_MAX_BYTES);
+        assertEquals("one-shot push", Algorithm.PUSH.displayName());
         IllegalStateException e = assertThrows(IllegalStateException.class, Algorithm.NCCL::kernelCode);
         assertTrue(e.getMessage().contains("ncclAllReduce"), e.getMessage());
         assertTrue(Algorithm.ONE_STAGE.isCustomKernel());
         assertTrue(Algorithm.TWO_STAGE.isCustomKernel());
+        assertTrue(Algorithm.PUSH.isCustomKernel());
         assertFalse(Algorithm.NCCL.isCustomKernel());
         Set<String> names = Arrays.stream(Algorithm.values()).map(Algorithm::displayName).collect(Collectors.toSet());
         assertEquals(Algorithm.values().length, names.size(), "display names are distinct");
@@ -31,11 +35,14 @@ class DispatchTypesTest {
 
     @Test
     void policyParsesEverySpellingCaseInsensitivelyAndTrimmed() {
-        Map<String, AlgorithmPolicy> spellings = Map.of(
-                "auto", AlgorithmPolicy.AUTO, " AUTO ", AlgorithmPolicy.AUTO,
-                "1stage", AlgorithmPolicy.ONE_STAGE, "OneShot", AlgorithmPolicy.ONE_STAGE,
-                "2Stage", AlgorithmPolicy.TWO_STAGE, "\ttwoshot\n", AlgorithmPolicy.TWO_STAGE,
-                "nccl", AlgorithmPolicy.NCCL, "NCCL", AlgorithmPolicy.NCCL);
+        // "oneshot" keeps its SGLang/vLLM meaning (the one-stage kernel), not the push kernel.
+        Map<String, AlgorithmPolicy> spellings = Map.ofEntries(
+                Map.entry("auto", AlgorithmPolicy.AUTO), Map.entry(" AUTO ", AlgorithmPolicy.AUTO),
+                Map.entry("1stage", AlgorithmPolicy.ONE_STAGE), Map.entry("OneShot", AlgorithmPolicy.ONE_STAGE),
+                Map.entry("2Stage", AlgorithmPolicy.TWO_STAGE), Map.entry("\ttwoshot\n", AlgorithmPolicy.TWO_STAGE),
+                Map.entry("push", AlgorithmPolicy.PUSH), Map.entry(" PUSH", AlgorithmPolicy.PUSH),
+                Map.entry("lamport", AlgorithmPolicy.PUSH), Map.entry("Lamport ", AlgorithmPolicy.PUSH),
+                Map.entry("nccl", AlgorithmPolicy.NCCL), Map.entry("NCCL", AlgorithmPolicy.NCCL));
         spellings.forEach((text, policy) -> assertEquals(policy, AlgorithmPolicy.parse(text, "test"), text));
         for (AlgorithmPolicy policy : AlgorithmPolicy.values()) {
             assertEquals(policy, AlgorithmPolicy.parse(policy.configName(), "test"), "round trip of " + policy);
@@ -44,11 +51,12 @@ class DispatchTypesTest {
 
     @Test
     void policyRejectsUnknownValuesNamingSourceAndAcceptedValues() {
-        for (String bad : new String[] {"", "  ", "3stage", "one-stage", "ncc"}) {
+        for (String bad : new String[] {"", "  ", "3stage", "one-stage", "ncc", "oneshot-push", "pushes"}) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> AlgorithmPolicy.parse(bad, "environment variable AR4J_ALLREDUCE_ALGO"));
             assertTrue(e.getMessage().startsWith("environment variable AR4J_ALLREDUCE_ALGO"), e.getMessage());
-            assertTrue(e.getMessage().contains("auto, 1stage, oneshot, 2stage, twoshot, nccl"), e.getMessage());
+            assertTrue(e.getMessage().contains("auto, 1stage, oneshot, 2stage, twoshot, push, lamport, nccl"),
+                    e.getMessage());
         }
     }
 
@@ -57,6 +65,8 @@ class DispatchTypesTest {
         assertEquals(Optional.empty(), AlgorithmPolicy.AUTO.forcedAlgorithm());
         assertEquals(Optional.of(Algorithm.ONE_STAGE), AlgorithmPolicy.ONE_STAGE.forcedAlgorithm());
         assertEquals(Optional.of(Algorithm.TWO_STAGE), AlgorithmPolicy.TWO_STAGE.forcedAlgorithm());
+        assertEquals(Optional.of(Algorithm.PUSH), AlgorithmPolicy.PUSH.forcedAlgorithm());
+        assertEquals("push", AlgorithmPolicy.PUSH.configName());
         assertEquals(Optional.of(Algorithm.NCCL), AlgorithmPolicy.NCCL.forcedAlgorithm());
     }
 
@@ -91,8 +101,10 @@ class DispatchTypesTest {
     }
 
     @Test
-    void thresholdsGiveTheOneStageLimitPerWorldSize() {
-        OneStageThresholds t = OneStageThresholds.DEFAULTS;
+    void thresholdsGiveThePushLimitAndTheOneStageLimitPerWorldSize() {
+        AlgorithmThresholds t = AlgorithmThresholds.DEFAULTS;
+        assertEquals(256 * 1024, t.pushUpToBytes());
+        assertEquals(AlgorithmThresholds.DEFAULT_PUSH_UP_TO_BYTES, t.pushUpToBytes());
         assertEquals(512 * 1024, t.upTo4RanksBytes());
         assertEquals(256 * 1024, t.upTo8RanksBytes());
         assertEquals(Long.MAX_VALUE, t.oneStageBelowBytes(2));
@@ -100,6 +112,15 @@ class DispatchTypesTest {
         assertEquals(256 * 1024, t.oneStageBelowBytes(6));
         assertEquals(256 * 1024, t.oneStageBelowBytes(8));
         assertEquals(0, t.oneStageBelowBytes(9));
-        assertEquals(128 * 1024, new OneStageThresholds(64 * 1024, 128 * 1024).oneStageBelowBytes(4));
+        assertEquals(128 * 1024, AlgorithmThresholds.oneStage(64 * 1024, 128 * 1024).oneStageBelowBytes(4));
+        assertEquals(new AlgorithmThresholds(256 * 1024, 64 * 1024, 128 * 1024),
+                AlgorithmThresholds.oneStage(64 * 1024, 128 * 1024));
+        assertEquals(new AlgorithmThresholds(0, 512 * 1024, 256 * 1024), t.withPushUpToBytes(0));
+        assertEquals(524288, t.withPushUpToBytes(524288).pushUpToBytes());
+        for (long bad : new long[] {-1, 524304, Long.MAX_VALUE}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> t.withPushUpToBytes(bad));
+            assertTrue(e.getMessage().contains("push threshold") && e.getMessage().contains("524288")
+                    && e.getMessage().contains(Long.toString(bad)), e.getMessage());
+        }
     }
 }

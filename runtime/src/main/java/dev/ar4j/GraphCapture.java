@@ -1,0 +1,38 @@
+package dev.ar4j;
+
+/**
+ * A CUDA graph capture scope of a {@link Communicator}. Open it before capturing all-reduces,
+ * close it after {@code cudaStreamEndCapture} and before the first replay:
+ *
+ * <pre>{@code
+ * try (GraphCapture scope = comm.graphCapture()) {
+ *     CudaGraph.beginCapture(stream, CaptureMode.THREAD_LOCAL);
+ *     comm.allReduce(x, DType.BFLOAT16, stream);
+ *     graph = CudaGraph.endCapture(stream);
+ * }   // inputs shared with the peers here: replays are zero-copy
+ * }</pre>
+ *
+ * Closing is collective: every rank closes its scope, and every rank must have captured the
+ * same all-reduces. If the ranks captured different numbers of zero-copy all-reduces, closing
+ * throws and the communicator refuses further use, instead of letting a replay read memory that
+ * was never shared.
+ */
+public final class GraphCapture implements AutoCloseable {
+
+    private final Communicator communicator;
+    private boolean closed;
+
+    GraphCapture(Communicator communicator) {
+        this.communicator = communicator;
+    }
+
+    /** Shares the captured inputs with every rank; idempotent. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        communicator.finishCapture(this);
+    }
+}

@@ -1,0 +1,20 @@
+package dev.ar4j;
+
+/**
+ * A custom all-reduce kernel gave up waiting for a peer rank (it is dead, hung, or made
+ * different calls). The communicator that threw it is unusable afterwards.
+ */
+public final class PeerTimeoutException extends RuntimeException {
+
+    private final int peer;
+
+    PeerTimeoutException(String message, int peer, Throwable cause) {
+        super(message, cause);
+        this.peer = peer;
+    }
+
+    /** The rank that was waited for. */
+    public int peer() {
+        return peer;
+    }
+}

@@ -1,0 +1,83 @@
+package dev.ar4j.dispatch;
+
+/**
+ * Where the automatic policy switches algorithms, on NVLink (or with the PCIe gate lifted), once
+ * the call is a multiple of 16 bytes with 16-byte aligned pointers:
+ * <ol>
+ *   <li>bytes &lt;= {@code pushUpToBytes} → one-shot push, registered or not (it needs no staging
+ *       copy);</li>
+ *   <li>otherwise, with world size 2, one-stage;</li>
+ *   <li>otherwise one-stage when world size &lt;= 4 and bytes &lt; {@code upTo4RanksBytes}, or when
+ *       world size &lt;= 8 and bytes &lt; {@code upTo8RanksBytes}; two-stage above.</li>
+ * </ol>
+ * The defaults come from measurements on H200s: at world size 2 in a CUDA graph the push kernel
+ * is fastest up to 256 KiB (3.90 µs against 4.42 µs for one-stage) and one-stage from 512 KiB
+ * (5.52 µs against 5.63 µs).
+ *
+ * @param pushUpToBytes   the push kernel runs up to and including this size; 0 keeps the automatic
+ *                        policy from choosing it; at most {@link Algorithm#PUSH_MAX_BYTES}
+ * @param upTo4RanksBytes one-stage runs strictly below this size for world sizes up to 4
+ * @param upTo8RanksBytes one-stage runs strictly below this size for world sizes up to 8
+ */
+public record AlgorithmThresholds(long pushUpToBytes, long upTo4RanksBytes, long upTo8RanksBytes) {
+
+    /** The default {@link #pushUpToBytes}: 256 KiB. */
+    public static final long DEFAULT_PUSH_UP_TO_BYTES = 256 * 1024;
+
+    /** Push up to 256 KiB; one-stage below 512 KiB for up to 4 ranks, below 256 KiB for up to 8 ranks. */
+    public static final AlgorithmThresholds DEFAULTS =
+            new AlgorithmThresholds(DEFAULT_PUSH_UP_TO_BYTES, 512 * 1024, 256 * 1024);
+
+    /**
+     * @throws IllegalArgumentException if {@code pushUpToBytes} is negative or above
+     *                                  {@link Algorithm#PUSH_MAX_BYTES}, or a one-stage threshold
+     *                                  is not positive
+     */
+    public AlgorithmThresholds {
+        if (pushUpToBytes < 0 || pushUpToBytes > Algorithm.PUSH_MAX_BYTES) {
+            throw new IllegalArgumentException("the push threshold must be between 0 (never push automatically) and "
+                    + Algorithm.PUSH_MAX_BYTES + " bytes (the push kernel's 512 KiB limit), got " + pushUpToBytes);
+        }
+        if (upTo4RanksBytes <= 0 || upTo8RanksBytes <= 0) {
+            throw new IllegalArgumentException("one-stage thresholds must be positive byte counts, got "
+                    + upTo4RanksBytes + " (up to 4 ranks) and " + upTo8RanksBytes + " (up to 8 ranks)");
+        }
+    }
+
+    /**
+     * The given one-stage thresholds with the default push threshold ({@value #DEFAULT_PUSH_UP_TO_BYTES}
+     * bytes).
+     *
+     * @throws IllegalArgumentException if a threshold is not positive
+     */
+    public static AlgorithmThresholds oneStage(long upTo4RanksBytes, long upTo8RanksBytes) {
+        return new AlgorithmThresholds(DEFAULT_PUSH_UP_TO_BYTES, upTo4RanksBytes, upTo8RanksBytes);
+    }
+
+    /**
+     * These thresholds with another push threshold.
+     *
+     * @throws IllegalArgumentException if it is negative or above {@link Algorithm#PUSH_MAX_BYTES}
+     */
+    public AlgorithmThresholds withPushUpToBytes(long newPushUpToBytes) {
+        return new AlgorithmThresholds(newPushUpToBytes, upTo4RanksBytes, upTo8RanksBytes);
+    }
+
+    /**
+     * The size below which the automatic policy picks one-stage (if it does not push) for the
+     * given world size: {@link Long#MAX_VALUE} for 2 ranks, 0 beyond 8 ranks.
+     */
+    public long oneStageBelowBytes(int worldSize) {
+        if (worldSize <= 2) {
+            return Long.MAX_VALUE;
+        }
+        long below = 0;
+        if (worldSize <= 4) {
+            below = Math.max(below, upTo4RanksBytes);
+        }
+        if (worldSize <= 8) {
+            below = Math.max(below, upTo8RanksBytes);
+        }
+        return below;
+    }
+}

@@ -1,0 +1,94 @@
+package dev.ar4j.rendezvous;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The key-value map behind both rendezvous implementations: {@link #set} stores, {@link #await}
+ * waits until a list of keys is present or a timeout passes. Stores the arrays it is given and
+ * returns the stored arrays; callers that hand arrays to user code copy them.
+ */
+final class BlockingKeyValueStore {
+
+    /** The outcome of {@link #await}: either all values, or which keys were still missing. */
+    sealed interface AwaitResult permits Found, Missing {
+    }
+
+    /** Every key was present; {@code values[i]} belongs to the i-th key. */
+    record Found(byte[][] values) implements AwaitResult {
+    }
+
+    /** The timeout passed; {@code indices} are the positions of the absent keys, ascending. */
+    record Missing(int[] indices) implements AwaitResult {
+    }
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    private final Map<String, byte[]> values = new HashMap<>();
+    private boolean closed;
+
+    void set(String key, byte[] value) {
+        lock.lock();
+        try {
+            checkOpen();
+            values.put(key, value);
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Waits up to {@code timeoutNanos} until all {@code keys} are present.
+     *
+     * @throws IllegalStateException if the store is or gets closed
+     */
+    AwaitResult await(List<String> keys, long timeoutNanos) throws InterruptedException {
+        lock.lock();
+        try {
+            long remaining = timeoutNanos;
+            while (true) {
+                checkOpen();
+                byte[][] found = new byte[keys.size()][];
+                List<Integer> absent = new ArrayList<>();
+                for (int i = 0; i < keys.size(); i++) {
+                    found[i] = values.get(keys.get(i));
+                    if (found[i] == null) {
+                        absent.add(i);
+                    }
+                }
+                if (absent.isEmpty()) {
+                    return new Found(found);
+                }
+                if (remaining <= 0) {
+                    return new Missing(absent.stream().mapToInt(Integer::intValue).toArray());
+                }
+                remaining = changed.awaitNanos(remaining);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Wakes every waiter, which then fails; later calls fail too. Idempotent. */
+    void close() {
+        lock.lock();
+        try {
+            closed = true;
+            values.clear();
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("the rendezvous store is closed");
+        }
+    }
+}

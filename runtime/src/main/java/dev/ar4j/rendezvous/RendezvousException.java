@@ -1,0 +1,19 @@
+package dev.ar4j.rendezvous;
+
+/**
+ * A rendezvous failed: the server rejected this rank, the connection broke, the peer did not speak
+ * the rendezvous protocol, or the wait was interrupted. The message says which and what to check.
+ */
+public class RendezvousException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    /** A failure described by {@code message}. */
+    public RendezvousException(String message) {
+        super(message);
+    }
+
+    /** A failure described by {@code message}, caused by {@code cause}. */
+    public RendezvousException(String message, Throwable cause) {
+        super(message, cause);
+    }
+}

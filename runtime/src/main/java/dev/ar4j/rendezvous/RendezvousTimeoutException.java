@@ -1,0 +1,50 @@
+package dev.ar4j.rendezvous;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * A rendezvous wait ran out of time. It names the key waited on and the ranks that never
+ * arrived, so the caller can tell a crashed or misconfigured rank from a slow one.
+ *
+ * <p>After a collective times out the ranks may disagree on how many times each key has been
+ * used; treat the rendezvous as broken and close it.
+ */
+public class RendezvousTimeoutException extends RendezvousException {
+    private static final long serialVersionUID = 1L;
+
+    private final String key;
+    private final List<Integer> missingRanks;
+    private final Duration timeout;
+
+    /**
+     * A timeout of the operation on {@code key}.
+     *
+     * @param message      the full message, naming the key and the missing ranks
+     * @param key          the user key of the operation that timed out
+     * @param missingRanks the ranks that never arrived, ascending; empty where the wait was not on
+     *                     particular ranks (a {@link Rendezvous#get} of a key nobody set)
+     * @param timeout      the timeout that elapsed
+     */
+    public RendezvousTimeoutException(String message, String key, List<Integer> missingRanks, Duration timeout) {
+        super(message);
+        this.key = key;
+        this.missingRanks = List.copyOf(missingRanks);
+        this.timeout = timeout;
+    }
+
+    /** The user key of the operation that timed out. */
+    public String key() {
+        return key;
+    }
+
+    /** The ranks that never arrived, ascending; empty where the wait was not on particular ranks. */
+    public List<Integer> missingRanks() {
+        return missingRanks;
+    }
+
+    /** The timeout that elapsed. */
+    public Duration timeout() {
+        return timeout;
+    }
+}
