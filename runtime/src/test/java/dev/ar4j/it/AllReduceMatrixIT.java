@@ -1,14 +1,14 @@
 package dev.ar4j.it;
 
 import dev.ar4j.Communicator;
+import dev.ar4j.internal.ChildJvm;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -69,43 +69,26 @@ class AllReduceMatrixIT {
         try (ServerSocket s = new ServerSocket(0)) {
             port = s.getLocalPort();
         }
-        String java = ProcessHandle.current().info().command().orElse("java");
-        List<Process> children = new ArrayList<>();
-        List<Future<List<String>>> outputs = new ArrayList<>();
-        ExecutorService readers = Executors.newFixedThreadPool(2);
+        List<ChildJvm> children = new ArrayList<>();
         try {
             for (int rank = 0; rank < 2; rank++) {
-                ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED",
-                        "-cp", System.getProperty("java.class.path"), AllReduceMatrixChild.class.getName(),
-                        String.valueOf(rank), "2", String.valueOf(port), String.valueOf(SEED), String.valueOf(ROUNDS),
-                        String.valueOf(QUICK));
-                pb.redirectErrorStream(true);
-                Process p = pb.start();
-                children.add(p);
-                int r = rank;
-                outputs.add(readers.submit(() -> {
-                    List<String> lines = new ArrayList<>();
-                    try (BufferedReader in = new BufferedReader(
-                            new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                        String line;
-                        while ((line = in.readLine()) != null) {
-                            System.out.println("[JVM " + r + "] " + line);
-                            lines.add(line);
-                        }
-                    }
-                    return lines;
-                }));
+                Path log = Files.createTempFile("ar4j-matrix-rank" + rank + "-", ".log");
+                children.add(ChildJvm.start(AllReduceMatrixChild.class, List.of(String.valueOf(rank), "2",
+                        String.valueOf(port), String.valueOf(SEED), String.valueOf(ROUNDS), String.valueOf(QUICK)), log));
+            }
+            int[] exits = new int[2];
+            for (int rank = 0; rank < 2; rank++) {
+                exits[rank] = children.get(rank).await(20 * 60);
             }
             for (int rank = 0; rank < 2; rank++) {
-                Process p = children.get(rank);
-                assertTrue(p.waitFor(20, TimeUnit.MINUTES), "rank " + rank + " did not finish in 20 minutes");
-                List<String> lines = outputs.get(rank).get(1, TimeUnit.MINUTES);
-                assertTrue(lines.stream().anyMatch(l -> l.startsWith("SUMMARY ")), "rank " + rank + " printed no summary");
-                assertEquals(0, p.exitValue(), "rank " + rank + " failed; see its output above");
+                String output = children.get(rank).output();
+                output.lines().forEach(l -> System.out.println("[JVM] " + l));
+                assertTrue(output.lines().anyMatch(l -> l.startsWith("SUMMARY ")), "rank " + rank
+                        + " printed no summary");
+                assertEquals(0, exits[rank], "rank " + rank + " failed; see its output above");
             }
         } finally {
-            children.forEach(Process::destroyForcibly);
-            readers.shutdownNow();
+            children.forEach(ChildJvm::kill);
         }
     }
 }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs the GPU integration tests (*IT, JUnit tag "gpu") on a GPU host that has no Java or
+# Maven, from what gpu/prepare.sh put in .gpu/. A missing GPU fails the run (ar4j.gpu.required).
+#   gpu/run-its.sh                          # every GPU test
+#   gpu/run-its.sh --select-class dev.ar4j.it.AllReduceMatrixIT
+# Extra JVM options: AR4J_IT_JAVA_OPTS (e.g. "-Dar4j.matrix.quick=true -Dar4j.matrix.rounds=3").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+java=.gpu/jre/bin/java
+[[ -x "$java" ]] || { echo "run-its: $java missing; run gpu/prepare.sh on the build machine and carry .gpu" >&2; exit 2; }
+cp=".gpu/test-classes:$(ls .gpu/lib/ar4j-*.jar | tr '\n' ':')"
+launcher=$(ls .gpu/lib/junit-platform-console-standalone-*.jar | head -1)
+selection=("$@")
+[[ ${#selection[@]} -eq 0 ]] && selection=(--scan-class-path)
+# shellcheck disable=SC2086
+exec "$java" --enable-native-access=ALL-UNNAMED -Dar4j.gpu.required=true ${AR4J_IT_JAVA_OPTS:-} \
+  -jar "$launcher" execute --class-path "$cp" --include-tag gpu --include-classname '.*IT' \
+  --details=summary --details-theme=ascii --disable-banner "${selection[@]}"
