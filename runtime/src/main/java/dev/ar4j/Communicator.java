@@ -648,6 +648,7 @@ public final class Communicator implements AutoCloseable {
         private int rank = -1;
         private int worldSize = -1;
         private int localRank = -1;
+        private int localWorldSize = -1;
         private int device = -1;
         private String masterAddr;
         private int masterPort = -1;
@@ -702,6 +703,15 @@ public final class Communicator implements AutoCloseable {
         /** This rank's index on its host; the default GPU. */
         public Builder localRank(int localRank) {
             this.localRank = localRank;
+            return this;
+        }
+
+        /**
+         * The number of ranks on this host. Without it (and without launcher variables) a group
+         * whose rendezvous address is loopback is taken to be all on this host.
+         */
+        public Builder localWorldSize(int localWorldSize) {
+            this.localWorldSize = localWorldSize;
             return this;
         }
 
@@ -830,8 +840,19 @@ public final class Communicator implements AutoCloseable {
             if (worldSize >= 0) {
                 env.worldSize(worldSize);
             }
-            if (localRank >= 0) {
-                env.localRank(localRank);
+            boolean loopback = masterAddr == null || masterAddr.equals("localhost") || masterAddr.startsWith("127.")
+                    || masterAddr.equals("::1");
+            if (!fromEnvironment && loopback && rank >= 0 && worldSize >= 1) {
+                // One host: local rank = rank unless told otherwise.
+                env.localRank(localRank >= 0 ? localRank : rank)
+                        .localWorldSize(localWorldSize >= 0 ? localWorldSize : worldSize);
+            } else {
+                if (localRank >= 0) {
+                    env.localRank(localRank);
+                }
+                if (localWorldSize >= 0) {
+                    env.localWorldSize(localWorldSize);
+                }
             }
             if (masterAddr != null) {
                 env.masterAddr(masterAddr).masterPort(masterPort);
