@@ -189,14 +189,16 @@ public final class Ar4jPerf implements Callable<Integer> {
     /** Parses and runs; returns the exit code (for tests: nothing is exited). */
     static int run(String... args) {
         CommandLine cli = new CommandLine(new Ar4jPerf(List.of(args)));
+        cli.setOverwrittenOptionsAllowed(true); // a later --out-dir etc. wins (the GPU script passes a default first)
         cli.setOut(new java.io.PrintWriter(System.out, true));
         cli.setErr(new java.io.PrintWriter(System.err, true));
         cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
+            String who = commandLine.getCommand() instanceof Ar4jPerf perf ? perf.who() : "ar4j-perf";
             if (e instanceof IllegalArgumentException) {
-                commandLine.getErr().println("ar4j-perf: " + e.getMessage());
+                commandLine.getErr().println(who + ": " + e.getMessage());
                 return 2;
             }
-            commandLine.getErr().println("ar4j-perf: failed: " + describe(e));
+            commandLine.getErr().println(who + ": failed: " + describe(e));
             e.printStackTrace(System.err);
             return 1;
         });
@@ -228,7 +230,7 @@ public final class Ar4jPerf implements Callable<Integer> {
             }
             String problem = PerfWorker.environmentProblem();
             if (problem != null) {
-                err.println("ar4j-perf: " + problem);
+                err.println(who() + ": " + problem);
                 return 2;
             }
             PerfWorker worker = new PerfWorker(settings, outputs(settings), commandLine, out, err);
@@ -248,6 +250,14 @@ public final class Ar4jPerf implements Callable<Integer> {
                 + settings.algorithms().stream().map(PerfAlgorithm::label).collect(Collectors.joining(",")) + ") x "
                 + settings.modes().size() + " timing modes x " + settings.placements().size() + " placements");
         return WorkerLauncher.run(rawArgs, commandLine, worldSize, threads, timeLimit, err);
+    }
+
+    /** "ar4j-perf", or "ar4j-perf rank 1" in a worker, for messages. */
+    private String who() {
+        if (workerRank < 0) {
+            return "ar4j-perf";
+        }
+        return workerThreads ? "ar4j-perf worker (" + workerWorldSize + " ranks in threads)" : "ar4j-perf rank " + workerRank;
     }
 
     private PerfSettings settings(DType type, List<Long> sweep, List<PerfAlgorithm> columns) {
@@ -353,6 +363,13 @@ public final class Ar4jPerf implements Callable<Integer> {
 
         @Override
         public Integer call() throws Exception {
+            String missing = OutputFiles.chartUnavailable();
+            if (missing != null) {
+                System.err.println("ar4j-perf plot: " + missing + "; run the plot with a full JDK (e.g. on the build "
+                        + "machine): java -cp benchmarks.jar " + Ar4jPerf.class.getName() + " plot " + csvFile
+                        + (pngFile != null ? " " + pngFile : ""));
+                return 2;
+            }
             Path target = pngFile != null ? pngFile : Path.of(csvFile.toString().replaceAll("\\.csv$", "") + ".png");
             int series = LatencyChart.draw(ResultFiles.readCsv(csvFile), target,
                     title != null ? title : OutputFiles.title(csvFile));

@@ -53,6 +53,11 @@ public record OutputFiles(Path csv, Path json, Path png) {
 
     private void drawPng(PrintStream err) {
         String later = "draw it where Java has java.desktop with: ar4j-perf plot " + csv + " " + png;
+        String missing = chartUnavailable();
+        if (missing != null) {
+            err.println("[ar4j-perf] no PNG drawn here: " + missing + "; " + later);
+            return;
+        }
         try {
             int series = LatencyChart.draw(ResultFiles.readCsv(csv), png, title(csv));
             err.println("[ar4j-perf] wrote " + png + " (" + series + " series)");
@@ -65,6 +70,18 @@ public record OutputFiles(Path csv, Path json, Path png) {
             // AWT reports a missing display or font configuration as java.awt.AWTError.
             err.println("[ar4j-perf] no PNG drawn here (" + e.getClass().getName() + ": " + e.getMessage() + "); " + later);
         }
+    }
+
+    /**
+     * Why this Java runtime cannot draw the chart (it lacks the {@code java.desktop} module, as a
+     * small jlink'd runtime does), or null if it can.
+     */
+    static String chartUnavailable() {
+        if (ModuleLayer.boot().findModule("java.desktop").isEmpty()) {
+            return "this Java runtime (" + System.getProperty("java.home") + ") has no java.desktop module, which "
+                    + "JFreeChart needs";
+        }
+        return null;
     }
 
     /** The chart title for a CSV: "ar4j-perf: <file name>". */

@@ -12,7 +12,8 @@ import java.util.Set;
 
 /**
  * The printed tables. The sweep table has nccl-tests' columns: size, count, type, then per
- * algorithm what ran, time (µs), algbw and busbw (GB/s) and #wrong, then the speed-up of the best
+ * algorithm what ran, time (µs, CUDA events; eager tables add the host time per call from the
+ * first Java call to the completion of the last), algbw and busbw (GB/s) and #wrong, then the speed-up of the best
  * ar4j kernel over the best NCCL baseline and which kernel that was; one table per timing mode and
  * placement. The verify table has one row per algorithm with the time of the whole pass.
  */
@@ -84,6 +85,7 @@ public final class ResultTable {
             sizes.add(r.bytes());
             cell.put(r.bytes() + "/" + r.algorithm(), r);
         }
+        boolean eager = rows.getFirst().mode().equals("eager");
         TextTable table = new TextTable();
         table.column("", "size", "(B)", false).column("", "count", "(elements)", false).column("", "type", "", true);
         for (String a : algorithms) {
@@ -91,8 +93,11 @@ public final class ResultTable {
             if (ar4j) {
                 table.column(a, "ran", "", true);
             }
-            table.column(ar4j ? "" : a, "time", "(us)", false).column("", "algbw", "(GB/s)", false)
-                    .column("", "busbw", "(GB/s)", false).column("", "#wrong", "", false);
+            table.column(ar4j ? "" : a, "time", "(us)", false);
+            if (eager) {
+                table.column("", "host", "(us)", false);
+            }
+            table.column("", "algbw", "(GB/s)", false).column("", "busbw", "(GB/s)", false).column("", "#wrong", "", false);
         }
         table.ungrouped().column("", "speedup", "(NCCL/ar4j)", false).column("", "best", "ar4j", true);
         for (long size : sizes) {
@@ -107,9 +112,12 @@ public final class ResultTable {
                     line.add(r == null ? "-" : r.ran());
                 }
                 if (r == null) {
-                    line.addAll(List.of("-", "-", "-", "-"));
+                    line.addAll(eager ? List.of("-", "-", "-", "-", "-") : List.of("-", "-", "-", "-"));
                 } else {
                     line.add(fixed(r.timeUs()));
+                    if (eager) {
+                        line.add(fixed(r.hostUs()));
+                    }
                     line.add(fixed(r.algbwGBps()));
                     line.add(fixed(r.busbwGBps()));
                     line.add(Long.toString(r.wrong()));

@@ -57,6 +57,12 @@ final class WorkerLauncher {
      */
     static int run(List<String> userArgs, String commandLine, int worldSize, boolean threads, Duration timeLimit,
                    PrintStream err) throws IOException, InterruptedException {
+        return run(userArgs, commandLine, worldSize, threads, timeLimit, err, ProcessBuilder.Redirect.INHERIT);
+    }
+
+    /** {@link #run(List, String, int, boolean, Duration, PrintStream)} with the workers' output sent to {@code output}. */
+    static int run(List<String> userArgs, String commandLine, int worldSize, boolean threads, Duration timeLimit,
+                   PrintStream err, ProcessBuilder.Redirect output) throws IOException, InterruptedException {
         int port = freeLoopbackPort();
         String classPath = classPath();
         List<Process> workers = new ArrayList<>();
@@ -66,7 +72,11 @@ final class WorkerLauncher {
             int processes = threads ? 1 : worldSize;
             for (int rank = 0; rank < processes; rank++) {
                 List<String> command = command(classPath, userArgs, commandLine, rank, worldSize, port, threads);
-                ProcessBuilder builder = new ProcessBuilder(command).inheritIO();
+                ProcessBuilder builder = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.INHERIT)
+                        .redirectOutput(output).redirectErrorStream(output != ProcessBuilder.Redirect.INHERIT);
+                if (output == ProcessBuilder.Redirect.INHERIT) {
+                    builder.redirectError(ProcessBuilder.Redirect.INHERIT);
+                }
                 Map<String, String> env = builder.environment();
                 env.putAll(FORCED_ENVIRONMENT);
                 env.putIfAbsent("NCCL_SOCKET_IFNAME", "lo");

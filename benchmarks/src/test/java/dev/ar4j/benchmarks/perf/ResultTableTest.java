@@ -78,4 +78,19 @@ class ResultTableTest {
         assertTrue(push.contains("366.00"), push);  // 122 x 3.0 us per pass
         assertTrue(push.contains("2.50x"), push);
     }
+
+    @Test
+    void eagerTablesShowTheHostTimePerCall() {
+        PerfReport report = new PerfReport(SyntheticResults.settings(Scenario.SWEEP, List.of(43008L)), 2, "ar4j-perf --eager",
+                "one JVM per GPU", null);
+        report.add(new PerfResult("sweep", "eager", "out-of-place", false, 2, 43008, 21504, "bf16", "push", "push", false,
+                "", 4.7, 4.8, 0, 6.25, 2.5, 1, 50, 7, 5));
+        report.add(new PerfResult("sweep", "eager", "out-of-place", false, 2, 43008, 21504, "bf16", "nccl", "nccl", false,
+                "", 20.0, 20.5, 0, 21.0, 3.0, 1, 50, 7, 5));
+        String text = print(report);
+        String header = text.lines().filter(l -> l.contains("size")).findFirst().orElseThrow();
+        assertEquals(2, header.split("host").length - 1, header);
+        String row = text.lines().filter(l -> l.trim().startsWith("43008")).findFirst().orElseThrow();
+        assertTrue(row.contains("6.25") && row.contains("21.00") && row.contains("4.26x"), row);
+    }
 }
