@@ -1,6 +1,11 @@
 package dev.ar4j.benchmarks.perf;
 
+import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -23,6 +28,7 @@ public final class PerfReport {
     private final Map<String, String> skipped = new LinkedHashMap<>();
     private final List<String> notes = new ArrayList<>();
     private MachineInfo machine;
+    private Path partialCsv;
 
     /**
      * @param processModel "one JVM per GPU" or "one JVM, one thread per GPU"
@@ -57,9 +63,32 @@ public final class PerfReport {
         return processModel;
     }
 
+    /**
+     * Writes the CSV header now and appends every result to {@code csv} as it arrives, so that a
+     * run stopped early (time limit, a failed rank) leaves what it measured. The final write
+     * replaces the file.
+     */
+    public synchronized void streamTo(Path csv) {
+        try {
+            ResultFiles.writeCsv(csv, this);
+            partialCsv = csv;
+        } catch (IOException e) {
+            progress("cannot write " + csv + " (" + e + "); results will only be written at the end");
+        }
+    }
+
     /** Records a result and prints its progress line. */
     public synchronized void add(PerfResult r) {
         results.add(r);
+        if (partialCsv != null) {
+            try {
+                Files.writeString(partialCsv, ResultFiles.csvLine(r.csvCells()) + "\n", StandardCharsets.UTF_8,
+                        StandardOpenOption.APPEND);
+            } catch (IOException e) {
+                progress("cannot append to " + partialCsv + " (" + e + "); results will only be written at the end");
+                partialCsv = null;
+            }
+        }
         progress(String.format(Locale.ROOT, "%-5s %-12s %10d B  %-9s %-12s %10.2f us  busbw %8.2f GB/s  #wrong %d%s",
                 r.mode(), r.placement(), r.bytes(), r.algorithm(), "ran " + r.ran(), r.timeUs(), r.busbwGBps(),
                 r.wrong(), Double.isNaN(r.hostUs()) ? ""

@@ -76,6 +76,7 @@ final class PerfWorker {
         if (report != null) {
             report.machine(MachineInfo.collect(comm, commandLine, report.processModel()));
             report.progress(comm.toString());
+            report.streamTo(outputs.csv());
         }
         new RankSweep(comm, settings, report).run();
         comm.close();
@@ -106,6 +107,7 @@ final class PerfWorker {
                     if (mine != null) {
                         mine.machine(MachineInfo.collect(comm, commandLine, mine.processModel()));
                         mine.progress(comm.toString());
+                        mine.streamTo(outputs.csv());
                     }
                     new RankSweep(comm, settings, mine).run();
                     comm.close(); // on success only, as in runRank

@@ -77,4 +77,19 @@ class ResultFilesTest {
     private static long count(String text, char c) {
         return text.chars().filter(ch -> ch == c).count();
     }
+
+    @Test
+    void resultsAreAppendedAsTheyArriveSoAStoppedRunLeavesThem(@TempDir Path dir) throws Exception {
+        PerfReport report = new PerfReport(SyntheticResults.settings(Scenario.SWEEP, List.of(1024L)), 2, "ar4j-perf",
+                "one JVM per GPU", null);
+        Path csv = dir.resolve("out/partial.csv");
+        report.streamTo(csv);
+        assertEquals(0, ResultFiles.readCsv(csv).size(), "the header comes first");
+        SyntheticResults.add(report, 1024, "push", "push", false, 3.0);
+        SyntheticResults.add(report, 1024, "nccl", "nccl", false, 6.0);
+        List<Map<String, String>> rows = ResultFiles.readCsv(csv);
+        assertEquals(2, rows.size());
+        assertEquals("nccl", rows.get(1).get("algorithm"));
+        assertEquals("6.0000", rows.get(1).get("time_us"));
+    }
 }
