@@ -178,7 +178,8 @@ final class RankSweep {
             };
         } catch (RuntimeException e) {
             throw new IllegalStateException("rank " + rank + ": " + mode.label() + " " + placement.label() + " all-reduce of "
-                    + bytes + " bytes (" + algorithm.label() + ") failed: " + e.getMessage(), e);
+                    + bytes + " bytes (" + algorithm.label() + ") failed: " + e.getMessage()
+                    + (algorithm == PerfAlgorithm.NCCL_SYMMETRIC ? " (--skip-nccl-symm leaves this baseline out)" : ""), e);
         }
         byte[] mine = ByteBuffer.allocate(4 * Double.BYTES).putDouble(sample.gpuUs()).putDouble(sample.hostUs())
                 .putDouble(sample.callUs()).putLong(sample.wrong()).array();
