@@ -16,6 +16,8 @@ import java.nio.file.Path;
 import java.security.CodeSource;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -37,9 +39,15 @@ final class WorkerLauncher {
     /** Extra JVM options for the workers, split at spaces (e.g. "-Xmx4g"). */
     static final String JAVA_OPTS_ENV = "AR4J_PERF_JAVA_OPTS";
     /** The environment every worker gets, whatever this process has. */
-    static final Map<String, String> FORCED_ENVIRONMENT = java.util.Collections.unmodifiableMap(
-            new java.util.LinkedHashMap<>(Map.of("NCCL_NVLS_ENABLE", "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "1",
-                    "NVSHMEM_DISABLE_NVLS", "1")));
+    static final Map<String, String> FORCED_ENVIRONMENT;
+
+    static {
+        Map<String, String> env = new LinkedHashMap<>();
+        env.put("NCCL_NVLS_ENABLE", "0");
+        env.put("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1");
+        env.put("NVSHMEM_DISABLE_NVLS", "1");
+        FORCED_ENVIRONMENT = Collections.unmodifiableMap(env);
+    }
 
     private static final Duration GRACE = Duration.ofSeconds(5);
 
