@@ -386,11 +386,12 @@ void run_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, st
     if (rank == 0) {
         std::printf("\n# timing: bf16, out-of-place, registered input, %d all-reduces per CUDA graph, median of %d\n",
                     iters, reps);
-        std::printf("%12s %10s %10s %10s | %10s %10s %10s\n", "bytes", "1stage", "2stage", "push", "1st_eager",
-                    "2st_eager", "push_eager");
+        std::printf("# eager: device time per call between events; host: time of one ar4j_all_reduce call on the host\n");
+        std::printf("%12s %10s %10s %10s | %10s %10s %10s | %9s %9s %9s\n", "bytes", "1stage", "2stage", "push",
+                    "1st_eager", "2st_eager", "push_eager", "1st_host", "2st_host", "push_host");
     }
     for (size_t bytes : sizes) {
-        double us[3] = {NAN, NAN, NAN}, eager_us[3] = {NAN, NAN, NAN};
+        double us[3] = {NAN, NAN, NAN}, eager_us[3] = {NAN, NAN, NAN}, host_us[3] = {NAN, NAN, NAN};
         const size_t count = bytes / 2;
         for (int a = 0; a < 3; ++a) {
             const int algo = a == 0 ? AR4J_ALGO_ONE_STAGE : a == 1 ? AR4J_ALGO_TWO_STAGE : AR4J_ALGO_ONE_SHOT_PUSH;
@@ -416,12 +417,16 @@ void run_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, st
                 CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
                 samples.push_back(ms * 1000.0 / iters);
             }
+            std::vector<double> host;
             for (int r = 0; r < reps; ++r) {
                 sync.arrive_and_wait();
                 CHECK_CUDA(cudaEventRecord(start, stream));
+                auto h0 = std::chrono::steady_clock::now();
                 for (int i = 0; i < iters; ++i) {
                     CHECK_AR(ar4j_all_reduce(ctx, algo, AR4J_DTYPE_BFLOAT16, sh.inputs[rank], sh.outputs[rank], count, stream));
                 }
+                host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count() /
+                               iters);
                 CHECK_CUDA(cudaEventRecord(stop, stream));
                 CHECK_CUDA(cudaEventSynchronize(stop));
                 float ms = 0;
@@ -430,12 +435,13 @@ void run_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, st
             }
             us[a] = median(samples);
             eager_us[a] = median(eager);
+            host_us[a] = median(host);
             CHECK_CUDA(cudaGraphExecDestroy(exec));
             CHECK_CUDA(cudaGraphDestroy(graph));
         }
         if (rank == 0) {
-            std::printf("%12zu %10.2f %10.2f %10.2f | %10.2f %10.2f %10.2f\n", bytes, us[0], us[1], us[2], eager_us[0],
-                        eager_us[1], eager_us[2]);
+            std::printf("%12zu %10.2f %10.2f %10.2f | %10.2f %10.2f %10.2f | %9.2f %9.2f %9.2f\n", bytes, us[0], us[1],
+                        us[2], eager_us[0], eager_us[1], eager_us[2], host_us[0], host_us[1], host_us[2]);
             std::fflush(stdout);
         }
     }
