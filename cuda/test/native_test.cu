@@ -117,6 +117,8 @@ struct Shared {
     bool quick = false;
     bool timing_enabled = true;
     bool timing_only = false;
+    int blocks = 0;   // 0: the library's default launch configuration
+    int threads = 0;
 };
 
 std::vector<size_t> correctness_counts(bool quick) {
@@ -384,8 +386,10 @@ void run_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, st
     CHECK_CUDA(cudaEventCreate(&start));
     CHECK_CUDA(cudaEventCreate(&stop));
     if (rank == 0) {
-        std::printf("\n# timing: bf16, out-of-place, registered input, %d all-reduces per CUDA graph, median of %d\n",
-                    iters, reps);
+        std::printf("\n# timing: bf16, out-of-place, registered input, %d all-reduces per CUDA graph, median of %d;"
+                    " 1/2-stage launch: %s\n", iters, reps,
+                    sh.blocks > 0 ? (std::to_string(sh.blocks) + " blocks x " + std::to_string(sh.threads > 0 ? sh.threads : 512)
+                                     + " threads").c_str() : "library default (one block per SM, at most 128, x 512)");
         std::printf("# eager: device time per call between events; host: time of one ar4j_all_reduce call on the host\n");
         std::printf("%12s %10s %10s %10s | %10s %10s %10s | %9s %9s %9s\n", "bytes", "1stage", "2stage", "push",
                     "1st_eager", "2st_eager", "push_eager", "1st_host", "2st_host", "push_host");
@@ -465,8 +469,12 @@ int main(int argc, char **argv) {
         else if (a == "--no-timing") sh.timing_enabled = false;
         else if (a == "--timing-only") sh.timing_only = true;
         else if (a == "--seed" && i + 1 < argc) sh.seed = std::strtoull(argv[++i], nullptr, 10);
+        else if (a == "--blocks" && i + 1 < argc) sh.blocks = std::atoi(argv[++i]);
+        else if (a == "--threads" && i + 1 < argc) sh.threads = std::atoi(argv[++i]);
         else {
-            std::fprintf(stderr, "usage: %s [--gpus N] [--quick] [--no-timing] [--timing-only] [--seed S]\n", argv[0]);
+            std::fprintf(stderr,
+                         "usage: %s [--gpus N] [--quick] [--no-timing] [--timing-only] [--seed S] [--blocks B --threads T]\n",
+                         argv[0]);
             return 2;
         }
     }
@@ -528,6 +536,7 @@ int main(int argc, char **argv) {
             CHECK_AR(ar4j_context_create(&ctx, sh.signals.data(), rank, sh.ws, sh.max_bytes, 64,
                                          10ull * 1000 * 1000 * 1000));
             CHECK_AR(ar4j_register_buffer(ctx, sh.inputs.data(), sh.max_bytes));
+            if (sh.blocks > 0) CHECK_AR(ar4j_set_launch_config(ctx, sh.blocks, sh.threads > 0 ? sh.threads : 512));
             if (!sh.timing_only) {
                 auto t0 = std::chrono::steady_clock::now();
                 run_correctness(sh, rank, ctx, stream);

@@ -797,7 +797,7 @@ public final class Communicator implements AutoCloseable {
             return this;
         }
 
-        /** Overrides the 1-stage/2-stage launch geometry (defaults: 36 blocks of 512 threads). */
+        /** Overrides the 1-stage/2-stage launch geometry (defaults: one block per SM, at most 128, of 512 threads). */
         public Builder launchConfig(int maxBlocks, int threads) {
             this.launchBlocks = maxBlocks;
             this.launchThreads = threads;
