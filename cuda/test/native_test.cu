@@ -2,6 +2,7 @@
 // process (peer pointers), on 2, 4, 6 or 8 GPUs of one host.
 //
 //   ar4j_native_test [--gpus N] [--quick] [--no-timing] [--timing-only] [--seed S]
+//                    [--blocks B --threads T] [--call-overhead]
 //
 // 1. Correctness: 1-stage, 2-stage and push x fp32/fp16/bf16 x element counts 8 .. 2097152 (powers of
 //    two and +376 tails) x out-of-place/in-place, random integer-valued inputs (exact sums),
@@ -458,6 +459,26 @@ void run_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, st
 
 }  // namespace
 
+// Host cost of calling into the library without launching: the C++ side of the JMH downcall
+// benchmark (same calls, same .so). Needs no GPU.
+int run_call_overhead() {
+    const long n = 20'000'000;
+    volatile int sink = 0;
+    double best_null = 1e30, best_name = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (long i = 0; i < n; ++i) sink = sink + ar4j_all_reduce(nullptr, 1, 2, nullptr, nullptr, 8, nullptr);
+        auto t1 = std::chrono::steady_clock::now();
+        for (long i = 0; i < n; ++i) sink = sink + (ar4j_status_name(static_cast<int>(i & 15))[5] != 0);
+        auto t2 = std::chrono::steady_clock::now();
+        best_null = std::min(best_null, std::chrono::duration<double, std::nano>(t1 - t0).count() / n);
+        best_name = std::min(best_name, std::chrono::duration<double, std::nano>(t2 - t1).count() / n);
+    }
+    std::printf("call overhead (best of 5 x %ld calls): ar4j_all_reduce(NULL ctx) %.2f ns, ar4j_status_name %.2f ns\n",
+                n, best_null, best_name);
+    return sink == 42 ? 1 : 0;  // keeps the calls alive
+}
+
 int main(int argc, char **argv) {
     Shared sh;
     int gpus = 0;
@@ -469,11 +490,12 @@ int main(int argc, char **argv) {
         else if (a == "--no-timing") sh.timing_enabled = false;
         else if (a == "--timing-only") sh.timing_only = true;
         else if (a == "--seed" && i + 1 < argc) sh.seed = std::strtoull(argv[++i], nullptr, 10);
+        else if (a == "--call-overhead") return run_call_overhead();
         else if (a == "--blocks" && i + 1 < argc) sh.blocks = std::atoi(argv[++i]);
         else if (a == "--threads" && i + 1 < argc) sh.threads = std::atoi(argv[++i]);
         else {
             std::fprintf(stderr,
-                         "usage: %s [--gpus N] [--quick] [--no-timing] [--timing-only] [--seed S] [--blocks B --threads T]\n",
+                         "usage: %s [--gpus N] [--quick] [--no-timing] [--timing-only] [--seed S] [--blocks B --threads T] [--call-overhead]\n",
                          argv[0]);
             return 2;
         }
