@@ -262,17 +262,24 @@ AR4J_API int ar4j_context_create(ar4j_context **out, const void *const *signals,
         e = cudaHostGetDevicePointer(reinterpret_cast<void **>(&ctx->error_device), ctx->error_host, 0);
     }
     if (e == cudaSuccess) {
-        // Push state to zero, push buffers to the sentinel; peers write into them only
-        // after every rank created its context.
-        e = cudaMemset(ctx->self->push, 0, sizeof(ctx->self->push));
+        // Push state to zero, push buffers to the sentinel; peers write into them only after
+        // every rank created its context. A private stream, so that unrelated work on the
+        // device (other ranks' kernels sharing it, say) is not waited for.
+        cudaStream_t init = nullptr;
+        e = cudaStreamCreateWithFlags(&init, cudaStreamNonBlocking);
+        if (e == cudaSuccess) {
+            e = cudaMemsetAsync(ctx->self->push, 0, sizeof(ctx->self->push), init);
+            if (e == cudaSuccess) {
+                uint32_t *area = reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(ctx->self) +
+                                                              ar4j::push_area_offset(max_bytes));
+                ar4j::fill_words<<<256, 256, 0, init>>>(area, ar4j::kPushAreaBytes / 4, ar4j::kSentinelWord);
+                e = cudaGetLastError();
+            }
+            if (e == cudaSuccess) e = cudaStreamSynchronize(init);
+            cudaError_t d = cudaStreamDestroy(init);
+            if (e == cudaSuccess) e = d;
+        }
     }
-    if (e == cudaSuccess) {
-        uint32_t *area = reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(ctx->self) +
-                                                      ar4j::push_area_offset(max_bytes));
-        ar4j::fill_words<<<256, 256>>>(area, ar4j::kPushAreaBytes / 4, ar4j::kSentinelWord);
-        e = cudaGetLastError();
-    }
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
         ar4j_context_destroy(ctx);
         return cuda_failed(nullptr, e);
