@@ -509,6 +509,16 @@ public final class Communicator implements AutoCloseable {
         return dispatcher.stagingBytes();
     }
 
+    /**
+     * The NCCL communicator of this group, for benchmarks and interoperability (for example
+     * {@code ar4j-perf}'s NCCL baseline, or registering an NCCL window). The communicator keeps
+     * ownership: do not close or abort it; it is destroyed when this communicator is closed.
+     */
+    public NcclCommunicator nccl() {
+        checkUsable();
+        return nccl;
+    }
+
     /** The rendezvous this communicator uses (for tests and tools that need the same group). */
     public Rendezvous rendezvous() {
         return rendezvous;

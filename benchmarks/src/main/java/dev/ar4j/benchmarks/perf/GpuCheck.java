@@ -1,0 +1,84 @@
+package dev.ar4j.benchmarks.perf;
+
+import dev.ar4j.cuda.Cuda;
+import dev.ar4j.cuda.CudaDriverMissingException;
+import dev.ar4j.cuda.CudaException;
+import dev.ar4j.cuda.CudaNoDeviceException;
+import dev.ar4j.internal.NativeLibraryException;
+import dev.ar4j.kernels.CustomAllReduceKernels;
+import dev.ar4j.nccl.Nccl;
+
+/**
+ * Whether this machine can run ar4j-perf, and if not, exactly what is missing: the CUDA runtime
+ * library, the NVIDIA driver, a visible GPU, a second GPU, NCCL, or ar4j's kernels library.
+ *
+ * @param gpus     visible GPUs (0 when unknown)
+ * @param problem  what is missing, or null when the machine is usable
+ * @param nccl     NCCL's version ("2.28.9"), or null when not loaded
+ */
+public record GpuCheck(int gpus, String problem, String nccl) {
+
+    /** Whether ar4j-perf can run here. */
+    public boolean usable() {
+        return problem == null;
+    }
+
+    /** Probes the machine (loads libcudart, libnccl and the kernels library; creates no CUDA context). */
+    public static GpuCheck probe() {
+        int count;
+        try {
+            count = Cuda.deviceCount();
+        } catch (NativeLibraryException e) {
+            return new GpuCheck(0, "the CUDA runtime library (libcudart.so.13 or .12) could not be loaded: "
+                    + e.getMessage(), null);
+        } catch (CudaDriverMissingException e) {
+            return new GpuCheck(0, "no NVIDIA driver is installed (libcuda.so.1 not found or too old): " + e.getMessage(),
+                    null);
+        } catch (CudaNoDeviceException e) {
+            return new GpuCheck(0, "the NVIDIA driver sees no GPU (none installed, or CUDA_VISIBLE_DEVICES hides them): "
+                    + e.getMessage(), null);
+        } catch (CudaException e) {
+            return new GpuCheck(0, "CUDA cannot count the GPUs: " + e.getMessage(), null);
+        }
+        if (count < 2) {
+            return new GpuCheck(count, "only " + count + " GPU is visible; an all-reduce benchmark needs at least 2", null);
+        }
+        String nccl;
+        try {
+            nccl = Nccl.versionString();
+        } catch (NativeLibraryException e) {
+            return new GpuCheck(count, "NCCL (libnccl.so.2) could not be loaded: " + e.getMessage(), null);
+        }
+        try {
+            CustomAllReduceKernels.abiVersion();
+        } catch (NativeLibraryException e) {
+            return new GpuCheck(count, "ar4j's kernels library (libar4j_custom_ar.so in the ar4j-cuda jar) could not be "
+                    + "loaded; was the jar built with -Dar4j.native.skip=true? " + e.getMessage(), nccl);
+        }
+        return new GpuCheck(count, null, nccl);
+    }
+
+    /**
+     * The world size for {@code requested} GPUs (0 = choose): the largest of 8, 6, 4 and 2 that
+     * fits, as the custom kernels support those.
+     *
+     * @throws IllegalArgumentException if {@code requested} is below 2 or above the GPU count
+     */
+    public int worldSize(int requested) {
+        if (requested != 0) {
+            if (requested < 2) {
+                throw new IllegalArgumentException("-g: an all-reduce benchmark needs at least 2 GPUs, got " + requested);
+            }
+            if (requested > gpus) {
+                throw new IllegalArgumentException("-g " + requested + ": only " + gpus + " GPUs are visible");
+            }
+            return requested;
+        }
+        for (int n : new int[] {8, 6, 4, 2}) {
+            if (n <= gpus) {
+                return n;
+            }
+        }
+        throw new IllegalArgumentException("only " + gpus + " GPU is visible; an all-reduce benchmark needs at least 2");
+    }
+}

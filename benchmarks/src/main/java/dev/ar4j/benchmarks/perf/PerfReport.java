@@ -1,0 +1,152 @@
+package dev.ar4j.benchmarks.perf;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * What rank 0 collects during a run: the aggregated results, the columns that were skipped and
+ * why, notes, and the machine it ran on. Progress lines go to {@code progress} (stderr) as
+ * results arrive.
+ */
+public final class PerfReport {
+    private final PerfSettings settings;
+    private final int worldSize;
+    private final String commandLine;
+    private final String processModel;
+    private final PrintStream progress;
+    private final List<PerfResult> results = new ArrayList<>();
+    private final Map<String, String> skipped = new LinkedHashMap<>();
+    private final List<String> notes = new ArrayList<>();
+    private MachineInfo machine;
+    private Path partialCsv;
+
+    /**
+     * @param processModel "one JVM per GPU" or "one JVM, one thread per GPU"
+     * @param progress     where progress lines go (null: nowhere)
+     */
+    public PerfReport(PerfSettings settings, int worldSize, String commandLine, String processModel,
+                      PrintStream progress) {
+        this.settings = Objects.requireNonNull(settings, "settings");
+        this.worldSize = worldSize;
+        this.commandLine = Objects.requireNonNull(commandLine, "commandLine");
+        this.processModel = Objects.requireNonNull(processModel, "processModel");
+        this.progress = progress;
+    }
+
+    /** The settings of the run. */
+    public PerfSettings settings() {
+        return settings;
+    }
+
+    /** Ranks in the run. */
+    public int worldSize() {
+        return worldSize;
+    }
+
+    /** How the run was started, as typed. */
+    public String commandLine() {
+        return commandLine;
+    }
+
+    /** "one JVM per GPU" or "one JVM, one thread per GPU". */
+    public String processModel() {
+        return processModel;
+    }
+
+    /**
+     * Writes the CSV header now and appends every result to {@code csv} as it arrives, so that a
+     * run stopped early (time limit, a failed rank) leaves what it measured. The final write
+     * replaces the file.
+     */
+    public synchronized void streamTo(Path csv) {
+        try {
+            ResultFiles.writeCsv(csv, this);
+            partialCsv = csv;
+        } catch (IOException e) {
+            progress("cannot write " + csv + " (" + e + "); results will only be written at the end");
+        }
+    }
+
+    /** Records a result and prints its progress line. */
+    public synchronized void add(PerfResult r) {
+        results.add(r);
+        if (partialCsv != null) {
+            try {
+                Files.writeString(partialCsv, ResultFiles.csvLine(r.csvCells()) + "\n", StandardCharsets.UTF_8,
+                        StandardOpenOption.APPEND);
+            } catch (IOException e) {
+                progress("cannot append to " + partialCsv + " (" + e + "); results will only be written at the end");
+                partialCsv = null;
+            }
+        }
+        progress(String.format(Locale.ROOT, "%-5s %-12s %10d B  %-9s %-12s %10.2f us  busbw %8.2f GB/s  #wrong %d%s",
+                r.mode(), r.placement(), r.bytes(), r.algorithm(), "ran " + r.ran(), r.timeUs(), r.busbwGBps(),
+                r.wrong(), Double.isNaN(r.hostUs()) ? ""
+                        : String.format(Locale.ROOT, "  host %.2f us/call (in call %.2f)", r.hostUs(), r.callUs())));
+    }
+
+    /** Records that a column was not measured, and why. */
+    public synchronized void skip(PerfAlgorithm algorithm, String reason) {
+        skipped.put(algorithm.label(), reason);
+        progress("skipping " + algorithm.label() + ": " + reason);
+    }
+
+    /** Records a note for the report (and prints it). */
+    public synchronized void note(String note) {
+        notes.add(note);
+        progress(note);
+    }
+
+    /** Prints one progress line to stderr. */
+    public void progress(String line) {
+        if (progress != null) {
+            progress.println("[ar4j-perf] " + line);
+            progress.flush();
+        }
+    }
+
+    /** Sets the machine description. */
+    public synchronized void machine(MachineInfo info) {
+        this.machine = info;
+    }
+
+    /** The machine description, or null if none was collected. */
+    public synchronized MachineInfo machine() {
+        return machine;
+    }
+
+    /** The results so far, in the order measured. */
+    public synchronized List<PerfResult> results() {
+        return List.copyOf(results);
+    }
+
+    /** Skipped columns and their reasons. */
+    public synchronized Map<String, String> skipped() {
+        return Map.copyOf(skipped);
+    }
+
+    /** Skipped columns in the order they were skipped. */
+    public synchronized List<Map.Entry<String, String>> skippedInOrder() {
+        return List.copyOf(skipped.entrySet());
+    }
+
+    /** Notes, in order. */
+    public synchronized List<String> notes() {
+        return List.copyOf(notes);
+    }
+
+    /** Wrong elements over every result. */
+    public synchronized long totalWrong() {
+        return results.stream().mapToLong(PerfResult::wrong).sum();
+    }
+}

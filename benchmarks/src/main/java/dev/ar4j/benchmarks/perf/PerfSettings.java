@@ -1,0 +1,128 @@
+package dev.ar4j.benchmarks.perf;
+
+import dev.ar4j.Communicator;
+import dev.ar4j.DType;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Everything one ar4j-perf measurement run needs to know, parsed and validated: the same on
+ * every rank.
+ *
+ * @param scenario        sweep or verify
+ * @param sizes           bytes per all-reduce, in order (verify: {@link Scenario#VERIFY_BYTES})
+ * @param dtype           element type
+ * @param algorithms      the column groups, NCCL baselines included
+ * @param warmup          warm-up rounds: graph replays, or {@code iterations} eager passes each
+ * @param iterations      all-reduces per timed step (sweep: per graph / per eager batch; verify:
+ *                        timed replays of the one-pass graph per repetition, eager passes per batch)
+ * @param repetitions     timed steps; the median is reported
+ * @param modes           graph and/or eager timing
+ * @param placements      out of place and/or in place
+ * @param registeredInput whether ar4j's input lies in a buffer registered with {@code Communicator.register}
+ * @param stagingBytes    the communicator's staging buffer size
+ * @param skipSymmetric   do not measure {@code nccl-symm} (it is otherwise always measured)
+ * @param timeout         bound on every wait for the other ranks or for the GPU
+ * @param seed            seed of the checked inputs
+ */
+public record PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, List<PerfAlgorithm> algorithms,
+                           int warmup, int iterations, int repetitions, List<TimingMode> modes,
+                           List<Placement> placements, boolean registeredInput, long stagingBytes,
+                           boolean skipSymmetric, Duration timeout, long seed) {
+
+    /** Validates every field. */
+    public PerfSettings {
+        Objects.requireNonNull(scenario, "scenario");
+        Objects.requireNonNull(dtype, "dtype");
+        Objects.requireNonNull(timeout, "timeout");
+        sizes = List.copyOf(sizes);
+        algorithms = List.copyOf(algorithms);
+        modes = List.copyOf(modes);
+        placements = List.copyOf(placements);
+        if (sizes.isEmpty() || algorithms.isEmpty() || modes.isEmpty() || placements.isEmpty()) {
+            throw new IllegalArgumentException("sizes, algorithms, timing modes and placements must not be empty");
+        }
+        for (long s : sizes) {
+            if (s <= 0 || s % dtype.byteSize() != 0) {
+                throw new IllegalArgumentException(s + " bytes is not a positive whole number of " + dtype + " elements");
+            }
+        }
+        if (warmup < 0) {
+            throw new IllegalArgumentException("-w (warm-up rounds) must be >= 0, got " + warmup);
+        }
+        if (iterations < 1) {
+            throw new IllegalArgumentException("-n (iterations per timing) must be >= 1, got " + iterations);
+        }
+        if (repetitions < 1) {
+            throw new IllegalArgumentException("-r (repetitions) must be >= 1, got " + repetitions);
+        }
+        if (stagingBytes < 16 || stagingBytes % 16 != 0) {
+            throw new IllegalArgumentException("--staging must be a positive multiple of 16 bytes, got " + stagingBytes);
+        }
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("--timeout must be positive, got " + timeout);
+        }
+    }
+
+    /** The all-reduces of one timed step for a size. */
+    public Workload workload(long bytes) {
+        return switch (scenario) {
+            case SWEEP -> new Workload(bytes, 1, iterations, 1, iterations);
+            case VERIFY -> new Workload(bytes, Scenario.VERIFY_ALL_REDUCES, 1, iterations, iterations);
+        };
+    }
+
+    /** Bytes of each input (and output) buffer: the largest pass. */
+    public long bufferBytes() {
+        long max = 0;
+        for (long s : sizes) {
+            max = Math.max(max, workload(s).passBytes());
+        }
+        return max;
+    }
+
+    /**
+     * Registration-table slots the communicator needs: every all-reduce of an unregistered input
+     * captured into a graph by an ar4j policy takes one, and they are never released.
+     */
+    public int registrationSlots() {
+        if (!modes.contains(TimingMode.GRAPH)) {
+            return Communicator.DEFAULT_MAX_REGISTRATIONS;
+        }
+        long ar4jColumns = algorithms.stream().filter(PerfAlgorithm::isAr4j).count();
+        long perPlacement = 0;
+        for (long s : sizes) {
+            Workload w = workload(s);
+            perPlacement += (long) w.callsPerPass() * (w.graphPasses() + 1);
+        }
+        long needed = ar4jColumns * perPlacement * placements.size() + 64;
+        if (needed > Integer.MAX_VALUE / 2) {
+            throw new IllegalArgumentException("this run would capture " + needed + " all-reduces into graphs; "
+                    + "use fewer sizes or iterations");
+        }
+        return (int) Math.max(Communicator.DEFAULT_MAX_REGISTRATIONS, needed);
+    }
+
+    /**
+     * The all-reduces of one timed step.
+     *
+     * @param bytesPerCall   bytes of each all-reduce
+     * @param callsPerPass   all-reduces of one pass, on consecutive slices of the buffers
+     * @param graphPasses    passes captured in the timed graph
+     * @param replaysPerRep  graph replays timed one by one in each repetition
+     * @param eagerPasses    passes called back to back in each eager repetition
+     */
+    public record Workload(long bytesPerCall, int callsPerPass, int graphPasses, int replaysPerRep, int eagerPasses) {
+        /** Bytes one pass covers. */
+        public long passBytes() {
+            return bytesPerCall * callsPerPass;
+        }
+
+        /** Elements of one all-reduce. */
+        public long count(DType dtype) {
+            return bytesPerCall / dtype.byteSize();
+        }
+    }
+}

@@ -1,0 +1,20 @@
+package dev.ar4j.benchmarks.perf;
+
+/** How all-reduces are launched while they are timed. */
+public enum TimingMode {
+    /** Captured into one CUDA graph and replayed; timed with CUDA events around replays. */
+    GRAPH("graph"),
+    /** Called back to back from Java; timed with CUDA events and with the host clock. */
+    EAGER("eager");
+
+    private final String label;
+
+    TimingMode(String label) {
+        this.label = label;
+    }
+
+    /** "graph" or "eager". */
+    public String label() {
+        return label;
+    }
+}

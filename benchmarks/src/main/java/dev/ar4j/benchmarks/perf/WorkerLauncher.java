@@ -1,0 +1,227 @@
+package dev.ar4j.benchmarks.perf;
+
+import dev.ar4j.Communicator;
+import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
+import dev.ar4j.internal.NativeLibraries;
+import picocli.CommandLine;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URISyntaxException;
+import java.net.URL;
+import java.nio.file.Path;
+import java.security.CodeSource;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Starts the worker JVMs of a run and watches them: one JVM per GPU (rank r drives GPU r), or one
+ * JVM driving every GPU from its own threads ({@code --threads}). Workers run the same java
+ * binary with the same class path, native access enabled, and the environment a GPU host needs
+ * (NVLink multicast off in NCCL, PyTorch and NVSHMEM; NCCL's bootstrap on loopback). Their
+ * output goes straight to this process's stdout and stderr.
+ *
+ * <p>When a worker fails, the others are stopped at once; when the time limit passes, all are;
+ * when this JVM is stopped, its shutdown hook stops them; and every worker ends itself when this
+ * process disappears.
+ */
+final class WorkerLauncher {
+    /** Extra JVM options for the workers, split at spaces (e.g. "-Xmx4g"). */
+    static final String JAVA_OPTS_ENV = "AR4J_PERF_JAVA_OPTS";
+    /** The environment every worker gets, whatever this process has. */
+    static final Map<String, String> FORCED_ENVIRONMENT = java.util.Collections.unmodifiableMap(
+            new java.util.LinkedHashMap<>(Map.of("NCCL_NVLS_ENABLE", "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "1",
+                    "NVSHMEM_DISABLE_NVLS", "1")));
+
+    private static final Duration GRACE = Duration.ofSeconds(5);
+
+    private WorkerLauncher() {
+    }
+
+    /**
+     * Runs the workers to the end.
+     *
+     * @param userArgs    the command line as given (passed on to every worker)
+     * @param worldSize   ranks
+     * @param threads     one JVM with one thread per GPU instead of one JVM per GPU
+     * @param timeLimit   the whole run's limit
+     * @return 0 on success, 3 if rank 0 found wrong results, 1 if a worker failed, 124 past the time limit
+     */
+    static int run(List<String> userArgs, String commandLine, int worldSize, boolean threads, Duration timeLimit,
+                   PrintStream err) throws IOException, InterruptedException {
+        return run(userArgs, commandLine, worldSize, threads, timeLimit, err, ProcessBuilder.Redirect.INHERIT);
+    }
+
+    /** {@link #run(List, String, int, boolean, Duration, PrintStream)} with the workers' output sent to {@code output}. */
+    static int run(List<String> userArgs, String commandLine, int worldSize, boolean threads, Duration timeLimit,
+                   PrintStream err, ProcessBuilder.Redirect output) throws IOException, InterruptedException {
+        int port = freeLoopbackPort();
+        String classPath = classPath();
+        List<Process> workers = new ArrayList<>();
+        Thread stopOnExit = new Thread(() -> workers.forEach(Process::destroyForcibly), "ar4j-perf-stop-workers");
+        Runtime.getRuntime().addShutdownHook(stopOnExit);
+        try {
+            int processes = threads ? 1 : worldSize;
+            for (int rank = 0; rank < processes; rank++) {
+                List<String> command = command(classPath, userArgs, commandLine, rank, worldSize, port, threads);
+                ProcessBuilder builder = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.INHERIT)
+                        .redirectOutput(output).redirectErrorStream(output != ProcessBuilder.Redirect.INHERIT);
+                if (output == ProcessBuilder.Redirect.INHERIT) {
+                    builder.redirectError(ProcessBuilder.Redirect.INHERIT);
+                }
+                Map<String, String> env = builder.environment();
+                env.putAll(FORCED_ENVIRONMENT);
+                env.putIfAbsent("NCCL_SOCKET_IFNAME", "lo");
+                workers.add(builder.start());
+            }
+            err.println("[ar4j-perf] started " + (threads ? "1 worker JVM driving " + worldSize + " GPUs from "
+                    + worldSize + " threads" : worldSize + " worker JVMs, one per GPU") + " (rendezvous on 127.0.0.1:"
+                    + port + ")");
+            return watch(workers, timeLimit, err);
+        } finally {
+            stopAll(workers);
+            try {
+                Runtime.getRuntime().removeShutdownHook(stopOnExit);
+            } catch (IllegalStateException shuttingDown) {
+                // the JVM is already exiting: the hook runs anyway
+            }
+        }
+    }
+
+    private static int watch(List<Process> workers, Duration timeLimit, PrintStream err) throws InterruptedException {
+        long deadline = System.nanoTime() + timeLimit.toNanos();
+        while (true) {
+            boolean allDone = true;
+            int result = 0;
+            for (int rank = 0; rank < workers.size(); rank++) {
+                Process p = workers.get(rank);
+                if (p.isAlive()) {
+                    allDone = false;
+                    continue;
+                }
+                int code = p.exitValue();
+                if (code != 0 && code != PerfWorker.EXIT_WRONG_RESULTS) {
+                    err.println("[ar4j-perf] " + (workers.size() == 1 ? "the worker" : "rank " + rank) + " exited with code "
+                            + code + "; stopping the other workers");
+                    stopAll(workers);
+                    return 1;
+                }
+                result = Math.max(result, code);
+            }
+            if (allDone) {
+                return result;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                err.println("[ar4j-perf] the run passed its time limit of " + timeLimit.toSeconds()
+                        + " s (--time-limit); stopping the workers");
+                stopAll(workers);
+                return 124;
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    /** Asks every live worker to stop (SIGTERM), then kills those still alive after a grace period. */
+    private static void stopAll(List<Process> workers) throws InterruptedException {
+        for (Process p : workers) {
+            if (p.isAlive()) {
+                p.destroy();
+            }
+        }
+        long deadline = System.nanoTime() + GRACE.toNanos();
+        for (Process p : workers) {
+            long left = deadline - System.nanoTime();
+            if (p.isAlive() && !p.waitFor(Math.max(0, left), TimeUnit.NANOSECONDS)) {
+                p.destroyForcibly().waitFor(GRACE.toSeconds(), TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    private static List<String> command(String classPath, List<String> userArgs, String commandLine, int rank,
+                                        int worldSize, int port, boolean threads) {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.add(NativeLibraries.nativeAccessFlag());
+        command.add("-Djava.awt.headless=true");
+        for (Map.Entry<Object, Object> property : System.getProperties().entrySet()) {
+            String key = property.getKey().toString();
+            if (key.startsWith("ar4j.") || key.startsWith("java.util.logging.")) {
+                command.add("-D" + key + "=" + property.getValue());
+            }
+        }
+        String extra = System.getenv(JAVA_OPTS_ENV);
+        if (extra != null && !extra.isBlank()) {
+            command.addAll(List.of(extra.trim().split("\\s+")));
+        }
+        command.add("-cp");
+        command.add(classPath);
+        command.add(Ar4jPerf.class.getName());
+        command.addAll(userArgs);
+        command.addAll(List.of("--worker-rank", Integer.toString(rank), "--worker-world-size", Integer.toString(worldSize),
+                "--worker-port", Integer.toString(port), "--worker-parent-pid", Long.toString(ProcessHandle.current().pid()),
+                "--worker-command-line", commandLine));
+        if (threads) {
+            command.add("--worker-threads");
+        }
+        return command;
+    }
+
+    /** A loopback port that was free a moment ago, for rank 0's rendezvous server. */
+    static int freeLoopbackPort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
+    /**
+     * This JVM's class path (under {@code java -cp benchmarks.jar}, the jar), plus the places the
+     * classes a worker needs were loaded from, in case a launcher loaded them through its own
+     * class loader.
+     */
+    static String classPath() {
+        Set<String> entries = new LinkedHashSet<>();
+        for (String entry : System.getProperty("java.class.path", "").split(File.pathSeparator)) {
+            if (!entry.isBlank()) {
+                entries.add(entry);
+            }
+        }
+        for (Class<?> type : List.of(Ar4jPerf.class, Communicator.class, cuda_runtime_api_h.class, CommandLine.class)) {
+            CodeSource source = type.getProtectionDomain().getCodeSource();
+            if (source != null && source.getLocation() != null) {
+                addLocation(entries, source.getLocation());
+            }
+        }
+        URL kernels = WorkerLauncher.class.getClassLoader().getResource(NativeLibraries.CUSTOM_AR_RESOURCE);
+        if (kernels != null && kernels.getProtocol().equals("jar")) {
+            String spec = kernels.getPath(); // file:/path/ar4j-cuda.jar!/META-INF/...
+            int bang = spec.indexOf("!/");
+            if (bang > 0) {
+                try {
+                    addLocation(entries, new java.net.URI(spec.substring(0, bang)).toURL());
+                } catch (URISyntaxException | java.net.MalformedURLException e) {
+                    throw new IllegalStateException("cannot make a class path entry of " + spec, e);
+                }
+            }
+        }
+        return String.join(File.pathSeparator, entries);
+    }
+
+    private static void addLocation(Set<String> entries, URL location) {
+        if (!location.getProtocol().equals("file")) {
+            return;
+        }
+        try {
+            entries.add(Path.of(location.toURI()).toString());
+        } catch (URISyntaxException e) {
+            throw new IllegalStateException("cannot make a class path entry of " + location, e);
+        }
+    }
+}
