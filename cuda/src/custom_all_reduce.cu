@@ -68,7 +68,7 @@ struct ar4j_context {
     unsigned long long *error_host = nullptr;    // host-mapped
     unsigned long long *error_device = nullptr;  // its device view
     uint64_t deadline_ns = 0;
-    int max_blocks = 36;
+    int max_blocks = 0;  // set at create: one block per SM, at most AR4J_MAX_BLOCKS
     int threads = 512;
     int last_cuda_error = 0;
     bool failed = false;
@@ -233,6 +233,16 @@ AR4J_API int ar4j_context_create(ar4j_context **out, const void *const *signals,
     ar4j_context *ctx = new (std::nothrow) ar4j_context();
     if (ctx == nullptr) return AR4J_ERROR_INVALID_ARGUMENT;
     ctx->device = device;
+    // One block per SM (all co-resident), at most the signal layout's limit. Measured on 2x H200
+    // (benchmarks/RESULTS.md): 128 blocks of 512 threads move 64 MiB in 208 us against 246 us with
+    // 36 blocks, with no change at small sizes, where the grid is sized by the work.
+    int sms = 0;
+    e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e != cudaSuccess) {
+        delete ctx;
+        return cuda_failed(nullptr, e);
+    }
+    ctx->max_blocks = sms < 1 ? 1 : (sms > kMaxBlocks ? kMaxBlocks : sms);
     ctx->rank = rank;
     ctx->world_size = world_size;
     ctx->max_bytes = max_bytes;
@@ -252,17 +262,24 @@ AR4J_API int ar4j_context_create(ar4j_context **out, const void *const *signals,
         e = cudaHostGetDevicePointer(reinterpret_cast<void **>(&ctx->error_device), ctx->error_host, 0);
     }
     if (e == cudaSuccess) {
-        // Push state to zero, push buffers to the sentinel; peers write into them only
-        // after every rank created its context.
-        e = cudaMemset(ctx->self->push, 0, sizeof(ctx->self->push));
+        // Push state to zero, push buffers to the sentinel; peers write into them only after
+        // every rank created its context. A private stream, so that unrelated work on the
+        // device (other ranks' kernels sharing it, say) is not waited for.
+        cudaStream_t init = nullptr;
+        e = cudaStreamCreateWithFlags(&init, cudaStreamNonBlocking);
+        if (e == cudaSuccess) {
+            e = cudaMemsetAsync(ctx->self->push, 0, sizeof(ctx->self->push), init);
+            if (e == cudaSuccess) {
+                uint32_t *area = reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(ctx->self) +
+                                                              ar4j::push_area_offset(max_bytes));
+                ar4j::fill_words<<<256, 256, 0, init>>>(area, ar4j::kPushAreaBytes / 4, ar4j::kSentinelWord);
+                e = cudaGetLastError();
+            }
+            if (e == cudaSuccess) e = cudaStreamSynchronize(init);
+            cudaError_t d = cudaStreamDestroy(init);
+            if (e == cudaSuccess) e = d;
+        }
     }
-    if (e == cudaSuccess) {
-        uint32_t *area = reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(ctx->self) +
-                                                      ar4j::push_area_offset(max_bytes));
-        ar4j::fill_words<<<256, 256>>>(area, ar4j::kPushAreaBytes / 4, ar4j::kSentinelWord);
-        e = cudaGetLastError();
-    }
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
         ar4j_context_destroy(ctx);
         return cuda_failed(nullptr, e);

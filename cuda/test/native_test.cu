@@ -2,6 +2,12 @@
 // process (peer pointers), on 2, 4, 6 or 8 GPUs of one host.
 //
 //   ar4j_native_test [--gpus N] [--quick] [--no-timing] [--timing-only] [--seed S]
+//                    [--blocks B --threads T] [--ranks N] [--call-overhead]
+//
+// --ranks N runs a world of N ranks on fewer GPUs (rank r on GPU r % gpus, several contexts per
+// GPU): it exercises the world-size-4/6/8 code paths for correctness and the timeout on a
+// 2-GPU machine. Timing is skipped then (the ranks share GPUs), and the 1-/2-stage grid is
+// kept small so that every rank's blocks are resident together.
 //
 // 1. Correctness: 1-stage, 2-stage and push x fp32/fp16/bf16 x element counts 8 .. 2097152 (powers of
 //    two and +376 tails) x out-of-place/in-place, random integer-valued inputs (exact sums),
@@ -117,6 +123,10 @@ struct Shared {
     bool quick = false;
     bool timing_enabled = true;
     bool timing_only = false;
+    int blocks = 0;   // 0: the library's default launch configuration
+    int threads = 0;
+    int gpus = 0;     // ranks are spread over the GPUs: rank r drives GPU r % gpus
+    int device_of(int rank) const { return rank % gpus; }
 };
 
 std::vector<size_t> correctness_counts(bool quick) {
@@ -313,10 +323,10 @@ void run_validation(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream
     expect(ar4j_set_launch_config(ctx, 36, 500), AR4J_ERROR_LAUNCH_CONFIG, "500 threads");
     const void *ptrs[8] = {in, in, in, in, in, in, in, in};
     expect(ar4j_register_buffer(ctx, ptrs, 1024), AR4J_ERROR_ALREADY_REGISTERED, "overlapping registration");
-    const int other = (rank + 1) % sh.ws;
+    const int other = (sh.device_of(rank) + 1) % sh.gpus;
     CHECK_CUDA(cudaSetDevice(other));
     expect(ar4j_all_reduce(ctx, 1, 0, in, out, 4, stream), AR4J_ERROR_WRONG_DEVICE, "wrong device");
-    CHECK_CUDA(cudaSetDevice(rank));
+    CHECK_CUDA(cudaSetDevice(sh.device_of(rank)));
     ar4j_context *bad = nullptr;
     expect(ar4j_context_create(&bad, sh.signals.data(), 0, 3, sh.max_bytes, 4, 1000), AR4J_ERROR_WORLD_SIZE, "world size 3");
     expect(ar4j_context_create(&bad, sh.signals.data(), sh.ws, sh.ws, sh.max_bytes, 4, 1000), AR4J_ERROR_RANK, "rank == ws");
@@ -331,17 +341,19 @@ void run_timeout(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync
     // Fresh signal blocks so the main context's flags are untouched.
     if (rank == 0) {
         for (int r = 0; r < sh.ws; ++r) {
-            CHECK_CUDA(cudaSetDevice(r));
+            CHECK_CUDA(cudaSetDevice(sh.device_of(r)));
             CHECK_CUDA(cudaMemset(sh.timeout_signals[r], 0, ar4j_signal_size(sh.max_bytes)));
             CHECK_CUDA(cudaDeviceSynchronize());
         }
-        CHECK_CUDA(cudaSetDevice(rank));
+        CHECK_CUDA(cudaSetDevice(sh.device_of(rank)));
     }
     sync.arrive_and_wait();
     CHECK_AR(ar4j_context_create(&ctx, sh.timeout_signals.data(), rank, sh.ws, sh.max_bytes, 4, deadline_ns));
     const void *ptrs[8];
     for (int r = 0; r < sh.ws; ++r) ptrs[r] = sh.inputs[r];
     CHECK_AR(ar4j_register_buffer(ctx, ptrs, sh.max_bytes));
+    if (sh.blocks > 0) CHECK_AR(ar4j_set_launch_config(ctx, sh.blocks, sh.threads > 0 ? sh.threads : 512));
+    sync.arrive_and_wait();  // every context exists (push buffers filled) before anyone launches
     if (rank != missing) {
         auto t0 = std::chrono::steady_clock::now();
         CHECK_AR(ar4j_all_reduce(ctx, algo, AR4J_DTYPE_BFLOAT16, sh.inputs[rank], sh.outputs[rank], 21504, stream));
@@ -384,13 +396,16 @@ void run_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, st
     CHECK_CUDA(cudaEventCreate(&start));
     CHECK_CUDA(cudaEventCreate(&stop));
     if (rank == 0) {
-        std::printf("\n# timing: bf16, out-of-place, registered input, %d all-reduces per CUDA graph, median of %d\n",
-                    iters, reps);
-        std::printf("%12s %10s %10s %10s | %10s %10s %10s\n", "bytes", "1stage", "2stage", "push", "1st_eager",
-                    "2st_eager", "push_eager");
+        std::printf("\n# timing: bf16, out-of-place, registered input, %d all-reduces per CUDA graph, median of %d;"
+                    " 1/2-stage launch: %s\n", iters, reps,
+                    sh.blocks > 0 ? (std::to_string(sh.blocks) + " blocks x " + std::to_string(sh.threads > 0 ? sh.threads : 512)
+                                     + " threads").c_str() : "library default (one block per SM, at most 128, x 512)");
+        std::printf("# eager: device time per call between events; host: time of one ar4j_all_reduce call on the host\n");
+        std::printf("%12s %10s %10s %10s | %10s %10s %10s | %9s %9s %9s\n", "bytes", "1stage", "2stage", "push",
+                    "1st_eager", "2st_eager", "push_eager", "1st_host", "2st_host", "push_host");
     }
     for (size_t bytes : sizes) {
-        double us[3] = {NAN, NAN, NAN}, eager_us[3] = {NAN, NAN, NAN};
+        double us[3] = {NAN, NAN, NAN}, eager_us[3] = {NAN, NAN, NAN}, host_us[3] = {NAN, NAN, NAN};
         const size_t count = bytes / 2;
         for (int a = 0; a < 3; ++a) {
             const int algo = a == 0 ? AR4J_ALGO_ONE_STAGE : a == 1 ? AR4J_ALGO_TWO_STAGE : AR4J_ALGO_ONE_SHOT_PUSH;
@@ -416,12 +431,16 @@ void run_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, st
                 CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
                 samples.push_back(ms * 1000.0 / iters);
             }
+            std::vector<double> host;
             for (int r = 0; r < reps; ++r) {
                 sync.arrive_and_wait();
                 CHECK_CUDA(cudaEventRecord(start, stream));
+                auto h0 = std::chrono::steady_clock::now();
                 for (int i = 0; i < iters; ++i) {
                     CHECK_AR(ar4j_all_reduce(ctx, algo, AR4J_DTYPE_BFLOAT16, sh.inputs[rank], sh.outputs[rank], count, stream));
                 }
+                host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count() /
+                               iters);
                 CHECK_CUDA(cudaEventRecord(stop, stream));
                 CHECK_CUDA(cudaEventSynchronize(stop));
                 float ms = 0;
@@ -430,12 +449,13 @@ void run_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, st
             }
             us[a] = median(samples);
             eager_us[a] = median(eager);
+            host_us[a] = median(host);
             CHECK_CUDA(cudaGraphExecDestroy(exec));
             CHECK_CUDA(cudaGraphDestroy(graph));
         }
         if (rank == 0) {
-            std::printf("%12zu %10.2f %10.2f %10.2f | %10.2f %10.2f %10.2f\n", bytes, us[0], us[1], us[2], eager_us[0],
-                        eager_us[1], eager_us[2]);
+            std::printf("%12zu %10.2f %10.2f %10.2f | %10.2f %10.2f %10.2f | %9.2f %9.2f %9.2f\n", bytes, us[0], us[1],
+                        us[2], eager_us[0], eager_us[1], eager_us[2], host_us[0], host_us[1], host_us[2]);
             std::fflush(stdout);
         }
     }
@@ -448,19 +468,46 @@ void run_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, st
 
 }  // namespace
 
+// Host cost of calling into the library without launching: the C++ side of the JMH downcall
+// benchmark (same calls, same .so). Needs no GPU.
+int run_call_overhead() {
+    const long n = 20'000'000;
+    volatile int sink = 0;
+    double best_null = 1e30, best_name = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (long i = 0; i < n; ++i) sink = sink + ar4j_all_reduce(nullptr, 1, 2, nullptr, nullptr, 8, nullptr);
+        auto t1 = std::chrono::steady_clock::now();
+        for (long i = 0; i < n; ++i) sink = sink + (ar4j_status_name(static_cast<int>(i & 15))[5] != 0);
+        auto t2 = std::chrono::steady_clock::now();
+        best_null = std::min(best_null, std::chrono::duration<double, std::nano>(t1 - t0).count() / n);
+        best_name = std::min(best_name, std::chrono::duration<double, std::nano>(t2 - t1).count() / n);
+    }
+    std::printf("call overhead (best of 5 x %ld calls): ar4j_all_reduce(NULL ctx) %.2f ns, ar4j_status_name %.2f ns\n",
+                n, best_null, best_name);
+    return sink == 42 ? 1 : 0;  // keeps the calls alive
+}
+
 int main(int argc, char **argv) {
     Shared sh;
     int gpus = 0;
+    int ranks = 0;
     sh.seed = std::random_device{}();
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--gpus" && i + 1 < argc) gpus = std::atoi(argv[++i]);
+        else if (a == "--ranks" && i + 1 < argc) ranks = std::atoi(argv[++i]);
         else if (a == "--quick") sh.quick = true;
         else if (a == "--no-timing") sh.timing_enabled = false;
         else if (a == "--timing-only") sh.timing_only = true;
         else if (a == "--seed" && i + 1 < argc) sh.seed = std::strtoull(argv[++i], nullptr, 10);
+        else if (a == "--call-overhead") return run_call_overhead();
+        else if (a == "--blocks" && i + 1 < argc) sh.blocks = std::atoi(argv[++i]);
+        else if (a == "--threads" && i + 1 < argc) sh.threads = std::atoi(argv[++i]);
         else {
-            std::fprintf(stderr, "usage: %s [--gpus N] [--quick] [--no-timing] [--timing-only] [--seed S]\n", argv[0]);
+            std::fprintf(stderr,
+                         "usage: %s [--gpus N] [--quick] [--no-timing] [--timing-only] [--seed S] [--blocks B --threads T] [--ranks N] [--call-overhead]\n",
+                         argv[0]);
             return 2;
         }
     }
@@ -471,36 +518,47 @@ int main(int argc, char **argv) {
         return 3;
     }
     if (gpus == 0) gpus = count >= 8 ? 8 : count >= 6 ? 6 : count >= 4 ? 4 : count;
-    if (gpus > count || (gpus != 2 && gpus != 4 && gpus != 6 && gpus != 8)) {
-        std::fprintf(stderr, "need 2, 4, 6 or 8 GPUs; %d visible, %d asked\n", count, gpus);
+    if (ranks == 0) ranks = gpus;
+    if (gpus > count || gpus < 1 || ranks < gpus || (ranks != 2 && ranks != 4 && ranks != 6 && ranks != 8)) {
+        std::fprintf(stderr, "need a world of 2, 4, 6 or 8 ranks on at most the %d visible GPUs; asked %d ranks on %d GPUs\n",
+                     count, ranks, gpus);
         return 3;
     }
-    sh.ws = gpus;
+    sh.gpus = gpus;
+    sh.ws = ranks;
+    if (ranks > gpus) {
+        sh.timing_enabled = false;
+        if (sh.blocks == 0) sh.blocks = 16;
+    }
     sh.max_bytes = 64ull << 20;  // 64 MiB: correctness up to 8 MiB, timing up to 64 MiB
-    std::printf("ar4j native test: %d GPUs, seed %" PRIu64 ", abi %d\n", gpus, sh.seed, ar4j_abi_version());
+    std::printf("ar4j native test: %d ranks on %d GPUs, seed %" PRIu64 ", abi %d\n", ranks, gpus, sh.seed,
+                ar4j_abi_version());
     for (int r = 0; r < gpus; ++r) {
         cudaDeviceProp prop;
         CHECK_CUDA(cudaGetDeviceProperties(&prop, r));
         std::printf("  GPU %d: %s, sm_%d%d, %d SMs\n", r, prop.name, prop.major, prop.minor, prop.multiProcessorCount);
     }
-    sh.signals.resize(gpus);
-    sh.timeout_signals.resize(gpus);
-    sh.inputs.resize(gpus);
-    sh.outputs.resize(gpus);
-    sh.graph_inputs.resize(gpus);
-    sh.pending.resize(gpus);
-    for (int r = 0; r < gpus; ++r) {
-        CHECK_CUDA(cudaSetDevice(r));
+    sh.signals.resize(ranks);
+    sh.timeout_signals.resize(ranks);
+    sh.inputs.resize(ranks);
+    sh.outputs.resize(ranks);
+    sh.graph_inputs.resize(ranks);
+    sh.pending.resize(ranks);
+    for (int d = 0; d < gpus; ++d) {
+        CHECK_CUDA(cudaSetDevice(d));
         for (int q = 0; q < gpus; ++q) {
-            if (q == r) continue;
+            if (q == d) continue;
             int can = 0;
-            CHECK_CUDA(cudaDeviceCanAccessPeer(&can, r, q));
+            CHECK_CUDA(cudaDeviceCanAccessPeer(&can, d, q));
             if (!can) {
-                std::fprintf(stderr, "GPU %d cannot access GPU %d as a peer\n", r, q);
+                std::fprintf(stderr, "GPU %d cannot access GPU %d as a peer\n", d, q);
                 return 3;
             }
             CHECK_CUDA(cudaDeviceEnablePeerAccess(q, 0));
         }
+    }
+    for (int r = 0; r < ranks; ++r) {
+        CHECK_CUDA(cudaSetDevice(sh.device_of(r)));
         const size_t sig = ar4j_signal_size(sh.max_bytes);
         CHECK_CUDA(cudaMalloc(&sh.signals[r], sig));
         CHECK_CUDA(cudaMemset(sh.signals[r], 0, sig));
@@ -511,17 +569,19 @@ int main(int argc, char **argv) {
         CHECK_CUDA(cudaDeviceSynchronize());
     }
 
-    std::barrier<> sync(gpus);
+    std::barrier<> sync(ranks);
     std::vector<std::thread> threads;
-    for (int rank = 0; rank < gpus; ++rank) {
+    for (int rank = 0; rank < ranks; ++rank) {
         threads.emplace_back([&sh, &sync, rank]() {
-            CHECK_CUDA(cudaSetDevice(rank));
+            CHECK_CUDA(cudaSetDevice(sh.device_of(rank)));
             cudaStream_t stream;
             CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
             ar4j_context *ctx = nullptr;
             CHECK_AR(ar4j_context_create(&ctx, sh.signals.data(), rank, sh.ws, sh.max_bytes, 64,
                                          10ull * 1000 * 1000 * 1000));
             CHECK_AR(ar4j_register_buffer(ctx, sh.inputs.data(), sh.max_bytes));
+            if (sh.blocks > 0) CHECK_AR(ar4j_set_launch_config(ctx, sh.blocks, sh.threads > 0 ? sh.threads : 512));
+            sync.arrive_and_wait();  // every context exists (push buffers filled) before anyone launches
             if (!sh.timing_only) {
                 auto t0 = std::chrono::steady_clock::now();
                 run_correctness(sh, rank, ctx, stream);

@@ -117,7 +117,8 @@ int ar4j_context_create(ar4j_context **out, const void *const *signals, int32_t 
 /* Frees the context and everything it allocated. NULL is accepted and ignored. */
 int ar4j_context_destroy(ar4j_context *ctx);
 
-/* Overrides the launch geometry (defaults: 36 blocks, 512 threads). threads: multiple of 32. */
+/* Overrides the 1-stage/2-stage launch geometry (defaults: one block per SM, at most
+ * AR4J_MAX_BLOCKS, of 512 threads). threads: multiple of 32. */
 int ar4j_set_launch_config(ar4j_context *ctx, int32_t max_blocks, int32_t threads);
 
 /*

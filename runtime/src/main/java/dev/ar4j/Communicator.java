@@ -343,6 +343,12 @@ public final class Communicator implements AutoCloseable {
             case ONE_STAGE, TWO_STAGE -> {
                 if (zeroCopy) {
                     if (!registered.contains(in, bytes)) {
+                        if (openCapture == null) {
+                            throw new IllegalStateException("an unregistered input is being captured into a CUDA graph "
+                                    + "outside a GraphCapture scope: its peers' pointers would never be shared and a "
+                                    + "replay would read unmapped memory. Open comm.graphCapture() before capturing, "
+                                    + "or register(..) the buffer");
+                        }
                         capturedInputs.add(new long[] {in, bytes});
                     }
                     launch(algorithm, dtype, in, out, count, stream);
@@ -532,7 +538,11 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
-    /** Frees everything this rank allocated and opened, exactly once. Not collective. */
+    /**
+     * Frees everything this rank allocated and opened, exactly once. Not collective, so call it
+     * once every rank's last all-reduce of this group has completed (peers may still read this
+     * rank's buffers until then), for example after a barrier on {@link #rendezvous()}.
+     */
     @Override
     public void close() {
         if (closed) {
@@ -807,7 +817,7 @@ public final class Communicator implements AutoCloseable {
             return this;
         }
 
-        /** Overrides the 1-stage/2-stage launch geometry (defaults: 36 blocks of 512 threads). */
+        /** Overrides the 1-stage/2-stage launch geometry (defaults: one block per SM, at most 128, of 512 threads). */
         public Builder launchConfig(int maxBlocks, int threads) {
             this.launchBlocks = maxBlocks;
             this.launchThreads = threads;

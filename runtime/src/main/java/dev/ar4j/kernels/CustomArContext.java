@@ -50,7 +50,7 @@ public final class CustomArContext implements AutoCloseable {
         return !closed.get();
     }
 
-    /** Overrides the launch geometry ({@code ar4j_set_launch_config}; defaults 36 blocks of 512 threads). */
+    /** Overrides the launch geometry ({@code ar4j_set_launch_config}; defaults: one block per SM, at most 128, of 512 threads). */
     public void setLaunchConfig(int maxBlocks, int threads) {
         ensureOpen();
         check(custom_all_reduce_h.ar4j_set_launch_config(context, maxBlocks, threads),
