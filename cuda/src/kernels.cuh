@@ -61,8 +61,17 @@ static_assert(sizeof(Signal) <= kScratchOffset, "signal control block outgrew it
 constexpr size_t kPushMaxBytes = 512 * 1024;
 constexpr int kPushGenerations = 3;
 constexpr size_t kPushAreaBytes = kPushGenerations * kMaxRanks * kPushMaxBytes;
-constexpr int kPushBlocks = 32;
-constexpr int kPushThreads = 512;
+// The push kernel's fixed grid (every launch must use the same one: the per-block generation
+// counters live in the signal block). Overridable at build time for tuning experiments; 32 x 256
+// measured best on 2x H200 (benchmarks/RESULTS.md, push grid sweep).
+#ifndef AR4J_PUSH_BLOCKS
+#define AR4J_PUSH_BLOCKS 32
+#endif
+#ifndef AR4J_PUSH_THREADS
+#define AR4J_PUSH_THREADS 256
+#endif
+constexpr int kPushBlocks = AR4J_PUSH_BLOCKS;
+constexpr int kPushThreads = AR4J_PUSH_THREADS;
 // A 32-bit word that marks "not yet written": -0.0 in both halves for fp16/bf16, and a
 // negative fp32 denormal (about -4.6e-41) for fp32. Inputs equal to it are replaced by -0.0
 // (fp32) or each -0.0 half by +0.0 (halves) before they are pushed.
