@@ -6,6 +6,7 @@ import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.cuda.P2PAttribute;
 import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.AlgorithmPolicy;
+import dev.ar4j.dispatch.AlgorithmThresholds;
 import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.DispatchConfig;
@@ -133,12 +134,13 @@ public final class Communicator implements AutoCloseable {
         boolean nvlink = b.nvlinkOverride != null ? b.nvlinkOverride : links[1];
         this.topology = new Topology(worldSize, nvlink, p2p, singleHost);
         DispatchConfig config = b.dispatchConfig();
-        this.dispatcher = new AllReduceDispatcher(topology, config, b.stagingBytes);
+        AlgorithmThresholds thresholds = thresholdsFor(worldSize, b);
+        this.dispatcher = new AllReduceDispatcher(topology, config, b.stagingBytes, thresholds);
         this.perPolicy = new EnumMap<>(AlgorithmPolicy.class);
         for (AlgorithmPolicy p : AlgorithmPolicy.values()) {
             DispatchConfig forced = DispatchConfig.builder().environment(Map.of()).systemProperties(new Properties())
                     .algorithmPolicy(p).forceCustomOnPcie(config.forceCustomOnPcie()).build();
-            perPolicy.put(p, new AllReduceDispatcher(topology, forced, b.stagingBytes));
+            perPolicy.put(p, new AllReduceDispatcher(topology, forced, b.stagingBytes, thresholds));
         }
 
         NcclCommunicator ncclComm = null;
@@ -579,6 +581,12 @@ public final class Communicator implements AutoCloseable {
         }
     }
 
+    /** The automatic policy's switch points: {@link AlgorithmThresholds#forWorldSize}, unless the builder set the push threshold. */
+    private static AlgorithmThresholds thresholdsFor(int worldSize, Builder b) {
+        AlgorithmThresholds base = AlgorithmThresholds.forWorldSize(worldSize);
+        return b.pushUpToBytes >= 0 ? base.withPushUpToBytes(b.pushUpToBytes) : base;
+    }
+
     /** The kernels are set up whenever the topology allows them, whatever the policy: per-call policies may use them. */
     private boolean customKernelsPossible() {
         boolean ws = worldSize == 2 || worldSize == 4 || worldSize == 6 || worldSize == 8;
@@ -684,6 +692,7 @@ public final class Communicator implements AutoCloseable {
         private Boolean forceCustomOnPcie;
         private Boolean nvlinkOverride;
         private Boolean p2pOverride;
+        private long pushUpToBytes = -1;
         private int launchBlocks = -1;
         private int launchThreads = -1;
 
@@ -814,6 +823,19 @@ public final class Communicator implements AutoCloseable {
         /** Overrides the detected "P2P between every pair". */
         public Builder p2pAllPairs(boolean p2p) {
             this.p2pOverride = p2p;
+            return this;
+        }
+
+        /**
+         * Up to which size the automatic policy uses the one-shot push kernel (0: never; at most
+         * 512 KiB). Default: 512 KiB for two ranks, 256 KiB for more.
+         */
+        public Builder pushUpToBytes(long bytes) {
+            if (bytes < 0 || bytes > Algorithm.PUSH_MAX_BYTES) {
+                throw new IllegalArgumentException("pushUpToBytes must be between 0 and " + Algorithm.PUSH_MAX_BYTES
+                        + " (the push kernel's limit), got " + bytes);
+            }
+            this.pushUpToBytes = bytes;
             return this;
         }
 

@@ -29,6 +29,17 @@ public record AlgorithmThresholds(long pushUpToBytes, long upTo4RanksBytes, long
             new AlgorithmThresholds(DEFAULT_PUSH_UP_TO_BYTES, 512 * 1024, 256 * 1024);
 
     /**
+     * The defaults for a world size. With two ranks the push kernel runs up to its 512 KiB limit:
+     * measured on 2x H200 (benchmarks/RESULTS.md, 2026-11-30) it beats the one-stage kernel at
+     * 512 KiB in a CUDA graph (5.05 against 5.22 us) and, needing no staging copy, by far in eager
+     * calls (6.3 against 11.3 us). With more ranks, where push sends n-1 copies of the input and was
+     * not measured, {@link #DEFAULTS} apply.
+     */
+    public static AlgorithmThresholds forWorldSize(int worldSize) {
+        return worldSize == 2 ? DEFAULTS.withPushUpToBytes(Algorithm.PUSH_MAX_BYTES) : DEFAULTS;
+    }
+
+    /**
      * @throws IllegalArgumentException if {@code pushUpToBytes} is negative or above
      *                                  {@link Algorithm#PUSH_MAX_BYTES}, or a one-stage threshold
      *                                  is not positive

@@ -123,4 +123,13 @@ class DispatchTypesTest {
                     && e.getMessage().contains(Long.toString(bad)), e.getMessage());
         }
     }
+
+    @Test
+    void twoRanksPushUpToThePushLimitByDefaultMoreRanksKeepTheDefaults() {
+        assertEquals(Algorithm.PUSH_MAX_BYTES, AlgorithmThresholds.forWorldSize(2).pushUpToBytes());
+        assertEquals(AlgorithmThresholds.DEFAULTS.upTo4RanksBytes(), AlgorithmThresholds.forWorldSize(2).upTo4RanksBytes());
+        for (int ws : new int[] {4, 6, 8}) {
+            assertEquals(AlgorithmThresholds.DEFAULTS, AlgorithmThresholds.forWorldSize(ws), "world size " + ws);
+        }
+    }
 }

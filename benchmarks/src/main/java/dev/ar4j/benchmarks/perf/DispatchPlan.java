@@ -1,6 +1,7 @@
 package dev.ar4j.benchmarks.perf;
 
 import dev.ar4j.DType;
+import dev.ar4j.dispatch.AlgorithmThresholds;
 import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.DispatchConfig;
@@ -66,7 +67,8 @@ public final class DispatchPlan {
      */
     public static void print(PrintStream out, Topology topology, DispatchConfig config, long stagingBytes,
                              List<Long> sizes, DType dtype) {
-        AllReduceDispatcher dispatcher = new AllReduceDispatcher(topology, config, stagingBytes);
+        AllReduceDispatcher dispatcher = new AllReduceDispatcher(topology, config, stagingBytes,
+                AlgorithmThresholds.forWorldSize(topology.worldSize()));
         out.println("# ar4j dispatch plan for " + topology.describe());
         out.println("# " + config.describe() + "; staging buffer " + ByteSizes.format(stagingBytes) + "B; "
                 + InputPattern.dtypeLabel(dtype) + "; 16-byte aligned pointers");

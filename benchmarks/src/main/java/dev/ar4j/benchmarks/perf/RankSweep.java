@@ -131,6 +131,9 @@ final class RankSweep {
             }
         }
 
+        if (settings.modes().contains(TimingMode.EAGER)) {
+            warmUpJavaPaths();
+        }
         for (TimingMode mode : settings.modes()) {
             for (Placement placement : settings.placements()) {
                 for (long bytes : settings.sizes()) {
@@ -284,6 +287,31 @@ final class RankSweep {
     }
 
     // ---- eager timing ---------------------------------------------------------------------------
+
+    /**
+     * Runs every algorithm's Java call path long enough for the JIT to compile it before the first
+     * timed eager cell. Without it the first cells measured the interpreter: on 2x H200
+     * (2026-11-30) auto at 1 KiB, the very first cell, took 11.1 us against 6.6 us for the same
+     * kernel forced a few cells later. Every rank makes the same calls in the same order.
+     */
+    private void warmUpJavaPaths() {
+        PerfSettings.Workload w = settings.workload(settings.sizes().get(0));
+        Placement placement = settings.placements().get(0);
+        for (PerfAlgorithm algorithm : settings.algorithms()) {
+            if (algorithm == PerfAlgorithm.NCCL_SYMMETRIC && symmetric == null) {
+                continue;
+            }
+            Buffers b = buffersFor(algorithm, placement);
+            barrier();
+            for (int i = 0; i < 4000; i++) {
+                enqueuePass(algorithm, w, b);
+                if (i % 500 == 499) {
+                    wait.stream("JIT warm-up of " + algorithm);
+                }
+            }
+            wait.stream("JIT warm-up of " + algorithm);
+        }
+    }
 
     private Sample eager(PerfAlgorithm algorithm, PerfSettings.Workload w, Buffers b, long seed) {
         b.in().slice(0, w.passBytes()).fill(0);
