@@ -41,8 +41,9 @@ import java.util.Objects;
  *
  * <p>Closing the serving rank's rendezvous waits (up to the close linger) until every rank has
  * connected and disconnected, so a value it published last, such as a broadcast, is not lost to a
- * rank that reads it late. After one of its collectives timed out it does not wait: the group is
- * broken anyway.
+ * rank that reads it late. After one of its collectives timed out it waits (up to the same
+ * linger) only for the ranks still connected, so that they time out on their own and name the
+ * missing ranks instead of losing the server under them.
  */
 public final class TcpRendezvous extends StoreBackedRendezvous {
 
@@ -208,9 +209,13 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
         closeQuietly(socket);
         if (ownedServer != null) {
             if (hasTimedOut()) {
-                LOG.log(System.Logger.Level.DEBUG, () -> "rank " + rank() + " closes the rendezvous server without"
-                        + " waiting for the other ranks, since one of its collectives timed out: "
-                        + ownedServer.describeUnfinishedRanks());
+                // Not for the absent ranks, but for those still waiting: they time out on their own
+                // and name the missing ranks, instead of seeing the server vanish under them.
+                if (closeLinger.isPositive() && !ownedServer.awaitConnectedRanksGone(closeLinger)) {
+                    LOG.log(System.Logger.Level.WARNING, "rank " + rank() + " closes the rendezvous server at "
+                            + serverDescription + " after one of its collectives timed out and a wait of "
+                            + Durations.format(closeLinger) + ": " + ownedServer.describeUnfinishedRanks());
+                }
             } else if (closeLinger.isPositive() && !ownedServer.awaitRanksFinished(closeLinger)) {
                 LOG.log(System.Logger.Level.WARNING, "rank " + rank() + " closes the rendezvous server at "
                         + serverDescription + " after waiting " + Durations.format(closeLinger) + ": "

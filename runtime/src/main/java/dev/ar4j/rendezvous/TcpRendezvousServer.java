@@ -155,6 +155,31 @@ public final class TcpRendezvousServer implements AutoCloseable {
         }
     }
 
+    /**
+     * Waits until no rank is connected any more, ignoring ranks that never joined; false if some
+     * still were when the timeout ran out. A serving rank whose own collective timed out waits so,
+     * to let the ranks still waiting time out themselves and name the missing ranks, rather than
+     * see the server vanish.
+     */
+    public boolean awaitConnectedRanksGone(Duration timeout) {
+        long remaining = Durations.toNanos(Durations.requirePositive(timeout, "timeout"));
+        membershipLock.lock();
+        try {
+            while (!connectedRanks.isEmpty()) {
+                if (remaining <= 0 || closed) {
+                    return false;
+                }
+                remaining = membershipChanged.awaitNanos(remaining);
+            }
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        } finally {
+            membershipLock.unlock();
+        }
+    }
+
     /** For messages: which ranks never connected and which are still connected. */
     String describeUnfinishedRanks() {
         membershipLock.lock();
