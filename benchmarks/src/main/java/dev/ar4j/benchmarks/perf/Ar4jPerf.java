@@ -199,7 +199,14 @@ public final class Ar4jPerf implements Callable<Integer> {
                 return 2;
             }
             commandLine.getErr().println(who + ": failed: " + describe(e));
-            e.printStackTrace(System.err);
+            if (Boolean.getBoolean("ar4j.perf.trace")) {
+                for (StackTraceElement frame : e.getStackTrace()) {
+                    commandLine.getErr().println("    at " + frame);
+                }
+            } else {
+                commandLine.getErr().println(who + ": run with -Dar4j.perf.trace=true (AR4J_PERF_JAVA_OPTS on the GPU "
+                        + "script) for the failing call's stack");
+            }
             return 1;
         });
         return cli.execute(args);
