@@ -151,6 +151,9 @@ public final class Communicator implements AutoCloseable {
         try {
             byte[] id = rendezvous.broadcast(key("nccl-id"), 0, rank == 0 ? NcclUniqueId.generate().toBytes() : null,
                     rendezvousTimeout);
+            // ncclCommInitRank blocks until every rank joins, with no deadline of ours: meet in a
+            // bounded barrier first, so that a rank that is already gone is named here instead.
+            rendezvous.barrier(key("nccl-init"), rendezvousTimeout);
             ncclComm = NcclCommunicator.initRank(NcclUniqueId.fromBytes(id), worldSize, rank);
 
             if (customKernelsPossible()) {
