@@ -217,10 +217,20 @@ public final class Cuda {
      * legacy default stream): the staging copy of the all-reduce path, which has no buffer objects.
      */
     public static void memcpyDeviceToDeviceAsync(long dst, long src, long bytes, long streamHandle) {
-        int status = cuda_runtime_api_h.cudaMemcpyAsync(MemorySegment.ofAddress(dst), MemorySegment.ofAddress(src),
-                bytes, cuda_runtime_api_h.cudaMemcpyDeviceToDevice(), MemorySegment.ofAddress(streamHandle));
+        memcpyAsync(MemorySegment.ofAddress(dst), MemorySegment.ofAddress(src), bytes,
+                cuda_runtime_api_h.cudaMemcpyDeviceToDevice(), MemorySegment.ofAddress(streamHandle),
+                "cudaMemcpyAsync(device -> device)");
+    }
+
+    /** The one checked {@code cudaMemcpyAsync} of the facade; a zero-byte copy enqueues nothing. */
+    static void memcpyAsync(MemorySegment dst, MemorySegment src, long bytes, int kind, MemorySegment stream,
+                            String call) {
+        if (bytes == 0) {
+            return;
+        }
+        int status = cuda_runtime_api_h.cudaMemcpyAsync(dst, src, bytes, kind, stream);
         if (status != 0) {
-            throw CudaErrors.exception(status, "cudaMemcpyAsync(device -> device) of " + bytes + " bytes");
+            throw CudaErrors.exception(status, call + " of " + bytes + " bytes");
         }
     }
 }

@@ -126,9 +126,7 @@ public final class CudaStream implements AutoCloseable {
     public CaptureStatus captureStatus() {
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
-            CudaErrors.check(cuda_runtime_api_h.cudaStreamIsCapturing(handle, out), "cudaStreamIsCapturing");
-            return CaptureStatus.ofCode(out.get(ValueLayout.JAVA_INT, 0));
+            return CaptureStatus.ofCode(captureCode(handle, arena.allocate(ValueLayout.JAVA_INT)));
         }
     }
 
@@ -138,11 +136,14 @@ public final class CudaStream implements AutoCloseable {
      * For per-call checks on the all-reduce path.
      */
     public static boolean isCapturing(long streamHandle, MemorySegment scratch) {
-        int status = cuda_runtime_api_h.cudaStreamIsCapturing(MemorySegment.ofAddress(streamHandle), scratch);
-        if (status != 0) {
-            throw CudaErrors.exception(status, "cudaStreamIsCapturing");
-        }
-        return scratch.get(ValueLayout.JAVA_INT, 0) == cuda_runtime_api_h.cudaStreamCaptureStatusActive();
+        return captureCode(MemorySegment.ofAddress(streamHandle), scratch)
+                == cuda_runtime_api_h.cudaStreamCaptureStatusActive();
+    }
+
+    /** {@code cudaStreamIsCapturing}, its status written to and read from {@code scratch}. */
+    private static int captureCode(MemorySegment stream, MemorySegment scratch) {
+        CudaErrors.check(cuda_runtime_api_h.cudaStreamIsCapturing(stream, scratch), "cudaStreamIsCapturing");
+        return scratch.get(ValueLayout.JAVA_INT, 0);
     }
 
     /**

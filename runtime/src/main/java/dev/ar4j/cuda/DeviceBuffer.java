@@ -343,13 +343,7 @@ public final class DeviceBuffer implements AutoCloseable {
     private static void memcpyAsync(MemorySegment dst, MemorySegment src, long bytes, int kind, CudaStream stream,
                                     String call) {
         Objects.requireNonNull(stream, "stream");
-        if (bytes == 0) {
-            return;
-        }
-        int status = cuda_runtime_api_h.cudaMemcpyAsync(dst, src, bytes, kind, stream.segment());
-        if (status != 0) {
-            throw CudaErrors.exception(status, call + " of " + bytes + " bytes");
-        }
+        Cuda.memcpyAsync(dst, src, bytes, kind, stream.segment(), call);
     }
 
     void ensureOpen() {

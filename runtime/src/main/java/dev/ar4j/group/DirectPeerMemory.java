@@ -38,18 +38,11 @@ final class DirectPeerMemory implements PeerMemory {
             ByteBuffer b = ByteBuffer.wrap(all[r]);
             try {
                 int count = b.getInt();
-                if (count != n) {
-                    throw new IllegalStateException("ranks disagree on the number of buffers to share: rank " + rank
-                            + " shares " + n + ", rank " + r + " shares " + count);
-                }
+                SharedBufferChecks.sameCount(rank, n, r, count);
                 for (int i = 0; i < n; i++) {
                     result[i][r] = b.getLong();
                     long peerBytes = b.getLong();
-                    if (peerBytes != bytes[i]) {
-                        throw new IllegalStateException("ranks disagree on the size of shared buffer " + i + ": rank "
-                                + rank + " has " + bytes[i] + " bytes, rank " + r + " has " + peerBytes
-                                + "; every rank must share buffers of the same size in the same order");
-                    }
+                    SharedBufferChecks.sameSize(i, rank, bytes[i], r, peerBytes);
                 }
             } catch (BufferUnderflowException e) {
                 throw new IllegalStateException("rank " + r + " sent a truncated pointer record", e);

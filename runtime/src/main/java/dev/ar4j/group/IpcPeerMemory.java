@@ -125,20 +125,13 @@ final class IpcPeerMemory implements PeerMemory {
                     throw new IllegalStateException("rank " + r + " sent a malformed IPC record (version " + version
                             + ", " + all[r].length + " bytes); run the same ar4j version on every rank");
                 }
-                if (count != n) {
-                    throw new IllegalStateException("ranks disagree on the number of buffers to share: rank " + rank
-                            + " shares " + n + ", rank " + r + " shares " + count);
-                }
+                SharedBufferChecks.sameCount(rank, n, r, count);
                 for (int i = 0; i < n; i++) {
                     byte[] handleBytes = new byte[64];
                     record.get(handleBytes);
                     long peerOffset = record.getLong();
                     long peerBytes = record.getLong();
-                    if (peerBytes != bytes[i]) {
-                        throw new IllegalStateException("ranks disagree on the size of shared buffer " + i + ": rank "
-                                + rank + " has " + bytes[i] + " bytes, rank " + r + " has " + peerBytes
-                                + "; every rank must share buffers of the same size in the same order");
-                    }
+                    SharedBufferChecks.sameSize(i, rank, bytes[i], r, peerBytes);
                     Key key = new Key(r, java.nio.ByteBuffer.wrap(handleBytes));
                     Mapping mapping = mappings.get(key);
                     if (mapping == null) {
