@@ -137,22 +137,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
      * @return true if that happened within {@code timeout}; false if the time ran out
      */
     public boolean awaitRanksFinished(Duration timeout) {
-        long remaining = Durations.toNanos(Durations.requirePositive(timeout, "timeout"));
-        membershipLock.lock();
-        try {
-            while (joinedRanks.cardinality() < worldSize || !connectedRanks.isEmpty()) {
-                if (remaining <= 0 || closed) {
-                    return false;
-                }
-                remaining = membershipChanged.awaitNanos(remaining);
-            }
-            return true;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        } finally {
-            membershipLock.unlock();
-        }
+        return awaitMembership(timeout, () -> joinedRanks.cardinality() == worldSize && connectedRanks.isEmpty());
     }
 
     /**
@@ -162,10 +147,15 @@ public final class TcpRendezvousServer implements AutoCloseable {
      * see the server vanish.
      */
     public boolean awaitConnectedRanksGone(Duration timeout) {
+        return awaitMembership(timeout, connectedRanks::isEmpty);
+    }
+
+    /** Waits, under the membership lock, until {@code done} holds; false on timeout, close or interrupt. */
+    private boolean awaitMembership(Duration timeout, java.util.function.BooleanSupplier done) {
         long remaining = Durations.toNanos(Durations.requirePositive(timeout, "timeout"));
         membershipLock.lock();
         try {
-            while (!connectedRanks.isEmpty()) {
+            while (!done.getAsBoolean()) {
                 if (remaining <= 0 || closed) {
                     return false;
                 }
