@@ -10,7 +10,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 java=.gpu/jre/bin/java
 [[ -x "$java" ]] || { echo "run-its: $java missing; run gpu/prepare.sh on the build machine and carry .gpu" >&2; exit 2; }
 cp=".gpu/test-classes:$(ls .gpu/lib/ar4j-*.jar | tr '\n' ':')"
-launcher=$(ls .gpu/lib/junit-platform-console-standalone-*.jar | head -1)
+launchers=(.gpu/lib/junit-platform-console-standalone-*.jar); launcher=${launchers[0]}
 selection=("$@")
 [[ ${#selection[@]} -eq 0 ]] && selection=(--scan-class-path)
 # shellcheck disable=SC2086

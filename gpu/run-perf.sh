@@ -23,7 +23,8 @@ mkdir -p "$out"
 
 if [[ "${1:-}" == jmh ]]; then
   shift
-  if ! "$java" --list-modules | grep -q '^java.management@'; then
+  java_modules=$("$java" --list-modules)
+  if [[ $'\n'"$java_modules" != *$'\n'java.management@* ]]; then
     echo "run-perf: JMH needs the java.management module, which $java lacks; add it to the jlink --add-modules list of gpu/prepare.sh" >&2
     exit 2
   fi
