@@ -4,7 +4,7 @@ package dev.ar4j;
  * A custom all-reduce kernel gave up waiting for a peer rank (it is dead, hung, or made
  * different calls). The communicator that threw it is unusable afterwards.
  */
-public final class PeerTimeoutException extends RuntimeException {
+public final class PeerTimeoutException extends Ar4jException {
 
     private final int peer;
 

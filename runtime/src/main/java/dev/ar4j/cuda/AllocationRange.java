@@ -1,5 +1,6 @@
 package dev.ar4j.cuda;
 
+import dev.ar4j.NativeLibraryException;
 import dev.ar4j.bindings.cudadrv.cuda_h;
 
 import java.lang.foreign.Arena;

@@ -1,11 +1,13 @@
 package dev.ar4j.cuda;
 
+import dev.ar4j.Ar4jException;
+
 /**
  * A CUDA runtime or driver call failed. Carries the call, the error code, its symbolic name
  * ({@code cudaErrorMemoryAllocation}, {@code CUDA_ERROR_INVALID_VALUE}) and the library's own
  * description of it.
  */
-public class CudaException extends RuntimeException {
+public class CudaException extends Ar4jException {
     private static final long serialVersionUID = 1L;
 
     private final String call;

@@ -1,5 +1,6 @@
 package dev.ar4j.internal;
 
+import dev.ar4j.NativeLibraryException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.foreign.Arena;
@@ -392,7 +393,7 @@ public final class NativeLibraries {
         try {
             System.load(absolute.toString());
         } catch (IllegalCallerException e) {
-            throw new NativeLibraryException(library, "Loading " + library.description() + " from " + absolute
+            throw new NativeLibraryException(library.name(), "Loading " + library.description() + " from " + absolute
                     + " was refused: native access is not enabled for ar4j. Add " + nativeAccessFlag()
                     + " to the java command line.", List.of(place + ": " + e.getMessage()), e);
         } catch (UnsatisfiedLinkError | SecurityException e) {
@@ -433,7 +434,7 @@ public final class NativeLibraries {
             attempts.failed(place, e);
             return null;
         } catch (IllegalCallerException e) {
-            throw new NativeLibraryException(library, "Looking up " + name + " was refused: native access is not"
+            throw new NativeLibraryException(library.name(), "Looking up " + name + " was refused: native access is not"
                     + " enabled for ar4j. Add " + nativeAccessFlag() + " to the java command line.",
                     List.of(place + ": " + e.getMessage()), e);
         }
@@ -593,7 +594,7 @@ public final class NativeLibraries {
         if (library == Library.CUDA_DRIVER) {
             message.append(" libcuda.so.1 comes with the NVIDIA driver; machines without a GPU driver have none.");
         }
-        NativeLibraryException exception = new NativeLibraryException(library, message.toString(), attempts.lines,
+        NativeLibraryException exception = new NativeLibraryException(library.name(), message.toString(), attempts.lines,
                 null);
         attempts.failures.forEach(exception::addSuppressed);
         return exception;

@@ -1,10 +1,12 @@
 package dev.ar4j.kernels;
 
+import dev.ar4j.Ar4jException;
+
 /**
  * A call into {@code libar4j_custom_ar} returned a non-zero {@code ar4j_status}. Carries the call,
  * the status code, its name ({@code ar4j_status_name}) and message ({@code ar4j_status_message}).
  */
-public class CustomArException extends RuntimeException {
+public class CustomArException extends Ar4jException {
     private static final long serialVersionUID = 1L;
 
     private final String call;

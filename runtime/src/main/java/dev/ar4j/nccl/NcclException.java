@@ -1,11 +1,13 @@
 package dev.ar4j.nccl;
 
+import dev.ar4j.Ar4jException;
+
 /**
  * An NCCL call failed. Carries the call, the {@code ncclResult_t}, its name ({@code ncclInvalidArgument}),
  * NCCL's description of it ({@code ncclGetErrorString}) and NCCL's last error message
  * ({@code ncclGetLastError}), which usually says what exactly was wrong.
  */
-public class NcclException extends RuntimeException {
+public class NcclException extends Ar4jException {
     private static final long serialVersionUID = 1L;
 
     private final String call;

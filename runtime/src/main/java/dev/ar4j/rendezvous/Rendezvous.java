@@ -81,6 +81,20 @@ public interface Rendezvous extends AutoCloseable {
     byte[] get(String key, Duration timeout);
 
     /** Leaves the group and frees what this rank holds. Idempotent. */
+    /**
+     * Subscribes to the loss of any rank of the group (see {@link PeerLossListener}). A listener
+     * added after a loss was seen is told at once. Closing the returned handle unsubscribes.
+     * The default implementation never reports a loss: a rendezvous that cannot observe its
+     * peers (a user's own implementation) leaves detection to the kernels' and NCCL's deadlines.
+     *
+     * @param listener told once, on a rendezvous thread
+     * @return a handle whose {@code close()} removes the listener
+     */
+    default AutoCloseable onPeerLost(PeerLossListener listener) {
+        java.util.Objects.requireNonNull(listener, "listener");
+        return () -> { };
+    }
+
     @Override
     void close();
 }

@@ -1,10 +1,12 @@
 package dev.ar4j.rendezvous;
 
+import dev.ar4j.Ar4jException;
+
 /**
  * A rendezvous failed: the server rejected this rank, the connection broke, the peer did not speak
  * the rendezvous protocol, or the wait was interrupted. The message says which and what to check.
  */
-public class RendezvousException extends RuntimeException {
+public class RendezvousException extends Ar4jException {
     private static final long serialVersionUID = 1L;
 
     /** A failure described by {@code message}. */

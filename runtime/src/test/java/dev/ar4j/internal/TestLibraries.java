@@ -1,5 +1,6 @@
 package dev.ar4j.internal;
 
+import dev.ar4j.NativeLibraryException;
 import dev.ar4j.cuda.Cuda;
 import org.junit.jupiter.api.Assumptions;
 

@@ -4,7 +4,7 @@ import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.CudaDriverMissingException;
 import dev.ar4j.cuda.CudaException;
 import dev.ar4j.cuda.CudaNoDeviceException;
-import dev.ar4j.internal.NativeLibraryException;
+import dev.ar4j.NativeLibraryException;
 import dev.ar4j.kernels.CustomAllReduceKernels;
 import dev.ar4j.nccl.Nccl;
 

@@ -3,7 +3,7 @@ package dev.ar4j.benchmarks.perf;
 import java.time.Duration;
 
 /** GPU work did not finish in time: a peer rank is dead or hung, or a kernel is stuck. */
-public final class GpuTimeoutException extends RuntimeException {
+public final class GpuTimeoutException extends dev.ar4j.Ar4jException {
     private static final long serialVersionUID = 1L;
 
     GpuTimeoutException(String what, Duration timeout) {

@@ -1,7 +1,7 @@
 package dev.ar4j.benchmarks.jmh;
 
 import dev.ar4j.internal.NativeLibraries;
-import dev.ar4j.internal.NativeLibraryException;
+import dev.ar4j.NativeLibraryException;
 import org.junit.jupiter.api.Test;
 import org.openjdk.jmh.results.RunResult;
 import org.openjdk.jmh.runner.Runner;
