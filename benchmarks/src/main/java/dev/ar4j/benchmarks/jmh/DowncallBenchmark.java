@@ -1,7 +1,7 @@
 package dev.ar4j.benchmarks.jmh;
 
 import dev.ar4j.bindings.customar.custom_all_reduce_h;
-import dev.ar4j.internal.NativeLibraries;
+import dev.ar4j.kernels.CustomAllReduceKernels;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -51,7 +51,7 @@ public class DowncallBenchmark {
     /** Loads the kernels library, links the critical handle and checks that every way in returns the expected status. */
     @Setup
     public void setUp() throws Throwable {
-        NativeLibraries.customAllReduce();
+        CustomAllReduceKernels.abiVersion(); // loads libcudart and the kernels library on first use
         expected = custom_all_reduce_h.AR4J_ERROR_NULL_POINTER();
         int viaBinding = generatedBinding();
         int viaPlain = plainHandle();

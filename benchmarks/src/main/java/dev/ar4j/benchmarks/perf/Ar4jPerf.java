@@ -12,10 +12,15 @@ import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 
@@ -31,19 +36,17 @@ import java.util.stream.Collectors;
  *
  * This process checks the machine and starts the workers ({@link WorkerLauncher}); the workers
  * measure ({@link PerfWorker}, {@link RankSweep}); rank 0 prints the table and writes CSV, JSON
- * and PNG. Exit codes: 0 done, 1 failed, 2 bad arguments or no usable GPU, 3 some results wrong,
- * 124 past the time limit.
+ * and PNG. Exit codes: {@link ExitCodes}; {@code --help} lists them and the environment variables
+ * ({@link EnvironmentHelp}); {@code -V} prints the version and commit of the jar ({@link Ar4jVersion}).
  */
-@Command(name = "ar4j-perf", mixinStandardHelpOptions = true, version = "ar4j-perf 0.1.0", sortOptions = false,
-        subcommands = {Ar4jPerf.Plot.class},
+@Command(name = "ar4j-perf", mixinStandardHelpOptions = true, versionProvider = Ar4jPerf.VersionProvider.class,
+        sortOptions = false, subcommands = {Ar4jPerf.Plot.class},
         description = {
             "All-reduce time, algorithm and bus bandwidth of ar4j's kernels (auto, 1stage, 2stage, push) against NCCL "
                     + "(plain and symmetric) on this host's GPUs, like nccl-tests' all_reduce_perf. Every result is "
                     + "checked (#wrong). Starts one JVM per GPU, or one JVM with a thread per GPU (--threads).",
             "Without a usable GPU it says what is missing; --plan prints the dispatch table for a topology instead."},
-        exitCodeListHeading = "%nExit codes:%n",
-        exitCodeList = {"0:done", "1:a worker failed", "2:bad arguments, or no usable GPU",
-            "3:some results were wrong", "124:past --time-limit"})
+        exitCodeListHeading = "%nExit codes (ar4j-perf, plot, and java -jar benchmarks.jar for JMH):%n")
 public final class Ar4jPerf implements Callable<Integer> {
 
     @Spec
@@ -192,11 +195,31 @@ public final class Ar4jPerf implements Callable<Integer> {
         cli.setOverwrittenOptionsAllowed(true); // a later --out-dir etc. wins (the GPU script passes a default first)
         cli.setOut(new java.io.PrintWriter(System.out, true));
         cli.setErr(new java.io.PrintWriter(System.err, true));
+        Map<String, String> exitCodes = new LinkedHashMap<>();
+        for (String line : ExitCodes.helpLines()) {
+            int colon = line.indexOf(':');
+            exitCodes.put(line.substring(0, colon), line.substring(colon + 1));
+        }
+        for (CommandLine command : List.of(cli, cli.getSubcommands().get("plot"))) {
+            command.getCommandSpec().usageMessage().exitCodeListHeading(
+                    "%nExit codes (ar4j-perf, plot, and java -jar benchmarks.jar for JMH):%n").exitCodeList(exitCodes);
+        }
+        cli.getCommandSpec().usageMessage().footer(EnvironmentHelp.footer().toArray(String[]::new));
         cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
-            String who = commandLine.getCommand() instanceof Ar4jPerf perf ? perf.who() : "ar4j-perf";
+            String who = commandLine.getCommand() instanceof Ar4jPerf perf ? perf.who() : "ar4j-perf "
+                    + commandLine.getCommandName();
             if (e instanceof IllegalArgumentException) {
                 commandLine.getErr().println(who + ": " + e.getMessage());
-                return 2;
+                return ExitCodes.USAGE;
+            }
+            if (e instanceof NoSuchFileException missing) {
+                commandLine.getErr().println(who + ": no such file: " + missing.getFile() + " (check the path; "
+                        + "nothing was written)");
+                return ExitCodes.USAGE;
+            }
+            if (e instanceof AccessDeniedException denied) {
+                commandLine.getErr().println(who + ": permission denied: " + denied.getFile());
+                return ExitCodes.USAGE;
             }
             commandLine.getErr().println(who + ": failed: " + describe(e));
             if (Boolean.getBoolean("ar4j.perf.trace")) {
@@ -207,7 +230,7 @@ public final class Ar4jPerf implements Callable<Integer> {
                 commandLine.getErr().println(who + ": run with -Dar4j.perf.trace=true (AR4J_PERF_JAVA_OPTS on the GPU "
                         + "script) for the failing call's stack");
             }
-            return 1;
+            return ExitCodes.FAILED;
         });
         return cli.execute(args);
     }
@@ -222,7 +245,7 @@ public final class Ar4jPerf implements Callable<Integer> {
         List<PerfAlgorithm> columns = PerfAlgorithm.parseListWithBaselines(List.of(algorithms));
         if (plan != null) {
             DispatchPlan.print(out, DispatchPlan.parseTopology(plan), DispatchConfig.fromSystem(), stagingBytes, sweep, type);
-            return 0;
+            return ExitCodes.OK;
         }
         PerfSettings settings = settings(type, sweep, columns);
         Duration timeLimit = Duration.ofSeconds(timeLimitSeconds);
@@ -238,7 +261,7 @@ public final class Ar4jPerf implements Callable<Integer> {
             String problem = PerfWorker.environmentProblem();
             if (problem != null) {
                 err.println(who() + ": " + problem);
-                return 2;
+                return ExitCodes.USAGE;
             }
             PerfWorker worker = new PerfWorker(settings, outputs(settings), commandLine, out, err);
             return workerThreads ? worker.runThreads(workerWorldSize, timeLimit)
@@ -249,7 +272,7 @@ public final class Ar4jPerf implements Callable<Integer> {
         if (!check.usable()) {
             err.println("ar4j-perf: cannot run here: " + check.problem());
             err.println("ar4j-perf: (--plan nvlink:N or --plan pcie:N prints the dispatch table without a GPU)");
-            return 2;
+            return ExitCodes.USAGE;
         }
         int worldSize = check.worldSize(gpus);
         err.println("[ar4j-perf] " + check.gpus() + " GPUs visible, NCCL " + check.nccl() + "; world size " + worldSize
@@ -342,6 +365,16 @@ public final class Ar4jPerf implements Callable<Integer> {
         System.exit(code);
     }
 
+    /** {@code -V}: the version and commit from the jar's manifest. */
+    static final class VersionProvider implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            Ar4jVersion v = Ar4jVersion.current();
+            return new String[] {"ar4j-perf " + v.version(), "commit " + v.commit(), "from " + v.source(),
+                "Java " + Runtime.version() + " (" + System.getProperty("java.home") + ")"};
+        }
+    }
+
     /** Converts "1K", "64M", "43008" with {@link ByteSizes#parse}. */
     static final class ByteSizeConverter implements CommandLine.ITypeConverter<Long> {
         @Override
@@ -365,23 +398,28 @@ public final class Ar4jPerf implements Callable<Integer> {
         @Parameters(index = "1", arity = "0..1", paramLabel = "PNG", description = "the chart (default: CSV name with .png)")
         private Path pngFile;
 
-        @Option(names = "--title", paramLabel = "TEXT", description = "chart title")
+        @Option(names = "--title", paramLabel = "TEXT", description = "chart title (default: GPUs, dtype, timing mode "
+                + "and NCCL version from the CSV)")
         private String title;
 
         @Override
         public Integer call() throws Exception {
+            if (!Files.isRegularFile(csvFile)) {
+                System.err.println("ar4j-perf plot: no such file: " + csvFile + (Files.exists(csvFile) ? " is not a file"
+                        : "") + " (give the CSV that ar4j-perf wrote, e.g. ar4j-perf-out/ar4j-perf.csv)");
+                return ExitCodes.USAGE;
+            }
             String missing = OutputFiles.chartUnavailable();
             if (missing != null) {
                 System.err.println("ar4j-perf plot: " + missing + "; run the plot with a full JDK (e.g. on the build "
                         + "machine): java -cp benchmarks.jar " + Ar4jPerf.class.getName() + " plot " + csvFile
                         + (pngFile != null ? " " + pngFile : ""));
-                return 2;
+                return ExitCodes.USAGE;
             }
             Path target = pngFile != null ? pngFile : Path.of(csvFile.toString().replaceAll("\\.csv$", "") + ".png");
-            int series = LatencyChart.draw(ResultFiles.readCsv(csvFile), target,
-                    title != null ? title : OutputFiles.title(csvFile));
+            int series = LatencyChart.draw(ResultFiles.readCsvFile(csvFile), target, title);
             System.err.println("[ar4j-perf] wrote " + target + " (" + series + " series)");
-            return 0;
+            return ExitCodes.OK;
         }
     }
 }

@@ -59,7 +59,7 @@ public record OutputFiles(Path csv, Path json, Path png) {
             return;
         }
         try {
-            int series = LatencyChart.draw(ResultFiles.readCsv(csv), png, title(csv));
+            int series = LatencyChart.draw(ResultFiles.readCsvFile(csv), png, null);
             err.println("[ar4j-perf] wrote " + png + " (" + series + " series)");
         } catch (IOException | RuntimeException | LinkageError e) {
             err.println("[ar4j-perf] no PNG drawn here (" + e.getClass().getName() + ": " + e.getMessage() + "); " + later);
@@ -82,10 +82,5 @@ public record OutputFiles(Path csv, Path json, Path png) {
                     + "JFreeChart needs";
         }
         return null;
-    }
-
-    /** The chart title for a CSV: "ar4j-perf: <file name>". */
-    static String title(Path csv) {
-        return "ar4j-perf all-reduce latency: " + csv.getFileName();
     }
 }

@@ -23,7 +23,7 @@ import java.util.concurrent.TimeUnit;
  */
 final class PerfWorker {
     /** Exit code when every measurement ran but some results were wrong. */
-    static final int EXIT_WRONG_RESULTS = 3;
+    static final int EXIT_WRONG_RESULTS = ExitCodes.WRONG_RESULTS;
     /** Longest a custom kernel waits for a peer before it gives up. */
     private static final Duration MAX_KERNEL_TIMEOUT = Duration.ofSeconds(30);
 
@@ -144,8 +144,8 @@ final class PerfWorker {
     private int finish(PerfReport report) {
         boolean written = outputs.write(report, out, err);
         if (!written) {
-            return 1;
+            return ExitCodes.FAILED;
         }
-        return report.totalWrong() > 0 ? EXIT_WRONG_RESULTS : 0;
+        return report.totalWrong() > 0 ? EXIT_WRONG_RESULTS : ExitCodes.OK;
     }
 }

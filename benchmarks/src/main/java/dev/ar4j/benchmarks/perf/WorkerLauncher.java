@@ -2,7 +2,6 @@ package dev.ar4j.benchmarks.perf;
 
 import dev.ar4j.Communicator;
 import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
-import dev.ar4j.internal.NativeLibraries;
 import picocli.CommandLine;
 
 import java.io.File;
@@ -50,6 +49,11 @@ final class WorkerLauncher {
     }
 
     private static final Duration GRACE = Duration.ofSeconds(5);
+    /**
+     * Where the ar4j-cuda jar keeps the kernels library; the workers' class path gets that jar
+     * when it is a jar of its own (a Maven or IDE class path rather than the shaded jar).
+     */
+    static final String KERNELS_RESOURCE = "META-INF/native/linux-x86_64/libar4j_custom_ar.so";
 
     private WorkerLauncher() {
     }
@@ -120,7 +124,7 @@ final class WorkerLauncher {
                     err.println("[ar4j-perf] " + (workers.size() == 1 ? "the worker" : "rank " + rank) + " exited with code "
                             + code + "; stopping the other workers");
                     stopAll(workers);
-                    return 1;
+                    return ExitCodes.FAILED;
                 }
                 result = Math.max(result, code);
             }
@@ -131,7 +135,7 @@ final class WorkerLauncher {
                 err.println("[ar4j-perf] the run passed its time limit of " + timeLimit.toSeconds()
                         + " s (--time-limit); stopping the workers");
                 stopAll(workers);
-                return 124;
+                return ExitCodes.TIME_LIMIT;
             }
             Thread.sleep(100);
         }
@@ -157,7 +161,7 @@ final class WorkerLauncher {
                                         int worldSize, int port, boolean threads) {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.add(NativeLibraries.nativeAccessFlag());
+        command.add(nativeAccessFlag());
         command.add("-Djava.awt.headless=true");
         for (Map.Entry<Object, Object> property : System.getProperties().entrySet()) {
             String key = property.getKey().toString();
@@ -180,6 +184,19 @@ final class WorkerLauncher {
             command.add("--worker-threads");
         }
         return command;
+    }
+
+    /**
+     * The {@code --enable-native-access} option the workers need: the runtime's and the bindings'
+     * module names when they are named modules, {@code ALL-UNNAMED} on the class path.
+     */
+    static String nativeAccessFlag() {
+        Set<String> names = new LinkedHashSet<>();
+        for (Class<?> type : List.of(Communicator.class, cuda_runtime_api_h.class)) {
+            Module module = type.getModule();
+            names.add(module.isNamed() ? module.getName() : "ALL-UNNAMED");
+        }
+        return "--enable-native-access=" + String.join(",", names);
     }
 
     /** A loopback port that was free a moment ago, for rank 0's rendezvous server. */
@@ -207,7 +224,7 @@ final class WorkerLauncher {
                 addLocation(entries, source.getLocation());
             }
         }
-        URL kernels = WorkerLauncher.class.getClassLoader().getResource(NativeLibraries.CUSTOM_AR_RESOURCE);
+        URL kernels = WorkerLauncher.class.getClassLoader().getResource(KERNELS_RESOURCE);
         if (kernels != null && kernels.getProtocol().equals("jar")) {
             String spec = kernels.getPath(); // file:/path/ar4j-cuda.jar!/META-INF/...
             int bang = spec.indexOf("!/");

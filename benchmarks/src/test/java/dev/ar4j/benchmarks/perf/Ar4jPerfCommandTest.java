@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
@@ -103,6 +104,50 @@ class Ar4jPerfCommandTest {
         assertTrue(List.of(cp.split(File.pathSeparator)).stream().anyMatch(e -> e.contains("benchmarks")), cp);
         assertTrue(cp.contains("picocli"), cp);
         assertTrue(WorkerLauncher.FORCED_ENVIRONMENT.get("NCCL_NVLS_ENABLE").equals("0"));
+    }
+
+    @Test
+    void helpListsTheExitCodesAndTheEnvironmentVariables() {
+        assertEquals(ExitCodes.OK, Ar4jPerf.run("--help"));
+        String help = out();
+        for (String code : ExitCodes.helpLines()) {
+            String number = code.substring(0, code.indexOf(':'));
+            assertTrue(help.lines().anyMatch(l -> l.trim().startsWith(number + " ") || l.trim().startsWith(number + "\t")),
+                    "exit code " + number + " in --help:\n" + help);
+        }
+        for (String variable : List.of("AR4J_PERF_JAVA_OPTS", "NCCL_NVLS_ENABLE", "NCCL_SOCKET_IFNAME",
+                "AR4J_ALLREDUCE_ALGO", "AR4J_NCCL_PATH", "AR4J_CUDART_PATH", "AR4J_CUSTOMAR_PATH", "AR4J_MASTER_ADDR",
+                "AR4J_FORCE_CUSTOM_AR_PCIE", "CUDA_VISIBLE_DEVICES", "JAVA_HOME")) {
+            assertTrue(help.contains(variable), variable + " in --help:\n" + help);
+        }
+        assertTrue(help.contains("a worker or benchmark failed"), help);
+    }
+
+    @Test
+    void plotHelpListsTheExitCodesToo() {
+        assertEquals(ExitCodes.OK, Ar4jPerf.run("plot", "--help"));
+        assertTrue(out().contains("an input file missing or unreadable"), out());
+    }
+
+    @Test
+    void versionComesFromTheManifestOrSaysWhyNot() {
+        assertEquals(ExitCodes.OK, Ar4jPerf.run("-V"));
+        Ar4jVersion v = Ar4jVersion.current();
+        assertTrue(out().startsWith("ar4j-perf " + v.version()), out());
+        assertTrue(out().contains("commit " + v.commit()), out());
+        assertFalse(out().contains("0.1.0\n") && v.version().startsWith(Ar4jVersion.UNKNOWN), "no hard-coded version");
+        if (v.source().endsWith(".jar")) {
+            assertFalse(v.version().startsWith(Ar4jVersion.UNKNOWN), v.toString());
+        } else {
+            assertTrue(out().contains("unknown (not from a jar"), out());
+        }
+    }
+
+    @Test
+    void plotOfAMissingFileSaysSoAndExitsWithTheUsageCode() {
+        assertEquals(ExitCodes.USAGE, Ar4jPerf.run("plot", "no/such/results.csv"));
+        assertTrue(err().contains("no such file: no/such/results.csv"), err());
+        assertFalse(err().contains("worker"), err());
     }
 
     @Test

@@ -42,40 +42,10 @@ class ResultFilesTest {
     }
 
     @Test
-    void csvParserHandlesQuotesAndRejectsBrokenLines() {
-        assertEquals(List.of("a", "b,c", "d\"e", ""), ResultFiles.parseCsvLine("a,\"b,c\",\"d\"\"e\",", Path.of("x"), 1));
-        assertEquals("a,\"b,c\",\"d\"\"e\"", ResultFiles.csvLine(List.of("a", "b,c", "d\"e")));
-        assertThrows(IllegalArgumentException.class, () -> ResultFiles.parseCsvLine("a,\"b", Path.of("x"), 1));
-    }
-
-    @Test
     void readingAFileWithoutHeaderSaysSo(@TempDir Path dir) throws Exception {
         Path csv = Files.writeString(dir.resolve("empty.csv"), "# only a comment\n");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ResultFiles.readCsv(csv));
         assertTrue(e.getMessage().contains("no header"), e.getMessage());
-    }
-
-    @Test
-    void jsonHoldsMachineSettingsSkippedAndTypedResults(@TempDir Path dir) throws Exception {
-        PerfReport report = SyntheticResults.sweep();
-        Path json = dir.resolve("results.json");
-        ResultFiles.writeJson(json, report);
-        String text = Files.readString(json, StandardCharsets.UTF_8);
-        assertTrue(text.startsWith("{\n  \"tool\": \"ar4j-perf\""), text.substring(0, 40));
-        assertTrue(text.contains("\"gpus\": [\"GPU 0: NVIDIA H200"));
-        assertTrue(text.contains("\"algorithms\": [\"auto\", \"1stage\", \"2stage\", \"push\", \"nccl\", \"nccl-symm\"]"));
-        assertTrue(text.contains("\"nccl-symm\": \"NCCL 2.26.2 has no symmetric windows"));
-        assertTrue(text.contains("\"bytes\": 1024,"), "numbers are typed");
-        assertTrue(text.contains("\"fell_back\": true,"), "booleans are typed");
-        assertTrue(text.contains("\"host_us\": null,"), "missing figures are null");
-        assertTrue(text.contains("\"ran\": \"2stage→nccl\""));
-        assertEquals(count(text, '{'), count(text, '}'));
-        assertEquals(count(text, '['), count(text, ']'));
-        assertEquals(report.results().size() + 1, text.split("\"scenario\": \"sweep\"").length - 1, "settings and every result");
-    }
-
-    private static long count(String text, char c) {
-        return text.chars().filter(ch -> ch == c).count();
     }
 
     @Test

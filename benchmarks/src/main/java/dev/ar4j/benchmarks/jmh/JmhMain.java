@@ -1,0 +1,91 @@
+package dev.ar4j.benchmarks.jmh;
+
+import dev.ar4j.benchmarks.perf.ExitCodes;
+import org.openjdk.jmh.runner.NoBenchmarksException;
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.RunnerException;
+import org.openjdk.jmh.runner.options.CommandLineOptionException;
+import org.openjdk.jmh.runner.options.CommandLineOptions;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+
+/**
+ * The main class of {@code java -jar benchmarks.jar}: JMH's command line, with the exit codes of
+ * {@link ExitCodes}. JMH's own main exits 0 when a benchmark throws; this one runs with
+ * {@code -foe true} (fail on error) unless {@code -foe} is given, and exits
+ * {@link ExitCodes#FAILED} when a benchmark or its forked JVM fails, {@link ExitCodes#USAGE} for
+ * a bad command line or a pattern that matches no benchmark.
+ */
+public final class JmhMain {
+    private JmhMain() {
+    }
+
+    /** Runs JMH and exits with its code. */
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    /** Runs JMH; returns the exit code (for tests: nothing is exited). */
+    public static int run(String... args) {
+        List<String> argv = new ArrayList<>(List.of(args));
+        if (!argv.contains("-foe")) {
+            argv.addAll(0, List.of("-foe", "true"));
+        }
+        CommandLineOptions options;
+        try {
+            options = new CommandLineOptions(argv.toArray(String[]::new));
+        } catch (CommandLineOptionException e) {
+            System.err.println("jmh: bad command line: " + e.getMessage() + " (-h lists JMH's options)");
+            return ExitCodes.USAGE;
+        }
+        Runner runner = new Runner(options);
+        try {
+            if (options.shouldHelp()) {
+                options.showHelp();
+                return ExitCodes.OK;
+            }
+            if (options.shouldList()) {
+                runner.list();
+                return ExitCodes.OK;
+            }
+            if (options.shouldListWithParams()) {
+                runner.listWithParams(options);
+                return ExitCodes.OK;
+            }
+            if (options.shouldListProfilers()) {
+                options.listProfilers();
+                return ExitCodes.OK;
+            }
+            if (options.shouldListResultFormats()) {
+                options.listResultFormats();
+                return ExitCodes.OK;
+            }
+            Collection<?> results = runner.run();
+            if (results.isEmpty()) {
+                System.err.println("jmh: no benchmark produced a result");
+                return ExitCodes.FAILED;
+            }
+            return ExitCodes.OK;
+        } catch (NoBenchmarksException e) {
+            System.err.println("jmh: no benchmark matches " + options.getIncludes() + " (-l lists them)");
+            return ExitCodes.USAGE;
+        } catch (RunnerException e) {
+            System.err.println("jmh: a benchmark failed: " + describe(e) + " (its output above says which and why)");
+            return ExitCodes.FAILED;
+        } catch (IOException e) {
+            System.err.println("jmh: " + e.getMessage());
+            return ExitCodes.FAILED;
+        }
+    }
+
+    private static String describe(Throwable e) {
+        StringBuilder b = new StringBuilder(String.valueOf(e.getMessage()));
+        for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+            b.append("; caused by ").append(c.getClass().getSimpleName()).append(": ").append(c.getMessage());
+        }
+        return b.toString();
+    }
+}

@@ -1,0 +1,35 @@
+package dev.ar4j.benchmarks.jmh;
+
+import dev.ar4j.benchmarks.perf.ExitCodes;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/** {@code java -jar benchmarks.jar}: a failed benchmark is a non-zero exit, not JMH's 0. */
+class JmhMainTest {
+    private static final String[] TINY = {"-wi", "0", "-i", "1", "-r", "100ms", "-p", "bytes=1024"};
+
+    private static String[] with(String... args) {
+        String[] all = new String[args.length + TINY.length];
+        System.arraycopy(args, 0, all, 0, args.length);
+        System.arraycopy(TINY, 0, all, args.length, TINY.length);
+        return all;
+    }
+
+    @Test
+    void aBenchmarkThatRunsExitsZero() {
+        assertEquals(ExitCodes.OK, JmhMain.run(with(DispatchBenchmark.class.getName(), "-f", "0")));
+    }
+
+    @Test
+    void aBenchmarkWhoseForkFailsExitsWithFailed() {
+        assertEquals(ExitCodes.FAILED, JmhMain.run(with(DispatchBenchmark.class.getName(), "-f", "1",
+                "-jvmArgsAppend", "-XX:+ThisJvmOptionDoesNotExist")));
+    }
+
+    @Test
+    void aPatternMatchingNothingOrABadOptionIsAUsageError() {
+        assertEquals(ExitCodes.USAGE, JmhMain.run("NoSuchBenchmarkAnywhere"));
+        assertEquals(ExitCodes.USAGE, JmhMain.run("-i", "not-a-number"));
+    }
+}
