@@ -43,16 +43,31 @@ final class EnvironmentHelp {
     private EnvironmentHelp() {
     }
 
-    /** The --help footer: both tables, one "  NAME  meaning" line each. */
+    /** The --help footer: both tables, each variable on its line and its meaning below, wrapped to 80 columns. */
     static List<String> footer() {
         List<String> lines = new ArrayList<>();
         lines.add("");
         lines.add("Environment (ar4j-perf):");
-        PERF.forEach((k, v) -> lines.add("  " + k + ": " + v));
+        PERF.forEach((k, v) -> entry(lines, k, v));
         lines.add("");
         lines.add("Environment (ar4j runtime; a builder value or system property wins):");
-        RUNTIME.forEach((k, v) -> lines.add("  " + k + ": " + v));
+        RUNTIME.forEach((k, v) -> entry(lines, k, v));
+        lines.add("");
         return lines;
+    }
+
+    private static void entry(List<String> lines, String name, String meaning) {
+        lines.add("  " + name);
+        StringBuilder line = new StringBuilder("      ");
+        for (String word : meaning.split(" ")) {
+            if (line.length() + word.length() > 78 && line.length() > 6) {
+                lines.add(line.toString().stripTrailing());
+                line.setLength(0);
+                line.append("      ");
+            }
+            line.append(word).append(' ');
+        }
+        lines.add(line.toString().stripTrailing());
     }
 
     private static Map<String, String> ordered(String... pairs) {
