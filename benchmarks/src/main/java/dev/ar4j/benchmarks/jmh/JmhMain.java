@@ -1,15 +1,17 @@
 package dev.ar4j.benchmarks.jmh;
 
+import dev.ar4j.benchmarks.perf.Ar4jVersion;
 import dev.ar4j.benchmarks.perf.ExitCodes;
 import org.openjdk.jmh.runner.NoBenchmarksException;
 import org.openjdk.jmh.runner.Runner;
 import org.openjdk.jmh.runner.RunnerException;
 import org.openjdk.jmh.runner.options.CommandLineOptionException;
 import org.openjdk.jmh.runner.options.CommandLineOptions;
+import org.openjdk.jmh.runner.options.Options;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
 
 import java.io.IOException;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 
 /**
@@ -17,7 +19,8 @@ import java.util.List;
  * {@link ExitCodes}. JMH's own main exits 0 when a benchmark throws; this one runs with
  * {@code -foe true} (fail on error) unless {@code -foe} is given, and exits
  * {@link ExitCodes#FAILED} when a benchmark or its forked JVM fails, {@link ExitCodes#USAGE} for
- * a bad command line or a pattern that matches no benchmark.
+ * a bad command line or a pattern that matches no benchmark. The forked JVMs get the ar4j
+ * version and commit as system properties, which JMH records in its result file.
  */
 public final class JmhMain {
     private JmhMain() {
@@ -41,7 +44,7 @@ public final class JmhMain {
             System.err.println("jmh: bad command line: " + e.getMessage() + " (-h lists JMH's options)");
             return ExitCodes.USAGE;
         }
-        Runner runner = new Runner(options);
+        Runner runner = new Runner(withProvenance(options));
         try {
             if (options.shouldHelp()) {
                 options.showHelp();
@@ -63,7 +66,7 @@ public final class JmhMain {
                 options.listResultFormats();
                 return ExitCodes.OK;
             }
-            Collection<?> results = runner.run();
+            var results = runner.run();
             if (results.isEmpty()) {
                 System.err.println("jmh: no benchmark produced a result");
                 return ExitCodes.FAILED;
@@ -79,6 +82,19 @@ public final class JmhMain {
             System.err.println("jmh: " + e.getMessage());
             return ExitCodes.FAILED;
         }
+    }
+
+    /**
+     * The options with {@code -Dar4j.version=...} and {@code -Dar4j.commit=...} appended to the
+     * forked JVMs' arguments, after any {@code -jvmArgsAppend} given: JMH writes them into every
+     * result's {@code jvmArgs}, so a {@code jmh.json} says which build it measured.
+     */
+    static Options withProvenance(CommandLineOptions options) {
+        Ar4jVersion version = Ar4jVersion.current();
+        List<String> append = new ArrayList<>(options.getJvmArgsAppend().orElse(List.of()));
+        append.add("-Dar4j.version=" + version.version());
+        append.add("-Dar4j.commit=" + version.commit());
+        return new OptionsBuilder().parent(options).jvmArgsAppend(append.toArray(String[]::new)).build();
     }
 
     private static String describe(Throwable e) {

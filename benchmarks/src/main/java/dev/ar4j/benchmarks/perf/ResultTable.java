@@ -25,7 +25,8 @@ public final class ResultTable {
     public static void print(PrintStream out, PerfReport report) {
         MachineInfo machine = report.machine();
         if (machine != null) {
-            out.println("# ar4j-perf  " + machine.fields().getOrDefault("date", ""));
+            out.println("# ar4j-perf  " + machine.fields().getOrDefault("date", "") + "  ar4j "
+                    + Ar4jVersion.current().describe());
             out.println("# command: " + report.commandLine());
             for (String gpu : machine.gpus()) {
                 out.println("# " + gpu);

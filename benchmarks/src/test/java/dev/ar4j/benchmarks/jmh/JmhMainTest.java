@@ -1,9 +1,14 @@
 package dev.ar4j.benchmarks.jmh;
 
+import dev.ar4j.benchmarks.perf.Ar4jVersion;
 import dev.ar4j.benchmarks.perf.ExitCodes;
 import org.junit.jupiter.api.Test;
+import org.openjdk.jmh.runner.options.CommandLineOptions;
+
+import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@code java -jar benchmarks.jar}: a failed benchmark is a non-zero exit, not JMH's 0. */
 class JmhMainTest {
@@ -25,6 +30,16 @@ class JmhMainTest {
     void aBenchmarkWhoseForkFailsExitsWithFailed() {
         assertEquals(ExitCodes.FAILED, JmhMain.run(with(DispatchBenchmark.class.getName(), "-f", "1",
                 "-jvmArgsAppend", "-XX:+ThisJvmOptionDoesNotExist")));
+    }
+
+    @Test
+    void theForkedJvmsGetTheVersionAfterTheUsersArguments() throws Exception {
+        var options = JmhMain.withProvenance(new CommandLineOptions("-jvmArgsAppend", "-Xmx1g", "X"));
+        List<String> append = List.copyOf(options.getJvmArgsAppend().get());
+        assertEquals("-Xmx1g", append.getFirst());
+        assertTrue(append.contains("-Dar4j.version=" + Ar4jVersion.current().version()), append.toString());
+        assertTrue(append.contains("-Dar4j.commit=" + Ar4jVersion.current().commit()), append.toString());
+        assertEquals(List.of("X"), options.getIncludes());
     }
 
     @Test
