@@ -71,8 +71,12 @@ final class VerifyChart {
             String category = b.kind() == SweepSeries.Kind.FELL_BACK ? b.label() + " (ran " + b.ran() + ")" : b.label();
             data.addValue(b.passUs(), "time per pass", category);
             String speed = Double.isNaN(best) ? "" : String.format(Locale.ROOT, ", %.2f× best NCCL", best / b.passUs());
-            labels.add(String.format(Locale.ROOT, "%.1f µs (%.2f µs per all-reduce%s)", b.passUs(), b.timeUs(),
-                    b.kind() == SweepSeries.Kind.BASELINE ? "" : speed));
+            String tail = switch (b.kind()) {
+                case BASELINE -> "";
+                case FELL_BACK -> ", measured NCCL, not " + b.label();
+                case AR4J -> speed;
+            };
+            labels.add(String.format(Locale.ROOT, "%.1f µs (%.2f µs per all-reduce%s)", b.passUs(), b.timeUs(), tail));
         }
         BarRenderer renderer = new BarRenderer() {
             private static final long serialVersionUID = 1L;
