@@ -1,50 +1,141 @@
 package dev.ar4j.nccl;
 
 import dev.ar4j.DType;
+import dev.ar4j.bindings.nccl.ncclConfig_v23000;
 import dev.ar4j.bindings.nccl.nccl_h;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 
+import java.lang.foreign.AddressLayout;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 
 /**
  * One rank's NCCL communicator ({@code ncclComm_t}), bound to the device that was current when it
- * was made. Owned: {@link #close()} destroys it and {@link #abort()} aborts it; whichever comes first
- * runs, exactly once, and the other then does nothing. Use after that throws {@link IllegalStateException}.
+ * was made. Owned: exactly one of {@link #close()}, {@link #destroyOrAbort(boolean)} and
+ * {@link #abort()} frees it, and never while another thread is inside a call on it.
+ *
+ * <p>Two kinds. {@link #initRank(NcclUniqueId, int, int, Duration)} makes a <b>non-blocking</b>
+ * communicator ({@code blocking = 0}): no NCCL call blocks; each wait for NCCL
+ * ({@code ncclInProgress}) is a poll of {@code ncclCommGetAsyncError} bounded by the timeout given
+ * at init, ended early by {@link #abort()} from any thread, and a wait that expires aborts the
+ * communicator and throws {@link NcclTimeoutException}. {@link #initRank(NcclUniqueId, int, int)}
+ * makes a blocking one, as before: its init has no deadline.
+ *
+ * <p>The collectives are in {@link #collectives()}; {@link #allReduceSum} stays here. Use after
+ * close or abort throws {@link IllegalStateException}; so does use after a fatal NCCL error
+ * ({@link #isFailed()}), after which only close or abort make sense.
  */
 public final class NcclCommunicator implements AutoCloseable {
     /** {@code NCCL_WIN_DEFAULT}. */
-    public static final int WINDOW_DEFAULT = nccl_h.NCCL_WIN_DEFAULT();
+    public static final int WINDOW_DEFAULT = 0x00;
     /** {@code NCCL_WIN_COLL_SYMMETRIC}: every rank registers a buffer of the same size from {@code ncclMemAlloc}. */
-    public static final int WINDOW_COLLECTIVE_SYMMETRIC = nccl_h.NCCL_WIN_COLL_SYMMETRIC();
+    public static final int WINDOW_COLLECTIVE_SYMMETRIC = 0x01;
     /** {@code NCCL_WIN_STRICT_ORDERING}. */
-    public static final int WINDOW_STRICT_ORDERING = nccl_h.NCCL_WIN_STRICT_ORDERING();
+    public static final int WINDOW_STRICT_ORDERING = 0x02;
+    /** {@code NCCL_SPLIT_NOCOLOR}: the color of a rank that takes part in a {@link #split} but joins no new communicator. */
+    public static final int SPLIT_NO_COLOR = -1;
+    /** The bound on each NCCL wait of a communicator made by the blocking {@link #initRank(NcclUniqueId, int, int)}. */
+    public static final Duration BLOCKING_WAIT_TIMEOUT = Duration.ofMinutes(5);
 
+    /** How long close and abort wait for calls on other threads to leave before giving up on freeing. */
+    private static final long QUIESCE_NANOS = 2_000_000_000L;
+    private static final System.Logger LOG = System.getLogger(NcclCommunicator.class.getName());
+
+    private final NcclCalls calls;
     private final MemorySegment comm;
     private final int rank;
     private final int nranks;
     private final int device;
-    private final AtomicBoolean ended = new AtomicBoolean();
+    private final boolean blocking;
+    private final Duration timeout;
+    private final long timeoutNanos;
+    private final NcclSupport support;
+    private final CallGuard guard = new CallGuard();
+    private final NcclCollectives collectives;
+    private final String site;
+    private volatile NcclException failure;
+    private volatile boolean abortRequested;
+    private volatile int computeCapabilityMajor;
 
-    private NcclCommunicator(MemorySegment comm, int rank, int nranks, int device) {
+    NcclCommunicator(NcclCalls calls, MemorySegment comm, int rank, int nranks, int device, boolean blocking,
+                     Duration timeout, NcclSupport support) {
+        this.calls = calls;
         this.comm = comm;
         this.rank = rank;
         this.nranks = nranks;
         this.device = device;
+        this.blocking = blocking;
+        this.timeout = timeout;
+        this.timeoutNanos = NcclTiming.toNanos(timeout);
+        this.support = support;
+        this.site = NcclArguments.site(rank, nranks);
+        this.collectives = new NcclCollectives(this);
     }
 
     /**
      * Joins the communicator named by {@code id} as {@code rank} of {@code nranks}, on the calling
-     * thread's current device ({@code ncclCommInitRank}). Blocks until all ranks have joined.
+     * thread's current device ({@code ncclCommInitRank}), blocking until all ranks have joined,
+     * with no deadline. Prefer {@link #initRank(NcclUniqueId, int, int, Duration)}.
      *
      * @throws IllegalArgumentException unless {@code nranks >= 1} and {@code 0 <= rank < nranks}
      */
     public static NcclCommunicator initRank(NcclUniqueId id, int nranks, int rank) {
+        checkInitArguments(id, nranks, rank);
+        Nccl.ensureLoaded();
+        NcclCalls calls = NativeNcclCalls.INSTANCE;
+        String call = "ncclCommInitRank(rank " + rank + " of " + nranks + ")";
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
+            NcclErrors.check(nccl_h.ncclCommInitRank(out, nranks, id.toStruct(arena), rank), call, MemorySegment.NULL);
+            MemorySegment comm = out.get(ValueLayout.ADDRESS, 0);
+            return finishInit(calls, comm, rank, nranks, true, BLOCKING_WAIT_TIMEOUT, NcclSupport.installed(), arena);
+        }
+    }
+
+    /**
+     * Joins the communicator named by {@code id} as {@code rank} of {@code nranks}, on the calling
+     * thread's current device, without blocking ({@code ncclCommInitRankConfig} with
+     * {@code blocking = 0}, then {@code ncclCommGetAsyncError} polled until NCCL reports success).
+     * {@code timeout} bounds the init and, afterwards, every wait of this communicator.
+     *
+     * @throws NcclTimeoutException     if the group has not formed within {@code timeout} (usually a
+     *                                  rank that never started); the communicator was aborted
+     * @throws NcclException            if NCCL failed the init; the communicator was aborted
+     * @throws NcclUnsupportedException if the loaded NCCL is older than 2.14
+     * @throws IllegalArgumentException unless {@code nranks >= 1}, {@code 0 <= rank < nranks} and
+     *                                  {@code timeout} is positive
+     */
+    public static NcclCommunicator initRank(NcclUniqueId id, int nranks, int rank, Duration timeout) {
+        return initRank(id, nranks, rank, timeout, () -> false);
+    }
+
+    /**
+     * {@link #initRank(NcclUniqueId, int, int, Duration)} that also ends, by aborting the
+     * half-made communicator and throwing {@link NcclAbortedException}, as soon as
+     * {@code cancelled} returns true (asked every poll, i.e. at least once a millisecond, on the
+     * calling thread): how a watchdog or an application's {@code abort()} stops an init whose
+     * peers are gone without waiting for the timeout.
+     */
+    public static NcclCommunicator initRank(NcclUniqueId id, int nranks, int rank, Duration timeout,
+                                            BooleanSupplier cancelled) {
+        checkInitArguments(id, nranks, rank);
+        NcclTiming.requirePositive(timeout, "the NCCL init timeout");
+        Objects.requireNonNull(cancelled, "cancelled");
+        Nccl.ensureLoaded();
+        NcclSupport support = NcclSupport.installed();
+        support.requireFeature("a non-blocking communicator (ncclCommInitRankConfig, blocking = 0)",
+                NcclSupport.NON_BLOCKING, initCall(rank, nranks), "the blocking initRank(id, nranks, rank)");
+        return initNonBlocking(NativeNcclCalls.INSTANCE, support, id, nranks, rank, timeout, cancelled);
+    }
+
+    private static void checkInitArguments(NcclUniqueId id, int nranks, int rank) {
         Objects.requireNonNull(id, "id");
         if (nranks < 1) {
             throw new IllegalArgumentException("nranks must be >= 1, got " + nranks);
@@ -52,24 +143,108 @@ public final class NcclCommunicator implements AutoCloseable {
         if (rank < 0 || rank >= nranks) {
             throw new IllegalArgumentException("rank must be in [0, " + nranks + "), got " + rank);
         }
-        Nccl.ensureLoaded();
+    }
+
+    private static String initCall(int rank, int nranks) {
+        return "ncclCommInitRankConfig(rank " + rank + " of " + nranks + ", non-blocking)";
+    }
+
+    /** The init state machine over {@code calls}: start, poll until settled, abort on failure, timeout or cancel. */
+    static NcclCommunicator initNonBlocking(NcclCalls calls, NcclSupport support, NcclUniqueId id, int nranks, int rank,
+                                            Duration timeout, BooleanSupplier cancelled) {
+        String call = initCall(rank, nranks);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            NcclErrors.check(nccl_h.ncclCommInitRank(out, nranks, id.toStruct(arena), rank),
-                    "ncclCommInitRank(rank " + rank + " of " + nranks + ")", MemorySegment.NULL);
+            int result = calls.commInitRankConfig(out, nranks, id.toStruct(arena), rank, nonBlockingConfig(arena));
             MemorySegment comm = out.get(ValueLayout.ADDRESS, 0);
-            MemorySegment device = arena.allocate(ValueLayout.JAVA_INT);
-            int result = nccl_h.ncclCommCuDevice(comm, device);
-            if (result != 0) {
-                NcclException e = NcclErrors.exception(result, "ncclCommCuDevice", comm);
-                int destroyed = nccl_h.ncclCommDestroy(comm);
-                if (destroyed != 0) {
-                    e.addSuppressed(NcclErrors.exception(destroyed, "ncclCommDestroy after a failed init", MemorySegment.NULL));
-                }
-                throw e;
+            if (result != NcclErrors.SUCCESS && result != NcclErrors.IN_PROGRESS) {
+                throw abortAfterFailedInit(calls, comm, NcclErrors.exception(calls, result, call, comm), rank);
             }
-            return new NcclCommunicator(comm, rank, nranks, device.get(ValueLayout.JAVA_INT, 0));
+            if (comm.address() == 0) {
+                throw NcclErrors.exception(calls, NcclErrors.INTERNAL_ERROR, call + " returned "
+                        + NcclErrors.resultName(result) + " but no communicator", MemorySegment.NULL);
+            }
+            AsyncStateWait.Result wait = AsyncStateWait.await(calls, comm, NcclTiming.toNanos(timeout), cancelled,
+                    arena.allocate(ValueLayout.JAVA_INT));
+            switch (wait.outcome()) {
+                case SETTLED -> {
+                    if (wait.state() != NcclErrors.SUCCESS) {
+                        throw abortAfterFailedInit(calls, comm,
+                                NcclErrors.exception(calls, wait.state(), call + ", asynchronously", comm), rank);
+                    }
+                }
+                case TIMED_OUT -> throw abortAfterFailedInit(calls, comm, new NcclTimeoutException(call
+                        + ": the group did not form within " + NcclTiming.format(timeout) + " (NCCL still reported"
+                        + " ncclInProgress after " + NcclTiming.formatNanos(wait.waitedNanos()) + ", waiting for all "
+                        + nranks + " ranks to join). Usually a rank never started or crashed, or was given another"
+                        + " unique id or nranks, or the ranks cannot reach each other (NCCL_SOCKET_IFNAME). This rank's"
+                        + " half-made communicator was aborted (ncclCommAbort). Start every rank of the group with the"
+                        + " same unique id and nranks, or raise the timeout" + lastErrorTail(calls, comm),
+                        call, rank, nranks, timeout, calls.lastError(comm)), rank);
+                case STOPPED -> throw abortAfterFailedInit(calls, comm, new NcclAbortedException(call
+                        + ": the init was cancelled after " + NcclTiming.formatNanos(wait.waitedNanos())
+                        + " (the cancel condition turned true while NCCL was still connecting); this rank's"
+                        + " half-made communicator was aborted (ncclCommAbort). Make a new one to retry",
+                        call, rank, null), rank);
+            }
+            return finishInit(calls, comm, rank, nranks, false, timeout, support, arena);
         }
+    }
+
+    private static String lastErrorTail(NcclCalls calls, MemorySegment comm) {
+        String last = calls.lastError(comm);
+        return last.isEmpty() ? "" : "; NCCL's last error: " + last;
+    }
+
+    private static NcclException abortAfterFailedInit(NcclCalls calls, MemorySegment comm, NcclException e, int rank) {
+        if (comm.address() != 0) {
+            int aborted = calls.commAbort(comm);
+            if (aborted != NcclErrors.SUCCESS) {
+                e.addSuppressed(NcclErrors.exception(calls, aborted, "ncclCommAbort(rank " + rank + ") after a failed init",
+                        MemorySegment.NULL));
+            }
+        }
+        return e;
+    }
+
+    private static NcclCommunicator finishInit(NcclCalls calls, MemorySegment comm, int rank, int nranks,
+                                               boolean blocking, Duration timeout, NcclSupport support, Arena arena) {
+        MemorySegment device = arena.allocate(ValueLayout.JAVA_INT);
+        int result = calls.commCuDevice(comm, device);
+        if (result != NcclErrors.SUCCESS) {
+            NcclException e = NcclErrors.exception(calls, result, "ncclCommCuDevice(rank " + rank + " of " + nranks + ")",
+                    comm);
+            int aborted = calls.commAbort(comm);
+            if (aborted != NcclErrors.SUCCESS) {
+                e.addSuppressed(NcclErrors.exception(calls, aborted, "ncclCommAbort after a failed init", MemorySegment.NULL));
+            }
+            throw e;
+        }
+        return new NcclCommunicator(calls, comm, rank, nranks, device.get(ValueLayout.JAVA_INT, 0), blocking, timeout,
+                support);
+    }
+
+    /**
+     * An {@code ncclConfig_t} as {@code NCCL_CONFIG_INITIALIZER} makes it (size, magic, the header's
+     * version, every attribute undefined), with {@code blocking = 0}. NCCL reads at most its own
+     * {@code sizeof(ncclConfig_t)} of it, so an older library takes it too.
+     */
+    static MemorySegment nonBlockingConfig(Arena arena) {
+        MemorySegment config = ncclConfig_v23000.allocate(arena);
+        long offset = 0;
+        for (MemoryLayout member : ncclConfig_v23000.layout().memberLayouts()) {
+            if (member instanceof ValueLayout.OfInt) {
+                config.set(ValueLayout.JAVA_INT, offset, nccl_h.NCCL_CONFIG_UNDEF_INT());
+            } else if (member instanceof AddressLayout) {
+                config.set(ValueLayout.ADDRESS, offset, nccl_h.NCCL_CONFIG_UNDEF_PTR());
+            }
+            offset += member.byteSize();
+        }
+        ncclConfig_v23000.size(config, ncclConfig_v23000.layout().byteSize());
+        ncclConfig_v23000.magic(config, nccl_h.NCCL_API_MAGIC());
+        ncclConfig_v23000.version(config, nccl_h.NCCL_VERSION_CODE());
+        ncclConfig_v23000.blocking(config, 0);
+        return config;
     }
 
     /** This rank. */
@@ -87,45 +262,56 @@ public final class NcclCommunicator implements AutoCloseable {
         return device;
     }
 
+    /** True for a communicator made by the blocking {@link #initRank(NcclUniqueId, int, int)}. */
+    public boolean isBlocking() {
+        return blocking;
+    }
+
+    /** The bound on each wait of this communicator (the init timeout; {@link #BLOCKING_WAIT_TIMEOUT} for a blocking one). */
+    public Duration timeout() {
+        return timeout;
+    }
+
+    /** The loaded NCCL's version. */
+    public NcclVersion ncclVersion() {
+        return support.version();
+    }
+
+    /** The collectives on this communicator. */
+    public NcclCollectives collectives() {
+        return collectives;
+    }
+
     /** The {@code ncclComm_t} as a zero-length segment. */
     public MemorySegment handle() {
         ensureOpen();
         return comm;
     }
 
-    /** False once closed or aborted. */
+    /** False once closed or aborted (or while that is under way). */
     public boolean isOpen() {
-        return !ended.get();
+        return !guard.isClosing();
+    }
+
+    /** True once NCCL reported a fatal error on this communicator or a wait on it expired; close then aborts. */
+    public boolean isFailed() {
+        return failure != null;
+    }
+
+    /** The first fatal failure, if {@link #isFailed()}. */
+    public Optional<NcclException> failure() {
+        return Optional.ofNullable(failure);
     }
 
     /**
-     * Enqueues an in-place or out-of-place sum all-reduce of {@code count} elements on {@code stream}.
+     * Enqueues an in-place or out-of-place sum all-reduce of {@code count} elements on {@code stream}:
+     * {@link NcclCollectives#allReduce(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, CudaStream)}
+     * with {@link NcclReduction#SUM}.
      *
      * @throws IllegalArgumentException if a buffer is on another device or smaller than {@code count} elements
      */
     public void allReduceSum(DeviceBuffer send, DeviceBuffer receive, long count, DType dtype, CudaStream stream) {
-        Objects.requireNonNull(send, "send");
-        Objects.requireNonNull(receive, "receive");
-        Objects.requireNonNull(dtype, "dtype");
-        Objects.requireNonNull(stream, "stream");
-        if (count < 0) {
-            throw new IllegalArgumentException("count must be >= 0, got " + count);
-        }
-        long bytes = Math.multiplyExact(count, (long) dtype.byteSize());
-        checkBuffer(send, bytes, "send");
-        checkBuffer(receive, bytes, "receive");
-        allReduceSum(send.address(), receive.address(), count, dtype, stream.handle());
-    }
-
-    private void checkBuffer(DeviceBuffer buffer, long bytes, String role) {
-        if (buffer.device() != device) {
-            throw new IllegalArgumentException("the " + role + " buffer is on device " + buffer.device()
-                    + " but this communicator uses device " + device);
-        }
-        if (buffer.byteSize() < bytes) {
-            throw new IllegalArgumentException("the " + role + " buffer has " + buffer.byteSize() + " bytes; the call needs "
-                    + bytes);
-        }
+        collectives.allReduce(send, receive, count, NcclDataType.of(dtype), NcclReduction.SUM, stream);
     }
 
     /**
@@ -134,12 +320,7 @@ public final class NcclCommunicator implements AutoCloseable {
      * (a {@code cudaStream_t}; 0 is the legacy default stream). No checks beyond NCCL's own.
      */
     public void allReduceSum(long sendAddress, long receiveAddress, long count, DType dtype, long streamHandle) {
-        ensureOpen();
-        int result = nccl_h.ncclAllReduce(MemorySegment.ofAddress(sendAddress), MemorySegment.ofAddress(receiveAddress),
-                count, Nccl.dataType(dtype), nccl_h.ncclSum(), comm, MemorySegment.ofAddress(streamHandle));
-        if (result != 0) {
-            throw NcclErrors.exception(result, "ncclAllReduce(" + count + " x " + dtype + ", sum)", comm);
-        }
+        collectives.allReduce(sendAddress, receiveAddress, count, NcclDataType.of(dtype), NcclReduction.SUM, streamHandle);
     }
 
     /**
@@ -151,68 +332,418 @@ public final class NcclCommunicator implements AutoCloseable {
      * @param flags {@link #WINDOW_DEFAULT}, {@link #WINDOW_COLLECTIVE_SYMMETRIC}, {@link #WINDOW_STRICT_ORDERING}, or'ed
      */
     public NcclWindow registerWindow(DeviceBuffer buffer, int flags) {
-        ensureOpen();
         Objects.requireNonNull(buffer, "buffer");
+        String call = "ncclCommWindowRegister(" + buffer + ", flags " + flags + ")";
+        enter(call);
+        int result;
+        MemorySegment window;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            int result = nccl_h.ncclCommWindowRegister(comm, buffer.segment(), buffer.byteSize(), out, flags);
-            if (result != 0) {
-                throw NcclErrors.exception(result, "ncclCommWindowRegister(" + buffer + ", flags " + flags + ")", comm);
-            }
-            return new NcclWindow(this, out.get(ValueLayout.ADDRESS, 0), buffer);
+            result = settle(nccl_h.ncclCommWindowRegister(comm, buffer.segment(), buffer.byteSize(), out, flags));
+            window = out.get(ValueLayout.ADDRESS, 0);
+        } finally {
+            exit();
         }
+        if (result != NcclErrors.SUCCESS) {
+            throw fail(result, call);
+        }
+        return new NcclWindow(this, window, buffer);
+    }
+
+    /** Deregisters a window of this communicator (collective); nothing once the communicator is closed. */
+    void deregisterWindow(MemorySegment window) {
+        if (!guard.enter()) {
+            return;
+        }
+        int result;
+        try {
+            result = settle(nccl_h.ncclCommWindowDeregister(comm, window));
+        } finally {
+            exit();
+        }
+        if (result != NcclErrors.SUCCESS) {
+            throw fail(result, "ncclCommWindowDeregister");
+        }
+    }
+
+    /**
+     * Splits this communicator ({@code ncclCommSplit}, collective over every rank of this one):
+     * ranks that pass the same {@code color} form a new communicator, ordered by {@code key}
+     * (ties by rank here). A rank that passes {@link #SPLIT_NO_COLOR} takes part and gets none.
+     * The new communicator inherits this one's configuration (non-blocking stays non-blocking,
+     * with the same timeout) and device, and is owned by the caller.
+     *
+     * @return the new communicator, empty for {@link #SPLIT_NO_COLOR}
+     * @throws IllegalArgumentException unless {@code color >= 0} or {@code color == SPLIT_NO_COLOR}
+     * @throws IllegalStateException    inside an {@link NcclGroup}
+     * @throws NcclTimeoutException     if the split did not complete in time (the new communicator
+     *                                  was aborted; this one is marked failed)
+     */
+    public Optional<NcclCommunicator> split(int color, int key) {
+        if (color < 0 && color != SPLIT_NO_COLOR) {
+            throw new IllegalArgumentException("split color must be >= 0, or SPLIT_NO_COLOR (-1) to join no new"
+                    + " communicator; got " + color);
+        }
+        String call = "ncclCommSplit(color " + color + ", key " + key + ") on rank " + rank + " of " + nranks;
+        if (NcclGroup.current() != null) {
+            throw new IllegalStateException(call + ": not supported inside an NcclGroup; split outside the group");
+        }
+        support.requireFeature("ncclCommSplit", NcclSupport.SPLIT, call, "a communicator of its own per sub-group (initRank)");
+        enter(call);
+        NcclException failed;
+        MemorySegment child;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
+            int result = calls.commSplit(comm, color, key, out, MemorySegment.NULL);
+            child = out.get(ValueLayout.ADDRESS, 0);
+            if (result == NcclErrors.IN_PROGRESS) {
+                MemorySegment watched = child.address() != 0 ? child : comm;
+                AsyncStateWait.Result wait = AsyncStateWait.await(calls, watched, timeoutNanos, guard::isClosing,
+                        arena.allocate(ValueLayout.JAVA_INT));
+                result = switch (wait.outcome()) {
+                    case SETTLED -> wait.state();
+                    case TIMED_OUT -> NcclTiming.WAIT_TIMED_OUT;
+                    case STOPPED -> NcclTiming.WAIT_STOPPED;
+                };
+            }
+            if (result == NcclErrors.SUCCESS) {
+                if (child.address() == 0) {
+                    return Optional.empty();
+                }
+                MemorySegment value = arena.allocate(ValueLayout.JAVA_INT);
+                int childRank = query(calls.commUserRank(child, value), value, "ncclCommUserRank", child);
+                int childCount = query(calls.commCount(child, value), value, "ncclCommCount", child);
+                int childDevice = query(calls.commCuDevice(child, value), value, "ncclCommCuDevice", child);
+                return Optional.of(new NcclCommunicator(calls, child, childRank, childCount, childDevice, blocking,
+                        timeout, support));
+            }
+            failed = describeFailure(result, call);
+        } catch (NcclException e) {
+            failed = e;
+            child = MemorySegment.NULL;
+        } finally {
+            exit();
+        }
+        if (child.address() != 0) {
+            int aborted = calls.commAbort(child);
+            if (aborted != NcclErrors.SUCCESS) {
+                failed.addSuppressed(NcclErrors.exception(calls, aborted, "ncclCommAbort of the half-made split communicator",
+                        MemorySegment.NULL));
+            }
+        }
+        throw failed;
+    }
+
+    private int query(int result, MemorySegment value, String what, MemorySegment child) {
+        if (result != NcclErrors.SUCCESS) {
+            NcclException e = NcclErrors.exception(calls, result, what + " of the communicator split from rank " + rank,
+                    child);
+            int aborted = calls.commAbort(child);
+            if (aborted != NcclErrors.SUCCESS) {
+                e.addSuppressed(NcclErrors.exception(calls, aborted, "ncclCommAbort of the split communicator",
+                        MemorySegment.NULL));
+            }
+            throw e;
+        }
+        return value.get(ValueLayout.JAVA_INT, 0);
     }
 
     /**
      * An error NCCL met asynchronously (a peer died, a timeout) as an exception, or empty
-     * ({@code ncclCommGetAsyncError}; {@code ncclInProgress} counts as no error).
+     * ({@code ncclCommGetAsyncError}; {@code ncclInProgress} counts as no error). Safe from any
+     * thread, e.g. a watchdog. A fatal error also marks the communicator failed.
      */
     public Optional<NcclException> asyncError() {
-        ensureOpen();
+        NcclException failed = failure;
+        if (failed != null) {
+            return Optional.of(failed);
+        }
+        String call = "ncclCommGetAsyncError(rank " + rank + " of " + nranks + ")";
+        enter(call);
+        int query;
+        int state;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
-            NcclErrors.check(nccl_h.ncclCommGetAsyncError(comm, out), "ncclCommGetAsyncError", comm);
-            int async = out.get(ValueLayout.JAVA_INT, 0);
-            if (async == nccl_h.ncclSuccess() || async == nccl_h.ncclInProgress()) {
-                return Optional.empty();
-            }
-            return Optional.of(NcclErrors.exception(async, "asynchronous NCCL operation on rank " + rank, comm));
+            query = calls.commGetAsyncError(comm, out);
+            state = out.get(ValueLayout.JAVA_INT, 0);
+        } finally {
+            exit();
         }
+        if (query != NcclErrors.SUCCESS) {
+            throw fail(query, call);
+        }
+        if (state == NcclErrors.SUCCESS || state == NcclErrors.IN_PROGRESS) {
+            return Optional.empty();
+        }
+        NcclException e = NcclErrors.exception(calls, state, "asynchronous NCCL operation on rank " + rank + " of "
+                + nranks, comm);
+        markFailed(e);
+        return Optional.of(e);
     }
 
-    /** NCCL's last error message for this communicator ({@code ncclGetLastError}); empty if none. */
+    /** NCCL's last error message ({@code ncclGetLastError}); empty if none. */
     public String lastError() {
         ensureOpen();
-        MemorySegment message = nccl_h.ncclGetLastError(comm);
-        return message.address() == 0 ? "" : message.reinterpret(Long.MAX_VALUE).getString(0);
+        return calls.lastError(comm);
     }
 
     void ensureOpen() {
-        if (ended.get()) {
+        if (guard.isClosing()) {
             throw new IllegalStateException(this + " is closed or aborted");
         }
     }
 
-    /**
-     * Aborts the communicator ({@code ncclCommAbort}): stops its pending operations and frees it.
-     * Use when a peer is gone. Does nothing if already closed or aborted.
-     */
-    public void abort() {
-        if (ended.compareAndSet(false, true)) {
-            NcclErrors.check(nccl_h.ncclCommAbort(comm), "ncclCommAbort(rank " + rank + ")", MemorySegment.NULL);
+    // ---- the call protocol the collectives use: enter, native call, settle, exit, fail ----
+
+    /** Counts a call in (and into the thread's open {@link NcclGroup}), or throws if closed or failed. */
+    void enter(String call) {
+        if (!guard.enter()) {
+            throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + ": the communicator is closed"
+                    + " or aborted" + (failure == null ? "" : " after " + failure.getMessage()), failure);
+        }
+        NcclException failed = failure;
+        if (failed != null) {
+            guard.exit();
+            throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + ": the communicator failed"
+                    + " earlier and must be aborted (close() does that) and made again: " + failed.getMessage(), failed);
+        }
+        NcclGroup group = NcclGroup.current();
+        if (group != null) {
+            group.join(this);
         }
     }
 
-    /** Destroys the communicator ({@code ncclCommDestroy}) once; does nothing if already closed or aborted. */
+    void exit() {
+        guard.exit();
+    }
+
+    MemorySegment comm() {
+        return comm;
+    }
+
+    /** {@code "on rank r of n"}, for messages. */
+    String site() {
+        return site;
+    }
+
+    NcclSupport support() {
+        return support;
+    }
+
+    /** The device's compute capability (major), asked once. */
+    int computeCapabilityMajor() {
+        int major = computeCapabilityMajor;
+        if (major == 0) {
+            major = calls.computeCapabilityMajor(device);
+            computeCapabilityMajor = major;
+        }
+        return major;
+    }
+
+    /**
+     * The final result of a native call made between {@link #enter} and {@link #exit}: an
+     * {@code ncclInProgress} is waited out (bounded by {@link #timeout()}, ended by an abort), except
+     * inside an {@link NcclGroup}, whose end settles it.
+     */
+    int settle(int result) {
+        if (result != NcclErrors.IN_PROGRESS) {
+            return result;
+        }
+        if (NcclGroup.current() != null) {
+            return NcclErrors.SUCCESS;
+        }
+        return awaitState();
+    }
+
+    /** Waits out the {@code ncclInProgress} of a group that used this communicator, once the group has ended. */
+    void settleGroup() {
+        String call = "ncclGroupEnd";
+        if (!guard.enter()) {
+            throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + ": the communicator was closed"
+                    + " or aborted while the group was open");
+        }
+        int result;
+        try {
+            result = awaitState();
+        } finally {
+            exit();
+        }
+        if (result != NcclErrors.SUCCESS) {
+            throw fail(result, call);
+        }
+    }
+
+    /** Polls the state until it settles; between {@link #enter} and {@link #exit}. */
+    int awaitState() {
+        try (Arena arena = Arena.ofConfined()) {
+            AsyncStateWait.Result wait = AsyncStateWait.await(calls, comm, timeoutNanos, guard::isClosing,
+                    arena.allocate(ValueLayout.JAVA_INT));
+            return switch (wait.outcome()) {
+                case SETTLED -> wait.state();
+                case TIMED_OUT -> NcclTiming.WAIT_TIMED_OUT;
+                case STOPPED -> NcclTiming.WAIT_STOPPED;
+            };
+        }
+    }
+
+    /**
+     * The exception for a call's final result (after {@link #exit}): a timeout aborts the
+     * communicator first; a fatal NCCL error marks it failed.
+     */
+    NcclException fail(int result, String call) {
+        NcclException e = describeFailure(result, call);
+        if (e instanceof NcclTimeoutException) {
+            try {
+                abort();
+            } catch (RuntimeException abortFailure) {
+                e.addSuppressed(abortFailure);
+            }
+        }
+        return e;
+    }
+
+    private NcclException describeFailure(int result, String call) {
+        String where = call + " on rank " + rank + " of " + nranks;
+        if (result == NcclTiming.WAIT_TIMED_OUT) {
+            NcclException e = new NcclTimeoutException(where + ": NCCL still reported ncclInProgress after "
+                    + NcclTiming.format(timeout) + ". A peer rank is probably gone, stuck, or making other calls (every"
+                    + " rank must make the same NCCL calls in the same order). The communicator is aborted; make a new"
+                    + " group" + lastErrorTail(calls, comm), call, rank, nranks, timeout, calls.lastError(comm));
+            markFailed(e);
+            return e;
+        }
+        if (result == NcclTiming.WAIT_STOPPED) {
+            return new NcclAbortedException(where + ": the communicator was aborted (abort() on another thread) while"
+                    + " this call waited for NCCL; make a new group", call, rank, failure);
+        }
+        NcclException e = NcclErrors.exception(calls, result, where, comm);
+        if (NcclErrors.isFatal(result)) {
+            markFailed(e);
+        }
+        return e;
+    }
+
+    private void markFailed(NcclException e) {
+        if (failure == null) {
+            failure = e;
+        }
+    }
+
+    // ---- ending ----
+
+    /**
+     * Aborts the communicator ({@code ncclCommAbort}): stops its pending operations and frees it.
+     * Safe from any thread: waits on other threads end with {@link NcclAbortedException}, and the
+     * communicator is freed once they have left (they leave within about a millisecond on a
+     * non-blocking communicator). If a close is already under way, makes it abort instead of
+     * waiting for its finalize. Does nothing if already closed or aborted.
+     */
+    public void abort() {
+        abortRequested = true;
+        if (!guard.beginClose()) {
+            return;
+        }
+        free(true);
+    }
+
+    /**
+     * Ends the communicator: {@link #destroyOrAbort(boolean) destroyOrAbort(false)}. Not collective
+     * for a blocking communicator; for a non-blocking one, the finalize waits (bounded) for the
+     * peers' outstanding work on this communicator.
+     */
     @Override
     public void close() {
-        if (ended.compareAndSet(false, true)) {
-            NcclErrors.check(nccl_h.ncclCommDestroy(comm), "ncclCommDestroy(rank " + rank + ")", MemorySegment.NULL);
+        destroyOrAbort(false);
+    }
+
+    /**
+     * Ends the communicator exactly once. Aborts it ({@code ncclCommAbort}) when
+     * {@code groupFailed}, when it {@link #isFailed() failed}, or when {@link #abort()} was asked
+     * for. Otherwise a non-blocking communicator is finalized ({@code ncclCommFinalize}: flushes the
+     * outstanding work, polled against {@link #timeout()}) and then destroyed; if the finalize
+     * fails or expires, the communicator is aborted and the failure thrown. A blocking one is
+     * destroyed ({@code ncclCommDestroy}) as before. Does nothing if already ended.
+     *
+     * @param groupFailed true when the caller knows the group failed (a peer lost, a kernel
+     *                    timeout): NCCL work may be outstanding that no peer will complete
+     */
+    public void destroyOrAbort(boolean groupFailed) {
+        if (!guard.beginClose()) {
+            return;
+        }
+        free(groupFailed || failure != null || abortRequested);
+    }
+
+    private void free(boolean abort) {
+        if (!guard.awaitQuiescent(QUIESCE_NANOS)) {
+            guard.closed();
+            String message = this + ": " + guard.inside() + " call(s) on other threads are still inside NCCL after "
+                    + NcclTiming.formatNanos(QUIESCE_NANOS) + "; the communicator is left allocated (leaked) rather than"
+                    + " freed under them. Only a blocking communicator can get here: prefer the non-blocking init";
+            LOG.log(System.Logger.Level.WARNING, message);
+            throw new IllegalStateException(message);
+        }
+        try {
+            if (abort) {
+                check(calls.commAbort(comm), "ncclCommAbort");
+            } else if (blocking) {
+                check(calls.commDestroy(comm), "ncclCommDestroy");
+            } else {
+                finalizeThenDestroy();
+            }
+        } finally {
+            guard.closed();
+        }
+    }
+
+    private void finalizeThenDestroy() {
+        String call = "ncclCommFinalize(rank " + rank + " of " + nranks + ")";
+        int result = calls.commFinalize(comm);
+        AsyncStateWait.Result wait = null;
+        if (result == NcclErrors.SUCCESS || result == NcclErrors.IN_PROGRESS) {
+            try (Arena arena = Arena.ofConfined()) {
+                wait = AsyncStateWait.await(calls, comm, timeoutNanos, () -> abortRequested,
+                        arena.allocate(ValueLayout.JAVA_INT));
+            }
+            if (wait.outcome() == AsyncStateWait.Outcome.SETTLED) {
+                result = wait.state();
+            }
+        }
+        if (wait != null && wait.outcome() == AsyncStateWait.Outcome.SETTLED && result == NcclErrors.SUCCESS) {
+            check(calls.commDestroy(comm), "ncclCommDestroy");
+            return;
+        }
+        NcclException e;
+        if (wait == null || wait.outcome() == AsyncStateWait.Outcome.SETTLED) {
+            e = NcclErrors.exception(calls, result, call, comm);
+        } else if (wait.outcome() == AsyncStateWait.Outcome.TIMED_OUT) {
+            e = new NcclTimeoutException(call + ": the peers' outstanding work on this communicator did not finish within "
+                    + NcclTiming.format(timeout) + " (a peer is gone or has not reached its close); the communicator was"
+                    + " aborted instead (ncclCommAbort)" + lastErrorTail(calls, comm), call, rank, nranks, timeout,
+                    calls.lastError(comm));
+        } else {
+            e = null; // abort() asked for during the finalize: abort quietly
+        }
+        int aborted = calls.commAbort(comm);
+        if (e == null) {
+            check(aborted, "ncclCommAbort");
+            return;
+        }
+        if (aborted != NcclErrors.SUCCESS) {
+            e.addSuppressed(NcclErrors.exception(calls, aborted, "ncclCommAbort(rank " + rank + ")", MemorySegment.NULL));
+        }
+        throw e;
+    }
+
+    private void check(int result, String what) {
+        if (result != NcclErrors.SUCCESS) {
+            throw NcclErrors.exception(calls, result, what + "(rank " + rank + " of " + nranks + ")", MemorySegment.NULL);
         }
     }
 
     @Override
     public String toString() {
-        return "NcclCommunicator[rank " + rank + " of " + nranks + ", device " + device + "]";
+        return "NcclCommunicator[rank " + rank + " of " + nranks + ", device " + device
+                + (blocking ? ", blocking" : ", non-blocking") + "]";
     }
 }

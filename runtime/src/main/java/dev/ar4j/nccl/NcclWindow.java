@@ -1,6 +1,5 @@
 package dev.ar4j.nccl;
 
-import dev.ar4j.bindings.nccl.nccl_h;
 import dev.ar4j.cuda.DeviceBuffer;
 
 import java.lang.foreign.MemorySegment;
@@ -44,9 +43,8 @@ public final class NcclWindow implements AutoCloseable {
     /** Deregisters the window (once; collective). */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true) && communicator.isOpen()) {
-            MemorySegment comm = communicator.handle();
-            NcclErrors.check(nccl_h.ncclCommWindowDeregister(comm, window), "ncclCommWindowDeregister", comm);
+        if (closed.compareAndSet(false, true)) {
+            communicator.deregisterWindow(window);
         }
     }
 }
