@@ -45,6 +45,27 @@ public final class NcclGroup implements AutoCloseable {
         return group;
     }
 
+    /**
+     * A group scope on the calling thread without {@code ncclGroupStart}, ended by
+     * {@link #leaveScope}: for testing how calls behave inside a group without NCCL.
+     */
+    static NcclGroup enterScope() {
+        NcclGroup group = new NcclGroup(CURRENT.get(), Thread.currentThread());
+        CURRENT.set(group);
+        return group;
+    }
+
+    /** Ends a scope from {@link #enterScope()} without {@code ncclGroupEnd}. */
+    static void leaveScope(NcclGroup group) {
+        group.closed = true;
+        CURRENT.set(group.outer);
+    }
+
+    /** The communicators the group's calls used, in order. */
+    List<NcclCommunicator> members() {
+        return List.copyOf(members);
+    }
+
     /** The innermost group open on the calling thread, or null. */
     static NcclGroup current() {
         return CURRENT.get();
