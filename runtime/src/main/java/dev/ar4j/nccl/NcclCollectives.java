@@ -95,7 +95,7 @@ public final class NcclCollectives {
     /**
      * Copies {@code count} elements of the root's {@code send} into every rank's {@code receive}
      * ({@code ncclBroadcast}); in place when they start at the same address. {@code send} is read
-     * only on the root and may be null elsewhere.
+     * only on the root and may be null elsewhere (NCCL is then passed NULL).
      */
     public void broadcast(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, int root,
                           CudaStream stream) {
@@ -106,7 +106,7 @@ public final class NcclCollectives {
         String need = count + " x " + type.ncclName();
         checkBuffer(BROADCAST, site, receive, bytes, comm.device(), "receive", need);
         checkStream(BROADCAST, site, stream, comm.device());
-        long sendAddress = receive.address();
+        long sendAddress = 0; // NULL: NCCL reads the send buffer only on the root
         if (comm.rank() == root) {
             Objects.requireNonNull(send, "send (the root's data)");
             checkBuffer(BROADCAST, site, send, bytes, comm.device(), "send", need);
@@ -145,7 +145,7 @@ public final class NcclCollectives {
     /**
      * {@code receive[i] = op over ranks of send[i]} on the root only ({@code ncclReduce}); in place
      * when they start at the same address. {@code receive} is written only on the root and may be
-     * null elsewhere.
+     * null elsewhere (NCCL is then passed NULL).
      */
     public void reduce(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, NcclReduction op,
                        int root, CudaStream stream) {
@@ -156,7 +156,7 @@ public final class NcclCollectives {
         String need = count + " x " + type.ncclName();
         checkBuffer(REDUCE, site, send, bytes, comm.device(), "send", need);
         checkStream(REDUCE, site, stream, comm.device());
-        long receiveAddress = send.address();
+        long receiveAddress = 0; // NULL: NCCL writes the receive buffer only on the root
         if (comm.rank() == root) {
             Objects.requireNonNull(receive, "receive (the root's result)");
             checkBuffer(REDUCE, site, receive, bytes, comm.device(), "receive", need);
