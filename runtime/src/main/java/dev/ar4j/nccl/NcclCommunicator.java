@@ -1,18 +1,13 @@
 package dev.ar4j.nccl;
 
 import dev.ar4j.DType;
-import dev.ar4j.bindings.nccl.ncclConfig_v23000;
-import dev.ar4j.bindings.nccl.nccl_h;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 
-import java.lang.foreign.AddressLayout;
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
 
@@ -87,16 +82,7 @@ public final class NcclCommunicator implements AutoCloseable {
      * @throws IllegalArgumentException unless {@code nranks >= 1} and {@code 0 <= rank < nranks}
      */
     public static NcclCommunicator initRank(NcclUniqueId id, int nranks, int rank) {
-        checkInitArguments(id, nranks, rank);
-        Nccl.ensureLoaded();
-        NcclCalls calls = NativeNcclCalls.INSTANCE;
-        String call = "ncclCommInitRank(rank " + rank + " of " + nranks + ")";
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            NcclErrors.check(nccl_h.ncclCommInitRank(out, nranks, id.toStruct(arena), rank), call, MemorySegment.NULL);
-            MemorySegment comm = out.get(ValueLayout.ADDRESS, 0);
-            return finishInit(calls, comm, rank, nranks, true, BLOCKING_WAIT_TIMEOUT, NcclSupport.installed(), arena);
-        }
+        return NcclCommInit.blocking(id, nranks, rank);
     }
 
     /**
@@ -125,126 +111,7 @@ public final class NcclCommunicator implements AutoCloseable {
      */
     public static NcclCommunicator initRank(NcclUniqueId id, int nranks, int rank, Duration timeout,
                                             BooleanSupplier cancelled) {
-        checkInitArguments(id, nranks, rank);
-        NcclTiming.requirePositive(timeout, "the NCCL init timeout");
-        Objects.requireNonNull(cancelled, "cancelled");
-        Nccl.ensureLoaded();
-        NcclSupport support = NcclSupport.installed();
-        support.requireFeature("a non-blocking communicator (ncclCommInitRankConfig, blocking = 0)",
-                NcclSupport.NON_BLOCKING, initCall(rank, nranks), "the blocking initRank(id, nranks, rank)");
-        return initNonBlocking(NativeNcclCalls.INSTANCE, support, id, nranks, rank, timeout, cancelled);
-    }
-
-    private static void checkInitArguments(NcclUniqueId id, int nranks, int rank) {
-        Objects.requireNonNull(id, "id");
-        if (nranks < 1) {
-            throw new IllegalArgumentException("nranks must be >= 1, got " + nranks);
-        }
-        if (rank < 0 || rank >= nranks) {
-            throw new IllegalArgumentException("rank must be in [0, " + nranks + "), got " + rank);
-        }
-    }
-
-    private static String initCall(int rank, int nranks) {
-        return "ncclCommInitRankConfig(rank " + rank + " of " + nranks + ", non-blocking)";
-    }
-
-    /** The init state machine over {@code calls}: start, poll until settled, abort on failure, timeout or cancel. */
-    static NcclCommunicator initNonBlocking(NcclCalls calls, NcclSupport support, NcclUniqueId id, int nranks, int rank,
-                                            Duration timeout, BooleanSupplier cancelled) {
-        String call = initCall(rank, nranks);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            int result = calls.commInitRankConfig(out, nranks, id.toStruct(arena), rank, nonBlockingConfig(arena));
-            MemorySegment comm = out.get(ValueLayout.ADDRESS, 0);
-            if (result != NcclErrors.SUCCESS && result != NcclErrors.IN_PROGRESS) {
-                throw abortAfterFailedInit(calls, comm, NcclErrors.exception(calls, result, call, comm), rank);
-            }
-            if (comm.address() == 0) {
-                throw NcclErrors.exception(calls, NcclErrors.INTERNAL_ERROR, call + " returned "
-                        + NcclErrors.resultName(result) + " but no communicator", MemorySegment.NULL);
-            }
-            AsyncStateWait.Result wait = AsyncStateWait.await(calls, comm, NcclTiming.toNanos(timeout), cancelled,
-                    arena.allocate(ValueLayout.JAVA_INT));
-            switch (wait.outcome()) {
-                case SETTLED -> {
-                    if (wait.state() != NcclErrors.SUCCESS) {
-                        throw abortAfterFailedInit(calls, comm,
-                                NcclErrors.exception(calls, wait.state(), call + ", asynchronously", comm), rank);
-                    }
-                }
-                case TIMED_OUT -> throw abortAfterFailedInit(calls, comm, new NcclTimeoutException(call
-                        + ": the group did not form within " + NcclTiming.format(timeout) + " (NCCL still reported"
-                        + " ncclInProgress after " + NcclTiming.formatNanos(wait.waitedNanos()) + ", waiting for all "
-                        + nranks + " ranks to join). Usually a rank never started or crashed, or was given another"
-                        + " unique id or nranks, or the ranks cannot reach each other (NCCL_SOCKET_IFNAME). This rank's"
-                        + " half-made communicator was aborted (ncclCommAbort). Start every rank of the group with the"
-                        + " same unique id and nranks, or raise the timeout" + lastErrorTail(calls, comm),
-                        call, rank, nranks, timeout, calls.lastError(comm)), rank);
-                case STOPPED -> throw abortAfterFailedInit(calls, comm, new NcclAbortedException(call
-                        + ": the init was cancelled after " + NcclTiming.formatNanos(wait.waitedNanos())
-                        + " (the cancel condition turned true while NCCL was still connecting); this rank's"
-                        + " half-made communicator was aborted (ncclCommAbort). Make a new one to retry",
-                        call, rank, null), rank);
-            }
-            return finishInit(calls, comm, rank, nranks, false, timeout, support, arena);
-        }
-    }
-
-    private static String lastErrorTail(NcclCalls calls, MemorySegment comm) {
-        String last = calls.lastError(comm);
-        return last.isEmpty() ? "" : "; NCCL's last error: " + last;
-    }
-
-    private static NcclException abortAfterFailedInit(NcclCalls calls, MemorySegment comm, NcclException e, int rank) {
-        if (comm.address() != 0) {
-            int aborted = calls.commAbort(comm);
-            if (aborted != NcclErrors.SUCCESS) {
-                e.addSuppressed(NcclErrors.exception(calls, aborted, "ncclCommAbort(rank " + rank + ") after a failed init",
-                        MemorySegment.NULL));
-            }
-        }
-        return e;
-    }
-
-    private static NcclCommunicator finishInit(NcclCalls calls, MemorySegment comm, int rank, int nranks,
-                                               boolean blocking, Duration timeout, NcclSupport support, Arena arena) {
-        MemorySegment device = arena.allocate(ValueLayout.JAVA_INT);
-        int result = calls.commCuDevice(comm, device);
-        if (result != NcclErrors.SUCCESS) {
-            NcclException e = NcclErrors.exception(calls, result, "ncclCommCuDevice(rank " + rank + " of " + nranks + ")",
-                    comm);
-            int aborted = calls.commAbort(comm);
-            if (aborted != NcclErrors.SUCCESS) {
-                e.addSuppressed(NcclErrors.exception(calls, aborted, "ncclCommAbort after a failed init", MemorySegment.NULL));
-            }
-            throw e;
-        }
-        return new NcclCommunicator(calls, comm, rank, nranks, device.get(ValueLayout.JAVA_INT, 0), blocking, timeout,
-                support);
-    }
-
-    /**
-     * An {@code ncclConfig_t} as {@code NCCL_CONFIG_INITIALIZER} makes it (size, magic, the header's
-     * version, every attribute undefined), with {@code blocking = 0}. NCCL reads at most its own
-     * {@code sizeof(ncclConfig_t)} of it, so an older library takes it too.
-     */
-    static MemorySegment nonBlockingConfig(Arena arena) {
-        MemorySegment config = ncclConfig_v23000.allocate(arena);
-        long offset = 0;
-        for (MemoryLayout member : ncclConfig_v23000.layout().memberLayouts()) {
-            if (member instanceof ValueLayout.OfInt) {
-                config.set(ValueLayout.JAVA_INT, offset, nccl_h.NCCL_CONFIG_UNDEF_INT());
-            } else if (member instanceof AddressLayout) {
-                config.set(ValueLayout.ADDRESS, offset, nccl_h.NCCL_CONFIG_UNDEF_PTR());
-            }
-            offset += member.byteSize();
-        }
-        ncclConfig_v23000.size(config, ncclConfig_v23000.layout().byteSize());
-        ncclConfig_v23000.magic(config, nccl_h.NCCL_API_MAGIC());
-        ncclConfig_v23000.version(config, nccl_h.NCCL_VERSION_CODE());
-        ncclConfig_v23000.blocking(config, 0);
-        return config;
+        return NcclCommInit.nonBlocking(id, nranks, rank, timeout, cancelled);
     }
 
     /** This rank. */
@@ -332,38 +199,7 @@ public final class NcclCommunicator implements AutoCloseable {
      * @param flags {@link #WINDOW_DEFAULT}, {@link #WINDOW_COLLECTIVE_SYMMETRIC}, {@link #WINDOW_STRICT_ORDERING}, or'ed
      */
     public NcclWindow registerWindow(DeviceBuffer buffer, int flags) {
-        Objects.requireNonNull(buffer, "buffer");
-        String call = "ncclCommWindowRegister(" + buffer + ", flags " + flags + ")";
-        enter(call);
-        int result;
-        MemorySegment window;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            result = settle(nccl_h.ncclCommWindowRegister(comm, buffer.segment(), buffer.byteSize(), out, flags));
-            window = out.get(ValueLayout.ADDRESS, 0);
-        } finally {
-            exit();
-        }
-        if (result != NcclErrors.SUCCESS) {
-            throw fail(result, call);
-        }
-        return new NcclWindow(this, window, buffer);
-    }
-
-    /** Deregisters a window of this communicator (collective); nothing once the communicator is closed. */
-    void deregisterWindow(MemorySegment window) {
-        if (!guard.enter()) {
-            return;
-        }
-        int result;
-        try {
-            result = settle(nccl_h.ncclCommWindowDeregister(comm, window));
-        } finally {
-            exit();
-        }
-        if (result != NcclErrors.SUCCESS) {
-            throw fail(result, "ncclCommWindowDeregister");
-        }
+        return NcclWindow.register(this, buffer, flags);
     }
 
     /**
@@ -410,12 +246,7 @@ public final class NcclCommunicator implements AutoCloseable {
                 if (child.address() == 0) {
                     return Optional.empty();
                 }
-                MemorySegment value = arena.allocate(ValueLayout.JAVA_INT);
-                int childRank = query(calls.commUserRank(child, value), value, "ncclCommUserRank", child);
-                int childCount = query(calls.commCount(child, value), value, "ncclCommCount", child);
-                int childDevice = query(calls.commCuDevice(child, value), value, "ncclCommCuDevice", child);
-                return Optional.of(new NcclCommunicator(calls, child, childRank, childCount, childDevice, blocking,
-                        timeout, support));
+                return Optional.of(NcclCommInit.adoptSplit(calls, child, rank, blocking, timeout, support, arena));
             }
             failed = describeFailure(result, call);
         } catch (NcclException e) {
@@ -432,20 +263,6 @@ public final class NcclCommunicator implements AutoCloseable {
             }
         }
         throw failed;
-    }
-
-    private int query(int result, MemorySegment value, String what, MemorySegment child) {
-        if (result != NcclErrors.SUCCESS) {
-            NcclException e = NcclErrors.exception(calls, result, what + " of the communicator split from rank " + rank,
-                    child);
-            int aborted = calls.commAbort(child);
-            if (aborted != NcclErrors.SUCCESS) {
-                e.addSuppressed(NcclErrors.exception(calls, aborted, "ncclCommAbort of the split communicator",
-                        MemorySegment.NULL));
-            }
-            throw e;
-        }
-        return value.get(ValueLayout.JAVA_INT, 0);
     }
 
     /**
@@ -511,6 +328,11 @@ public final class NcclCommunicator implements AutoCloseable {
         if (group != null) {
             group.join(this);
         }
+    }
+
+    /** Counts a call in unless the communicator is closing (then false, not counted); no group join. */
+    boolean enterIfOpen() {
+        return guard.enter();
     }
 
     void exit() {
@@ -608,7 +430,7 @@ public final class NcclCommunicator implements AutoCloseable {
             NcclException e = new NcclTimeoutException(where + ": NCCL still reported ncclInProgress after "
                     + NcclTiming.format(timeout) + ". A peer rank is probably gone, stuck, or making other calls (every"
                     + " rank must make the same NCCL calls in the same order). The communicator is aborted; make a new"
-                    + " group" + lastErrorTail(calls, comm), call, rank, nranks, timeout, calls.lastError(comm));
+                    + " group" + NcclErrors.lastErrorTail(calls, comm), call, rank, nranks, timeout, calls.lastError(comm));
             markFailed(e);
             return e;
         }
@@ -689,50 +511,11 @@ public final class NcclCommunicator implements AutoCloseable {
             } else if (blocking) {
                 check(calls.commDestroy(comm), "ncclCommDestroy");
             } else {
-                finalizeThenDestroy();
+                NcclFinalize.thenDestroy(calls, comm, rank, nranks, timeout, () -> abortRequested);
             }
         } finally {
             guard.closed();
         }
-    }
-
-    private void finalizeThenDestroy() {
-        String call = "ncclCommFinalize(rank " + rank + " of " + nranks + ")";
-        int result = calls.commFinalize(comm);
-        AsyncStateWait.Result wait = null;
-        if (result == NcclErrors.SUCCESS || result == NcclErrors.IN_PROGRESS) {
-            try (Arena arena = Arena.ofConfined()) {
-                wait = AsyncStateWait.await(calls, comm, timeoutNanos, () -> abortRequested,
-                        arena.allocate(ValueLayout.JAVA_INT));
-            }
-            if (wait.outcome() == AsyncStateWait.Outcome.SETTLED) {
-                result = wait.state();
-            }
-        }
-        if (wait != null && wait.outcome() == AsyncStateWait.Outcome.SETTLED && result == NcclErrors.SUCCESS) {
-            check(calls.commDestroy(comm), "ncclCommDestroy");
-            return;
-        }
-        NcclException e;
-        if (wait == null || wait.outcome() == AsyncStateWait.Outcome.SETTLED) {
-            e = NcclErrors.exception(calls, result, call, comm);
-        } else if (wait.outcome() == AsyncStateWait.Outcome.TIMED_OUT) {
-            e = new NcclTimeoutException(call + ": the peers' outstanding work on this communicator did not finish within "
-                    + NcclTiming.format(timeout) + " (a peer is gone or has not reached its close); the communicator was"
-                    + " aborted instead (ncclCommAbort)" + lastErrorTail(calls, comm), call, rank, nranks, timeout,
-                    calls.lastError(comm));
-        } else {
-            e = null; // abort() asked for during the finalize: abort quietly
-        }
-        int aborted = calls.commAbort(comm);
-        if (e == null) {
-            check(aborted, "ncclCommAbort");
-            return;
-        }
-        if (aborted != NcclErrors.SUCCESS) {
-            e.addSuppressed(NcclErrors.exception(calls, aborted, "ncclCommAbort(rank " + rank + ")", MemorySegment.NULL));
-        }
-        throw e;
     }
 
     private void check(int result, String what) {

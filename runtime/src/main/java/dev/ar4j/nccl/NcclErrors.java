@@ -76,6 +76,12 @@ final class NcclErrors {
         };
     }
 
+    /** {@code "; NCCL's last error: ..."}, or empty when NCCL has none. */
+    static String lastErrorTail(NcclCalls calls, MemorySegment comm) {
+        String last = calls.lastError(comm);
+        return last.isEmpty() ? "" : "; NCCL's last error: " + last;
+    }
+
     static String cString(MemorySegment pointer) {
         return pointer.address() == 0 ? "" : pointer.reinterpret(Long.MAX_VALUE).getString(0);
     }

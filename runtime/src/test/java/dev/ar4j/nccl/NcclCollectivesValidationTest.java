@@ -32,7 +32,7 @@ class NcclCollectivesValidationTest {
         nccl = new FakeNcclCalls();
         nccl.device = DEVICE;
         nccl.state = () -> NcclErrors.SUCCESS;
-        comm = NcclCommunicator.initNonBlocking(nccl, new NcclSupport(new NcclVersion(2, 30, 7)),
+        comm = NcclCommInit.nonBlocking(nccl, new NcclSupport(new NcclVersion(2, 30, 7)),
                 NcclUniqueId.fromBytes(new byte[NcclUniqueId.BYTES]), 4, 1, Duration.ofSeconds(5), () -> false);
         c = comm.collectives();
         stream = CudaStream.borrow(0x1234, DEVICE);
@@ -146,7 +146,7 @@ class NcclCollectivesValidationTest {
 
     @Test
     void anOlderNcclRefusesFp8AndAvgBeforeNcclIsCalled() {
-        NcclCommunicator old = NcclCommunicator.initNonBlocking(nccl, new NcclSupport(new NcclVersion(2, 9, 6)),
+        NcclCommunicator old = NcclCommInit.nonBlocking(nccl, new NcclSupport(new NcclVersion(2, 9, 6)),
                 NcclUniqueId.fromBytes(new byte[NcclUniqueId.BYTES]), 4, 1, Duration.ofSeconds(5), () -> false);
         NcclUnsupportedException avg = assertThrows(NcclUnsupportedException.class, () -> old.collectives()
                 .allReduce(1L, 1L, 4, NcclDataType.FLOAT32, NcclReduction.AVG, 0L));

@@ -51,7 +51,7 @@ class NcclElementsTest {
     void theGpuChecksReferencesAreExactInEveryTypeForOneTwoAndFourRanks() {
         for (int nranks : new int[]{1, 2, 4}) {
             FakeNcclCalls nccl = new FakeNcclCalls();
-            NcclCommunicator comm = NcclCommunicator.initNonBlocking(nccl, new NcclSupport(new NcclVersion(2, 30, 7)),
+            NcclCommunicator comm = NcclCommInit.nonBlocking(nccl, new NcclSupport(new NcclVersion(2, 30, 7)),
                     NcclUniqueId.fromBytes(new byte[NcclUniqueId.BYTES]), nranks, nranks - 1, Duration.ofSeconds(1),
                     () -> false);
             new NcclCollectiveChecks(comm, null, 0x5eed + nranks).requireExactReferences(40, 257);

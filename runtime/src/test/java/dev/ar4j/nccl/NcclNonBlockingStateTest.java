@@ -28,7 +28,7 @@ class NcclNonBlockingStateTest {
     private static final NcclUniqueId ID = NcclUniqueId.fromBytes(new byte[NcclUniqueId.BYTES]);
 
     private static NcclCommunicator init(FakeNcclCalls nccl, int nranks, int rank, Duration timeout) {
-        return NcclCommunicator.initNonBlocking(nccl, SUPPORT, ID, nranks, rank, timeout, () -> false);
+        return NcclCommInit.nonBlocking(nccl, SUPPORT, ID, nranks, rank, timeout, () -> false);
     }
 
     private static NcclCommunicator healthy(FakeNcclCalls nccl, Duration timeout) {
@@ -83,7 +83,7 @@ class NcclNonBlockingStateTest {
         nccl.state = () -> NcclErrors.IN_PROGRESS;
         AtomicInteger asked = new AtomicInteger();
         long start = System.nanoTime();
-        NcclAbortedException e = assertThrows(NcclAbortedException.class, () -> NcclCommunicator.initNonBlocking(
+        NcclAbortedException e = assertThrows(NcclAbortedException.class, () -> NcclCommInit.nonBlocking(
                 nccl, SUPPORT, ID, 4, 3, Duration.ofMinutes(10), () -> asked.incrementAndGet() > 20));
         assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(5));
         assertEquals(3, e.rank());
@@ -282,7 +282,7 @@ class NcclNonBlockingStateTest {
     void splitNeedsNccl218() {
         FakeNcclCalls nccl = new FakeNcclCalls();
         nccl.state = () -> NcclErrors.SUCCESS;
-        NcclCommunicator old = NcclCommunicator.initNonBlocking(nccl, new NcclSupport(new NcclVersion(2, 17, 1)), ID, 2, 0,
+        NcclCommunicator old = NcclCommInit.nonBlocking(nccl, new NcclSupport(new NcclVersion(2, 17, 1)), ID, 2, 0,
                 Duration.ofSeconds(1), () -> false);
         NcclUnsupportedException e = assertThrows(NcclUnsupportedException.class, () -> old.split(0, 0));
         assertTrue(e.getMessage().contains("ncclCommSplit needs NCCL 2.18.0 or newer; the loaded NCCL is 2.17.1"),

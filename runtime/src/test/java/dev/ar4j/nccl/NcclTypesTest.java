@@ -131,7 +131,7 @@ class NcclTypesTest {
     @Test
     void nonBlockingConfigIsTheInitializerWithBlockingZero() {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment config = NcclCommunicator.nonBlockingConfig(arena);
+            MemorySegment config = NcclCommInit.nonBlockingConfig(arena);
             assertEquals(ncclConfig_v23000.layout().byteSize(), ncclConfig_v23000.size(config));
             assertEquals(0xcafebeef, ncclConfig_v23000.magic(config));
             assertEquals(nccl_h.NCCL_VERSION_CODE(), ncclConfig_v23000.version(config));
