@@ -6,6 +6,7 @@ import dev.ar4j.cuda.DeviceBuffer;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
+import java.util.function.IntSupplier;
 
 import static dev.ar4j.nccl.NcclArguments.bytes;
 import static dev.ar4j.nccl.NcclArguments.checkBuffer;
@@ -37,9 +38,11 @@ public final class NcclCollectives {
     private static final String SAME_ADDRESS = "send and receive starting at the same address";
 
     private final NcclCommunicator comm;
+    private final IntSupplier computeCapabilityMajor;
 
     NcclCollectives(NcclCommunicator comm) {
         this.comm = comm;
+        this.computeCapabilityMajor = comm::computeCapabilityMajor;
     }
 
     /** The communicator these calls run on. */
@@ -339,7 +342,7 @@ public final class NcclCollectives {
     private void requireReduction(NcclDataType type, NcclReduction op, String call) {
         Objects.requireNonNull(type, "type");
         Objects.requireNonNull(op, "op");
-        comm.support().requireReduction(type, op, comm::computeCapabilityMajor, call, comm.site());
+        comm.support().requireReduction(type, op, computeCapabilityMajor, call, comm.site());
     }
 
     @Override

@@ -213,24 +213,26 @@ public final class NcclCommunicator implements AutoCloseable {
      * @throws IllegalArgumentException unless {@code color >= 0} or {@code color == SPLIT_NO_COLOR}
      * @throws IllegalStateException    inside an {@link NcclGroup}
      * @throws NcclTimeoutException     if the split did not complete in time (the new communicator
-     *                                  was aborted; this one is marked failed)
+     *                                  and this one were aborted)
      */
     public Optional<NcclCommunicator> split(int color, int key) {
         if (color < 0 && color != SPLIT_NO_COLOR) {
             throw new IllegalArgumentException("split color must be >= 0, or SPLIT_NO_COLOR (-1) to join no new"
                     + " communicator; got " + color);
         }
-        String call = "ncclCommSplit(color " + color + ", key " + key + ") on rank " + rank + " of " + nranks;
+        String call = "ncclCommSplit(color " + color + ", key " + key + ")";
         if (NcclGroup.current() != null) {
-            throw new IllegalStateException(call + ": not supported inside an NcclGroup; split outside the group");
+            throw new IllegalStateException(call + " " + site + ": not supported inside an NcclGroup; split outside the"
+                    + " group");
         }
-        support.requireFeature("ncclCommSplit", NcclSupport.SPLIT, call, "a communicator of its own per sub-group (initRank)");
+        support.requireFeature("ncclCommSplit", NcclSupport.SPLIT, call + " " + site,
+                "a communicator of its own per sub-group (initRank)");
         enter(call);
-        NcclException failed;
+        int result;
         MemorySegment child;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            int result = calls.commSplit(comm, color, key, out, MemorySegment.NULL);
+            result = calls.commSplit(comm, color, key, out, MemorySegment.NULL);
             child = out.get(ValueLayout.ADDRESS, 0);
             if (result == NcclErrors.IN_PROGRESS) {
                 MemorySegment watched = child.address() != 0 ? child : comm;
@@ -243,24 +245,19 @@ public final class NcclCommunicator implements AutoCloseable {
                 };
             }
             if (result == NcclErrors.SUCCESS) {
-                if (child.address() == 0) {
-                    return Optional.empty();
-                }
-                return Optional.of(NcclCommInit.adoptSplit(calls, child, rank, blocking, timeout, support, arena));
+                return child.address() == 0 ? Optional.empty()
+                        : Optional.of(NcclCommInit.adoptSplit(calls, child, rank, blocking, timeout, support, arena));
             }
-            failed = describeFailure(result, call);
-        } catch (NcclException e) {
-            failed = e;
-            child = MemorySegment.NULL;
         } finally {
             exit();
         }
-        if (child.address() != 0) {
-            int aborted = calls.commAbort(child);
-            if (aborted != NcclErrors.SUCCESS) {
-                failed.addSuppressed(NcclErrors.exception(calls, aborted, "ncclCommAbort of the half-made split communicator",
-                        MemorySegment.NULL));
-            }
+        // The split failed: abort what it made, then fail as any call does (a timeout aborts this
+        // communicator too: a rank that does not take part in a collective of it is gone).
+        int aborted = child.address() != 0 ? calls.commAbort(child) : NcclErrors.SUCCESS;
+        NcclException failed = fail(result, call);
+        if (aborted != NcclErrors.SUCCESS) {
+            failed.addSuppressed(NcclErrors.exception(calls, aborted, "ncclCommAbort of the half-made split communicator",
+                    MemorySegment.NULL));
         }
         throw failed;
     }
@@ -459,6 +456,10 @@ public final class NcclCommunicator implements AutoCloseable {
      * communicator is freed once they have left (they leave within about a millisecond on a
      * non-blocking communicator). If a close is already under way, makes it abort instead of
      * waiting for its finalize. Does nothing if already closed or aborted.
+     *
+     * @throws IllegalStateException if calls on other threads were still inside NCCL after 2 s (only
+     *                               a blocking communicator's calls can be): the communicator is
+     *                               then left allocated rather than freed under them, and ended
      */
     public void abort() {
         abortRequested = true;

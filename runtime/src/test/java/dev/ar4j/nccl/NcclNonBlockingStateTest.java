@@ -271,11 +271,16 @@ class NcclNonBlockingStateTest {
         assertThrows(IllegalArgumentException.class, () -> comm.split(-2, 0));
 
         nccl.state = () -> NcclErrors.IN_PROGRESS;
-        assertThrows(NcclTimeoutException.class, () -> comm.split(1, 0));
+        NcclTimeoutException e = assertThrows(NcclTimeoutException.class, () -> comm.split(1, 0));
+        assertTrue(e.getMessage().startsWith("ncclCommSplit(color 1, key 0) on rank 1 of 2: NCCL still reported"
+                + " ncclInProgress after 200 ms"), e.getMessage());
         assertEquals(1, nccl.count("abort child"));
-        assertTrue(comm.isFailed(), "a split that timed out leaves the parent failed");
+        assertEquals(1, nccl.count("abort"), "a split that timed out aborts the parent too");
+        assertTrue(comm.isFailed());
+        assertFalse(comm.isOpen());
         comm.close();
         assertEquals(1, nccl.count("abort"));
+        assertEquals(0, nccl.count("destroy") + nccl.count("finalize"));
     }
 
     @Test

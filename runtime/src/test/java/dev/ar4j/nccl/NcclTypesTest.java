@@ -44,6 +44,21 @@ class NcclTypesTest {
     }
 
     @Test
+    void communicatorConstantsAreTheHeadersValues() {
+        assertEquals(nccl_h.NCCL_WIN_DEFAULT(), NcclCommunicator.WINDOW_DEFAULT);
+        assertEquals(nccl_h.NCCL_WIN_COLL_SYMMETRIC(), NcclCommunicator.WINDOW_COLLECTIVE_SYMMETRIC);
+        assertEquals(nccl_h.NCCL_WIN_STRICT_ORDERING(), NcclCommunicator.WINDOW_STRICT_ORDERING);
+        assertEquals(nccl_h.NCCL_SPLIT_NOCOLOR(), NcclCommunicator.SPLIT_NO_COLOR);
+        for (int code : new int[]{0, 1, 2, 3, 4, 5, 6, 7, 8}) {
+            assertEquals(code, new int[]{nccl_h.ncclSuccess(), nccl_h.ncclUnhandledCudaError(), nccl_h.ncclSystemError(),
+                    nccl_h.ncclInternalError(), nccl_h.ncclInvalidArgument(), nccl_h.ncclInvalidUsage(),
+                    nccl_h.ncclRemoteError(), nccl_h.ncclInProgress(), nccl_h.ncclTimeout()}[code]);
+        }
+        assertEquals(nccl_h.ncclInProgress(), NcclErrors.IN_PROGRESS);
+        assertEquals("ncclInProgress", NcclErrors.resultName(NcclErrors.IN_PROGRESS));
+    }
+
+    @Test
     void reductionCodesAreTheHeadersValues() {
         assertEquals(nccl_h.ncclNumOps(), NcclReduction.values().length);
         assertEquals(nccl_h.ncclSum(), NcclReduction.SUM.code());
