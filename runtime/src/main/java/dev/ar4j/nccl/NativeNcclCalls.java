@@ -51,12 +51,20 @@ final class NativeNcclCalls implements NcclCalls {
 
     @Override
     public int commDestroy(MemorySegment comm) {
-        return nccl_h.ncclCommDestroy(comm);
+        return freed(nccl_h.ncclCommDestroy(comm));
     }
 
     @Override
     public int commAbort(MemorySegment comm) {
-        return nccl_h.ncclCommAbort(comm);
+        return freed(nccl_h.ncclCommAbort(comm));
+    }
+
+    /**
+     * Destroy and abort free the communicator before they return, so an {@code ncclInProgress}
+     * from them (a non-blocking communicator's NCCL may say so) leaves nothing to poll: success.
+     */
+    private static int freed(int result) {
+        return result == NcclErrors.IN_PROGRESS ? NcclErrors.SUCCESS : result;
     }
 
     @Override
