@@ -151,6 +151,39 @@ class NcclTest {
     }
 
     @Test
+    void aGroupsEndWaitsOutEveryCommunicatorItUsedAndTimesOutBounded() {
+        // Real ncclGroupStart/End (nothing enqueued in NCCL), scripted communicators joined to the group.
+        FakeNcclCalls settling = new FakeNcclCalls();
+        settling.state = () -> NcclErrors.SUCCESS;
+        NcclCommunicator a = NcclCommInit.nonBlocking(settling, new NcclSupport(new NcclVersion(2, 30, 7)),
+                NcclUniqueId.fromBytes(new byte[128]), 2, 0, Duration.ofSeconds(10), () -> false);
+        FakeNcclCalls stuck = new FakeNcclCalls();
+        stuck.state = () -> NcclErrors.SUCCESS;
+        NcclCommunicator b = NcclCommInit.nonBlocking(stuck, new NcclSupport(new NcclVersion(2, 30, 7)),
+                NcclUniqueId.fromBytes(new byte[128]), 2, 1, Duration.ofMillis(200), () -> false);
+        settling.polls.set(0);
+        settling.state = FakeNcclCalls.inProgressThen(25, NcclErrors.SUCCESS);
+        stuck.state = () -> NcclErrors.IN_PROGRESS;
+        NcclGroup group = NcclGroup.start();
+        for (NcclCommunicator comm : new NcclCommunicator[]{a, b, a}) {
+            comm.enter("ncclSend");
+            comm.exit();
+        }
+        assertEquals(java.util.List.of(a, b), group.members(), "each communicator joined once, in order");
+        long start = System.nanoTime();
+        NcclTimeoutException e = assertThrows(NcclTimeoutException.class, group::close);
+        assertTrue(System.nanoTime() - start < 5_000_000_000L, "bounded by b's 200 ms timeout");
+        assertEquals(1, e.rank());
+        assertTrue(e.getMessage().startsWith("ncclGroupEnd on rank 1 of 2: NCCL still reported ncclInProgress"),
+                e.getMessage());
+        assertEquals(26, settling.polls.get(), "a's state was polled until it settled");
+        assertTrue(a.isOpen() && !a.isFailed());
+        assertFalse(b.isOpen(), "the communicator that timed out was aborted");
+        assertEquals(1, stuck.count("abort"));
+        assertEquals(null, NcclGroup.current());
+    }
+
+    @Test
     void dataTypesAreNcclsCodes() {
         assertEquals(7, Nccl.dataType(DType.FLOAT32));
         assertEquals(6, Nccl.dataType(DType.FLOAT16));
