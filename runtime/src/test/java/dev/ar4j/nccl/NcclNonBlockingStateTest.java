@@ -167,6 +167,24 @@ class NcclNonBlockingStateTest {
     }
 
     @Test
+    void aFinalizeThatFailsAbortsAndThrowsNcclsError() {
+        FakeNcclCalls nccl = new FakeNcclCalls();
+        NcclCommunicator comm = healthy(nccl, Duration.ofSeconds(10));
+        nccl.state = FakeNcclCalls.inProgressThen(4, NcclErrors.REMOTE_ERROR);
+        NcclException e = assertThrows(NcclException.class, comm::close);
+        assertEquals("ncclRemoteError", e.resultName());
+        assertEquals("ncclCommFinalize(rank 1 of 2)", e.call());
+        assertEquals(List.of("finalize", "abort"), nccl.log);
+
+        FakeNcclCalls refused = new FakeNcclCalls();
+        NcclCommunicator other = healthy(refused, Duration.ofSeconds(10));
+        refused.finalizeResult = NcclErrors.INTERNAL_ERROR;
+        assertEquals("ncclInternalError", assertThrows(NcclException.class, other::close).resultName());
+        assertEquals(List.of("finalize", "abort"), refused.log);
+        assertEquals(0, refused.polls.get(), "no poll after a refused finalize");
+    }
+
+    @Test
     void abortDuringCloseCutsTheFinalizeShort() throws Exception {
         FakeNcclCalls nccl = new FakeNcclCalls();
         NcclCommunicator comm = healthy(nccl, Duration.ofMinutes(10));
