@@ -9,6 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -23,7 +24,10 @@ import java.util.function.BooleanSupplier;
  * communicator and throws {@link NcclTimeoutException}. {@link #initRank(NcclUniqueId, int, int)}
  * makes a blocking one, as before: its init has no deadline.
  *
- * <p>The collectives are in {@link #collectives()}; {@link #allReduceSum} stays here. Use after
+ * <p>The collectives are in {@link #collectives()}; {@link #allReduceSum} stays here. One thread
+ * at a time may call into a communicator (NCCL's rule); a call from a second thread while the first
+ * is inside throws {@link IllegalStateException} naming both. {@link #asyncError()} and
+ * {@link #abort()} are the exceptions: safe from any thread at any time. Use after
  * close or abort throws {@link IllegalStateException}; so does use after a fatal NCCL error
  * ({@link #isFailed()}), after which only close or abort make sense.
  */
@@ -53,6 +57,8 @@ public final class NcclCommunicator implements AutoCloseable {
     private final long timeoutNanos;
     private final NcclSupport support;
     private final CallGuard guard = new CallGuard();
+    /** The thread inside a (non-observing) call, or null: NCCL takes one thread's calls at a time per communicator. */
+    private final AtomicReference<Thread> caller = new AtomicReference<>();
     private final NcclCollectives collectives;
     private final String site;
     private volatile NcclException failure;
@@ -273,7 +279,7 @@ public final class NcclCommunicator implements AutoCloseable {
             return Optional.of(failed);
         }
         String call = "ncclCommGetAsyncError(rank " + rank + " of " + nranks + ")";
-        enter(call);
+        enterObserver(call);
         int query;
         int state;
         try (Arena arena = Arena.ofConfined()) {
@@ -321,9 +327,25 @@ public final class NcclCommunicator implements AutoCloseable {
             throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + ": the communicator failed"
                     + " earlier and must be aborted (close() does that) and made again: " + failed.getMessage(), failed);
         }
+        Thread me = Thread.currentThread();
+        Thread holder = caller.compareAndExchange(null, me);
+        if (holder != null && holder != me) {
+            guard.exit();
+            throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + " from thread '" + me.getName()
+                    + "' while thread '" + holder.getName() + "' is inside an NCCL call on this communicator: NCCL"
+                    + " takes the calls on one communicator from one thread at a time; serialise them, or give each"
+                    + " thread its own communicator (split)");
+        }
         NcclGroup group = NcclGroup.current();
         if (group != null) {
             group.join(this);
+        }
+    }
+
+    /** Counts an observing call in (an {@link #asyncError()} from a watchdog): no claim on the thread, no group. */
+    private void enterObserver(String call) {
+        if (!guard.enter()) {
+            throw new IllegalStateException(call + ": the communicator is closed or aborted", failure);
         }
     }
 
@@ -332,7 +354,9 @@ public final class NcclCommunicator implements AutoCloseable {
         return guard.enter();
     }
 
+    /** Counts a call out (and releases the calling thread's claim, if it holds it). */
     void exit() {
+        caller.compareAndSet(Thread.currentThread(), null);
         guard.exit();
     }
 

@@ -252,6 +252,39 @@ class NcclNonBlockingStateTest {
     }
 
     @Test
+    void aSecondThreadsCallWhileOneIsInsideIsRefusedNamingBothButAsyncErrorIsNot() throws Exception {
+        FakeNcclCalls nccl = new FakeNcclCalls();
+        NcclCommunicator comm = healthy(nccl, Duration.ofSeconds(10));
+        comm.enter("ncclAllReduce");
+        try {
+            CompletableFuture<Throwable> other = CompletableFuture.supplyAsync(() -> {
+                try {
+                    comm.enter("ncclBroadcast");
+                    comm.exit();
+                    return null;
+                } catch (Throwable t) {
+                    return t;
+                }
+            });
+            IllegalStateException e = assertInstanceOf(IllegalStateException.class, other.get(5, TimeUnit.SECONDS));
+            String main = Thread.currentThread().getName();
+            assertTrue(e.getMessage().startsWith("ncclBroadcast on rank 1 of 2 from thread '"), e.getMessage());
+            assertTrue(e.getMessage().contains("while thread '" + main + "' is inside an NCCL call"), e.getMessage());
+            assertEquals(Optional.empty(), CompletableFuture.supplyAsync(comm::asyncError).get(5, TimeUnit.SECONDS),
+                    "a watchdog's asyncError is not refused");
+        } finally {
+            comm.exit();
+        }
+        CompletableFuture.runAsync(() -> {
+            comm.enter("ncclSend");
+            comm.exit();
+        }).get(5, TimeUnit.SECONDS);
+        comm.enter("ncclRecv");
+        comm.exit();
+        comm.close();
+    }
+
+    @Test
     void inProgressInsideAGroupIsLeftToTheGroupsEnd() {
         FakeNcclCalls nccl = new FakeNcclCalls();
         NcclCommunicator comm = healthy(nccl, Duration.ofMillis(100));
