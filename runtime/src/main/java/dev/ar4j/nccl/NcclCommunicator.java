@@ -1,75 +1,123 @@
 package dev.ar4j.nccl;
 
 import dev.ar4j.DType;
-import dev.ar4j.bindings.nccl.nccl_h;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.Objects;
+import java.time.Duration;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
 
 /**
  * One rank's NCCL communicator ({@code ncclComm_t}), bound to the device that was current when it
- * was made. Owned: {@link #close()} destroys it and {@link #abort()} aborts it; whichever comes first
- * runs, exactly once, and the other then does nothing. Use after that throws {@link IllegalStateException}.
+ * was made. Owned: exactly one of {@link #close()}, {@link #destroyOrAbort(boolean)} and
+ * {@link #abort()} frees it, and never while another thread is inside a call on it.
+ *
+ * <p>Two kinds. {@link #initRank(NcclUniqueId, int, int, Duration)} makes a <b>non-blocking</b>
+ * communicator ({@code blocking = 0}): no NCCL call blocks; each wait for NCCL
+ * ({@code ncclInProgress}) is a poll of {@code ncclCommGetAsyncError} bounded by the timeout given
+ * at init, ended early by {@link #abort()} from any thread, and a wait that expires aborts the
+ * communicator and throws {@link NcclTimeoutException}. {@link #initRank(NcclUniqueId, int, int)}
+ * makes a blocking one, as before: its init has no deadline.
+ *
+ * <p>The collectives are in {@link #collectives()}; {@link #allReduceSum} stays here. One thread
+ * at a time may call into a communicator (NCCL's rule); a call from a second thread while the first
+ * is inside throws {@link IllegalStateException} naming both. {@link #asyncError()} and
+ * {@link #abort()} are the exceptions: safe from any thread at any time. Use after
+ * close or abort throws {@link IllegalStateException}; so does use after a fatal NCCL error
+ * ({@link #isFailed()}), after which only close or abort make sense.
  */
 public final class NcclCommunicator implements AutoCloseable {
     /** {@code NCCL_WIN_DEFAULT}. */
-    public static final int WINDOW_DEFAULT = nccl_h.NCCL_WIN_DEFAULT();
+    public static final int WINDOW_DEFAULT = 0x00;
     /** {@code NCCL_WIN_COLL_SYMMETRIC}: every rank registers a buffer of the same size from {@code ncclMemAlloc}. */
-    public static final int WINDOW_COLLECTIVE_SYMMETRIC = nccl_h.NCCL_WIN_COLL_SYMMETRIC();
+    public static final int WINDOW_COLLECTIVE_SYMMETRIC = 0x01;
     /** {@code NCCL_WIN_STRICT_ORDERING}. */
-    public static final int WINDOW_STRICT_ORDERING = nccl_h.NCCL_WIN_STRICT_ORDERING();
+    public static final int WINDOW_STRICT_ORDERING = 0x02;
+    /** {@code NCCL_SPLIT_NOCOLOR}: the color of a rank that takes part in a {@link #split} but joins no new communicator. */
+    public static final int SPLIT_NO_COLOR = -1;
+    /** The bound on each NCCL wait of a communicator made by the blocking {@link #initRank(NcclUniqueId, int, int)}. */
+    public static final Duration BLOCKING_WAIT_TIMEOUT = Duration.ofMinutes(5);
 
+    /** How long close and abort wait for calls on other threads to leave before giving up on freeing. */
+    private static final long QUIESCE_NANOS = 2_000_000_000L;
+    private static final System.Logger LOG = System.getLogger(NcclCommunicator.class.getName());
+
+    private final NcclCalls calls;
     private final MemorySegment comm;
     private final int rank;
     private final int nranks;
     private final int device;
-    private final AtomicBoolean ended = new AtomicBoolean();
+    private final boolean blocking;
+    private final Duration timeout;
+    private final long timeoutNanos;
+    private final NcclSupport support;
+    private final CallGuard guard = new CallGuard();
+    /** The thread inside a (non-observing) call, or null: NCCL takes one thread's calls at a time per communicator. */
+    private final AtomicReference<Thread> caller = new AtomicReference<>();
+    private final NcclCollectives collectives;
+    private final String site;
+    private volatile NcclException failure;
+    private volatile boolean abortRequested;
+    private volatile int computeCapabilityMajor;
 
-    private NcclCommunicator(MemorySegment comm, int rank, int nranks, int device) {
+    NcclCommunicator(NcclCalls calls, MemorySegment comm, int rank, int nranks, int device, boolean blocking,
+                     Duration timeout, NcclSupport support) {
+        this.calls = calls;
         this.comm = comm;
         this.rank = rank;
         this.nranks = nranks;
         this.device = device;
+        this.blocking = blocking;
+        this.timeout = timeout;
+        this.timeoutNanos = NcclTiming.toNanos(timeout);
+        this.support = support;
+        this.site = NcclArguments.site(rank, nranks);
+        this.collectives = new NcclCollectives(this);
     }
 
     /**
      * Joins the communicator named by {@code id} as {@code rank} of {@code nranks}, on the calling
-     * thread's current device ({@code ncclCommInitRank}). Blocks until all ranks have joined.
+     * thread's current device ({@code ncclCommInitRank}), blocking until all ranks have joined,
+     * with no deadline. Prefer {@link #initRank(NcclUniqueId, int, int, Duration)}.
      *
      * @throws IllegalArgumentException unless {@code nranks >= 1} and {@code 0 <= rank < nranks}
      */
     public static NcclCommunicator initRank(NcclUniqueId id, int nranks, int rank) {
-        Objects.requireNonNull(id, "id");
-        if (nranks < 1) {
-            throw new IllegalArgumentException("nranks must be >= 1, got " + nranks);
-        }
-        if (rank < 0 || rank >= nranks) {
-            throw new IllegalArgumentException("rank must be in [0, " + nranks + "), got " + rank);
-        }
-        Nccl.ensureLoaded();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            NcclErrors.check(nccl_h.ncclCommInitRank(out, nranks, id.toStruct(arena), rank),
-                    "ncclCommInitRank(rank " + rank + " of " + nranks + ")", MemorySegment.NULL);
-            MemorySegment comm = out.get(ValueLayout.ADDRESS, 0);
-            MemorySegment device = arena.allocate(ValueLayout.JAVA_INT);
-            int result = nccl_h.ncclCommCuDevice(comm, device);
-            if (result != 0) {
-                NcclException e = NcclErrors.exception(result, "ncclCommCuDevice", comm);
-                int destroyed = nccl_h.ncclCommDestroy(comm);
-                if (destroyed != 0) {
-                    e.addSuppressed(NcclErrors.exception(destroyed, "ncclCommDestroy after a failed init", MemorySegment.NULL));
-                }
-                throw e;
-            }
-            return new NcclCommunicator(comm, rank, nranks, device.get(ValueLayout.JAVA_INT, 0));
-        }
+        return NcclCommInit.blocking(id, nranks, rank);
+    }
+
+    /**
+     * Joins the communicator named by {@code id} as {@code rank} of {@code nranks}, on the calling
+     * thread's current device, without blocking ({@code ncclCommInitRankConfig} with
+     * {@code blocking = 0}, then {@code ncclCommGetAsyncError} polled until NCCL reports success).
+     * {@code timeout} bounds the init and, afterwards, every wait of this communicator.
+     *
+     * @throws NcclTimeoutException     if the group has not formed within {@code timeout} (usually a
+     *                                  rank that never started); the communicator was aborted
+     * @throws NcclException            if NCCL failed the init; the communicator was aborted
+     * @throws NcclUnsupportedException if the loaded NCCL is older than 2.14
+     * @throws IllegalArgumentException unless {@code nranks >= 1}, {@code 0 <= rank < nranks} and
+     *                                  {@code timeout} is positive
+     */
+    public static NcclCommunicator initRank(NcclUniqueId id, int nranks, int rank, Duration timeout) {
+        return initRank(id, nranks, rank, timeout, () -> false);
+    }
+
+    /**
+     * {@link #initRank(NcclUniqueId, int, int, Duration)} that also ends, by aborting the
+     * half-made communicator and throwing {@link NcclAbortedException}, as soon as
+     * {@code cancelled} returns true (asked every poll, i.e. at least once a millisecond, on the
+     * calling thread): how a watchdog or an application's {@code abort()} stops an init whose
+     * peers are gone without waiting for the timeout.
+     */
+    public static NcclCommunicator initRank(NcclUniqueId id, int nranks, int rank, Duration timeout,
+                                            BooleanSupplier cancelled) {
+        return NcclCommInit.nonBlocking(id, nranks, rank, timeout, cancelled);
     }
 
     /** This rank. */
@@ -87,45 +135,56 @@ public final class NcclCommunicator implements AutoCloseable {
         return device;
     }
 
+    /** True for a communicator made by the blocking {@link #initRank(NcclUniqueId, int, int)}. */
+    public boolean isBlocking() {
+        return blocking;
+    }
+
+    /** The bound on each wait of this communicator (the init timeout; {@link #BLOCKING_WAIT_TIMEOUT} for a blocking one). */
+    public Duration timeout() {
+        return timeout;
+    }
+
+    /** The loaded NCCL's version. */
+    public NcclVersion ncclVersion() {
+        return support.version();
+    }
+
+    /** The collectives on this communicator. */
+    public NcclCollectives collectives() {
+        return collectives;
+    }
+
     /** The {@code ncclComm_t} as a zero-length segment. */
     public MemorySegment handle() {
         ensureOpen();
         return comm;
     }
 
-    /** False once closed or aborted. */
+    /** False once closed or aborted (or while that is under way). */
     public boolean isOpen() {
-        return !ended.get();
+        return !guard.isClosing();
+    }
+
+    /** True once NCCL reported a fatal error on this communicator or a wait on it expired; close then aborts. */
+    public boolean isFailed() {
+        return failure != null;
+    }
+
+    /** The first fatal failure, if {@link #isFailed()}. */
+    public Optional<NcclException> failure() {
+        return Optional.ofNullable(failure);
     }
 
     /**
-     * Enqueues an in-place or out-of-place sum all-reduce of {@code count} elements on {@code stream}.
+     * Enqueues an in-place or out-of-place sum all-reduce of {@code count} elements on {@code stream}:
+     * {@link NcclCollectives#allReduce(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, CudaStream)}
+     * with {@link NcclReduction#SUM}.
      *
      * @throws IllegalArgumentException if a buffer is on another device or smaller than {@code count} elements
      */
     public void allReduceSum(DeviceBuffer send, DeviceBuffer receive, long count, DType dtype, CudaStream stream) {
-        Objects.requireNonNull(send, "send");
-        Objects.requireNonNull(receive, "receive");
-        Objects.requireNonNull(dtype, "dtype");
-        Objects.requireNonNull(stream, "stream");
-        if (count < 0) {
-            throw new IllegalArgumentException("count must be >= 0, got " + count);
-        }
-        long bytes = Math.multiplyExact(count, (long) dtype.byteSize());
-        checkBuffer(send, bytes, "send");
-        checkBuffer(receive, bytes, "receive");
-        allReduceSum(send.address(), receive.address(), count, dtype, stream.handle());
-    }
-
-    private void checkBuffer(DeviceBuffer buffer, long bytes, String role) {
-        if (buffer.device() != device) {
-            throw new IllegalArgumentException("the " + role + " buffer is on device " + buffer.device()
-                    + " but this communicator uses device " + device);
-        }
-        if (buffer.byteSize() < bytes) {
-            throw new IllegalArgumentException("the " + role + " buffer has " + buffer.byteSize() + " bytes; the call needs "
-                    + bytes);
-        }
+        collectives.allReduce(send, receive, count, NcclDataType.of(dtype), NcclReduction.SUM, stream);
     }
 
     /**
@@ -134,12 +193,7 @@ public final class NcclCommunicator implements AutoCloseable {
      * (a {@code cudaStream_t}; 0 is the legacy default stream). No checks beyond NCCL's own.
      */
     public void allReduceSum(long sendAddress, long receiveAddress, long count, DType dtype, long streamHandle) {
-        ensureOpen();
-        int result = nccl_h.ncclAllReduce(MemorySegment.ofAddress(sendAddress), MemorySegment.ofAddress(receiveAddress),
-                count, Nccl.dataType(dtype), nccl_h.ncclSum(), comm, MemorySegment.ofAddress(streamHandle));
-        if (result != 0) {
-            throw NcclErrors.exception(result, "ncclAllReduce(" + count + " x " + dtype + ", sum)", comm);
-        }
+        collectives.allReduce(sendAddress, receiveAddress, count, NcclDataType.of(dtype), NcclReduction.SUM, streamHandle);
     }
 
     /**
@@ -151,68 +205,353 @@ public final class NcclCommunicator implements AutoCloseable {
      * @param flags {@link #WINDOW_DEFAULT}, {@link #WINDOW_COLLECTIVE_SYMMETRIC}, {@link #WINDOW_STRICT_ORDERING}, or'ed
      */
     public NcclWindow registerWindow(DeviceBuffer buffer, int flags) {
-        ensureOpen();
-        Objects.requireNonNull(buffer, "buffer");
+        return NcclWindow.register(this, buffer, flags);
+    }
+
+    /**
+     * Splits this communicator ({@code ncclCommSplit}, collective over every rank of this one):
+     * ranks that pass the same {@code color} form a new communicator, ordered by {@code key}
+     * (ties by rank here). A rank that passes {@link #SPLIT_NO_COLOR} takes part and gets none.
+     * The new communicator inherits this one's configuration (non-blocking stays non-blocking,
+     * with the same timeout) and device, and is owned by the caller.
+     *
+     * @return the new communicator, empty for {@link #SPLIT_NO_COLOR}
+     * @throws IllegalArgumentException unless {@code color >= 0} or {@code color == SPLIT_NO_COLOR}
+     * @throws IllegalStateException    inside an {@link NcclGroup}
+     * @throws NcclTimeoutException     if the split did not complete in time (the new communicator
+     *                                  and this one were aborted)
+     */
+    public Optional<NcclCommunicator> split(int color, int key) {
+        if (color < 0 && color != SPLIT_NO_COLOR) {
+            throw new IllegalArgumentException("split color must be >= 0, or SPLIT_NO_COLOR (-1) to join no new"
+                    + " communicator; got " + color);
+        }
+        String call = "ncclCommSplit(color " + color + ", key " + key + ")";
+        if (NcclGroup.current() != null) {
+            throw new IllegalStateException(call + " " + site + ": not supported inside an NcclGroup; split outside the"
+                    + " group");
+        }
+        support.requireFeature("ncclCommSplit", NcclSupport.SPLIT, call + " " + site,
+                "a communicator of its own per sub-group (initRank)");
+        enter(call);
+        int result;
+        MemorySegment child;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            int result = nccl_h.ncclCommWindowRegister(comm, buffer.segment(), buffer.byteSize(), out, flags);
-            if (result != 0) {
-                throw NcclErrors.exception(result, "ncclCommWindowRegister(" + buffer + ", flags " + flags + ")", comm);
+            result = calls.commSplit(comm, color, key, out, MemorySegment.NULL);
+            child = out.get(ValueLayout.ADDRESS, 0);
+            if (result == NcclErrors.IN_PROGRESS) {
+                MemorySegment watched = child.address() != 0 ? child : comm;
+                AsyncStateWait.Result wait = AsyncStateWait.await(calls, watched, timeoutNanos, guard::isClosing,
+                        arena.allocate(ValueLayout.JAVA_INT));
+                result = switch (wait.outcome()) {
+                    case SETTLED -> wait.state();
+                    case TIMED_OUT -> NcclTiming.WAIT_TIMED_OUT;
+                    case STOPPED -> NcclTiming.WAIT_STOPPED;
+                };
             }
-            return new NcclWindow(this, out.get(ValueLayout.ADDRESS, 0), buffer);
+            if (result == NcclErrors.SUCCESS) {
+                return child.address() == 0 ? Optional.empty()
+                        : Optional.of(NcclCommInit.adoptSplit(calls, child, rank, blocking, timeout, support, arena));
+            }
+        } finally {
+            exit();
         }
+        // The split failed: abort what it made, then fail as any call does (a timeout aborts this
+        // communicator too: a rank that does not take part in a collective of it is gone).
+        int aborted = child.address() != 0 ? calls.commAbort(child) : NcclErrors.SUCCESS;
+        NcclException failed = fail(result, call);
+        if (aborted != NcclErrors.SUCCESS) {
+            failed.addSuppressed(NcclErrors.exception(calls, aborted, "ncclCommAbort of the half-made split communicator",
+                    MemorySegment.NULL));
+        }
+        throw failed;
     }
 
     /**
      * An error NCCL met asynchronously (a peer died, a timeout) as an exception, or empty
-     * ({@code ncclCommGetAsyncError}; {@code ncclInProgress} counts as no error).
+     * ({@code ncclCommGetAsyncError}; {@code ncclInProgress} counts as no error). Safe from any
+     * thread, e.g. a watchdog. A fatal error also marks the communicator failed.
      */
     public Optional<NcclException> asyncError() {
-        ensureOpen();
+        NcclException failed = failure;
+        if (failed != null) {
+            return Optional.of(failed);
+        }
+        String call = "ncclCommGetAsyncError(rank " + rank + " of " + nranks + ")";
+        enterObserver(call);
+        int query;
+        int state;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
-            NcclErrors.check(nccl_h.ncclCommGetAsyncError(comm, out), "ncclCommGetAsyncError", comm);
-            int async = out.get(ValueLayout.JAVA_INT, 0);
-            if (async == nccl_h.ncclSuccess() || async == nccl_h.ncclInProgress()) {
-                return Optional.empty();
-            }
-            return Optional.of(NcclErrors.exception(async, "asynchronous NCCL operation on rank " + rank, comm));
+            query = calls.commGetAsyncError(comm, out);
+            state = out.get(ValueLayout.JAVA_INT, 0);
+        } finally {
+            exit();
         }
+        if (query != NcclErrors.SUCCESS) {
+            throw fail(query, call);
+        }
+        if (state == NcclErrors.SUCCESS || state == NcclErrors.IN_PROGRESS) {
+            return Optional.empty();
+        }
+        NcclException e = NcclErrors.exception(calls, state, "asynchronous NCCL operation on rank " + rank + " of "
+                + nranks, comm);
+        markFailed(e);
+        return Optional.of(e);
     }
 
-    /** NCCL's last error message for this communicator ({@code ncclGetLastError}); empty if none. */
+    /** NCCL's last error message ({@code ncclGetLastError}); empty if none. */
     public String lastError() {
         ensureOpen();
-        MemorySegment message = nccl_h.ncclGetLastError(comm);
-        return message.address() == 0 ? "" : message.reinterpret(Long.MAX_VALUE).getString(0);
+        return calls.lastError(comm);
     }
 
     void ensureOpen() {
-        if (ended.get()) {
+        if (guard.isClosing()) {
             throw new IllegalStateException(this + " is closed or aborted");
         }
     }
 
-    /**
-     * Aborts the communicator ({@code ncclCommAbort}): stops its pending operations and frees it.
-     * Use when a peer is gone. Does nothing if already closed or aborted.
-     */
-    public void abort() {
-        if (ended.compareAndSet(false, true)) {
-            NcclErrors.check(nccl_h.ncclCommAbort(comm), "ncclCommAbort(rank " + rank + ")", MemorySegment.NULL);
+    // ---- the call protocol the collectives use: enter, native call, settle, exit, fail ----
+
+    /** Counts a call in (and into the thread's open {@link NcclGroup}), or throws if closed or failed. */
+    void enter(String call) {
+        if (!guard.enter()) {
+            throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + ": the communicator is closed"
+                    + " or aborted" + (failure == null ? "" : " after " + failure.getMessage()), failure);
+        }
+        NcclException failed = failure;
+        if (failed != null) {
+            guard.exit();
+            throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + ": the communicator failed"
+                    + " earlier and must be aborted (close() does that) and made again: " + failed.getMessage(), failed);
+        }
+        Thread me = Thread.currentThread();
+        Thread holder = caller.compareAndExchange(null, me);
+        if (holder != null && holder != me) {
+            guard.exit();
+            throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + " from thread '" + me.getName()
+                    + "' while thread '" + holder.getName() + "' is inside an NCCL call on this communicator: NCCL"
+                    + " takes the calls on one communicator from one thread at a time; serialise them, or give each"
+                    + " thread its own communicator (split)");
+        }
+        NcclGroup group = NcclGroup.current();
+        if (group != null) {
+            group.join(this);
         }
     }
 
-    /** Destroys the communicator ({@code ncclCommDestroy}) once; does nothing if already closed or aborted. */
+    /** Counts an observing call in (an {@link #asyncError()} from a watchdog): no claim on the thread, no group. */
+    private void enterObserver(String call) {
+        if (!guard.enter()) {
+            throw new IllegalStateException(call + ": the communicator is closed or aborted", failure);
+        }
+    }
+
+    /** Counts a call in unless the communicator is closing (then false, not counted); no group join. */
+    boolean enterIfOpen() {
+        return guard.enter();
+    }
+
+    /** Counts a call out (and releases the calling thread's claim, if it holds it). */
+    void exit() {
+        caller.compareAndSet(Thread.currentThread(), null);
+        guard.exit();
+    }
+
+    MemorySegment comm() {
+        return comm;
+    }
+
+    /** {@code "on rank r of n"}, for messages. */
+    String site() {
+        return site;
+    }
+
+    NcclSupport support() {
+        return support;
+    }
+
+    /** The device's compute capability (major), asked once. */
+    int computeCapabilityMajor() {
+        int major = computeCapabilityMajor;
+        if (major == 0) {
+            major = calls.computeCapabilityMajor(device);
+            computeCapabilityMajor = major;
+        }
+        return major;
+    }
+
+    /**
+     * The final result of a native call made between {@link #enter} and {@link #exit}: an
+     * {@code ncclInProgress} is waited out (bounded by {@link #timeout()}, ended by an abort), except
+     * inside an {@link NcclGroup}, whose end settles it.
+     */
+    int settle(int result) {
+        if (result != NcclErrors.IN_PROGRESS) {
+            return result;
+        }
+        if (NcclGroup.current() != null) {
+            return NcclErrors.SUCCESS;
+        }
+        return awaitState();
+    }
+
+    /** Waits out the {@code ncclInProgress} of a group that used this communicator, once the group has ended. */
+    void settleGroup() {
+        String call = "ncclGroupEnd";
+        if (!guard.enter()) {
+            throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + ": the communicator was closed"
+                    + " or aborted while the group was open");
+        }
+        int result;
+        try {
+            result = awaitState();
+        } finally {
+            exit();
+        }
+        if (result != NcclErrors.SUCCESS) {
+            throw fail(result, call);
+        }
+    }
+
+    /** Polls the state until it settles; between {@link #enter} and {@link #exit}. */
+    int awaitState() {
+        try (Arena arena = Arena.ofConfined()) {
+            AsyncStateWait.Result wait = AsyncStateWait.await(calls, comm, timeoutNanos, guard::isClosing,
+                    arena.allocate(ValueLayout.JAVA_INT));
+            return switch (wait.outcome()) {
+                case SETTLED -> wait.state();
+                case TIMED_OUT -> NcclTiming.WAIT_TIMED_OUT;
+                case STOPPED -> NcclTiming.WAIT_STOPPED;
+            };
+        }
+    }
+
+    /**
+     * The exception for a call's final result (after {@link #exit}): a timeout aborts the
+     * communicator first; a fatal NCCL error marks it failed.
+     */
+    NcclException fail(int result, String call) {
+        NcclException e = describeFailure(result, call);
+        if (e instanceof NcclTimeoutException) {
+            try {
+                abort();
+            } catch (RuntimeException abortFailure) {
+                e.addSuppressed(abortFailure);
+            }
+        }
+        return e;
+    }
+
+    private NcclException describeFailure(int result, String call) {
+        String where = call + " on rank " + rank + " of " + nranks;
+        if (result == NcclTiming.WAIT_TIMED_OUT) {
+            NcclException e = new NcclTimeoutException(where + ": NCCL still reported ncclInProgress after "
+                    + NcclTiming.format(timeout) + ". A peer rank is probably gone, stuck, or making other calls (every"
+                    + " rank must make the same NCCL calls in the same order). The communicator is aborted; make a new"
+                    + " group" + NcclErrors.lastErrorTail(calls, comm), call, rank, nranks, timeout, calls.lastError(comm));
+            markFailed(e);
+            return e;
+        }
+        if (result == NcclTiming.WAIT_STOPPED) {
+            return new NcclAbortedException(where + ": the communicator was aborted (abort() on another thread) while"
+                    + " this call waited for NCCL; make a new group", call, rank, failure);
+        }
+        NcclException e = NcclErrors.exception(calls, result, where, comm);
+        if (NcclErrors.isFatal(result)) {
+            markFailed(e);
+        }
+        return e;
+    }
+
+    private void markFailed(NcclException e) {
+        if (failure == null) {
+            failure = e;
+        }
+    }
+
+    // ---- ending ----
+
+    /**
+     * Aborts the communicator ({@code ncclCommAbort}): stops its pending operations and frees it.
+     * Safe from any thread: waits on other threads end with {@link NcclAbortedException}, and the
+     * communicator is freed once they have left (they leave within about a millisecond on a
+     * non-blocking communicator). If a close is already under way, makes it abort instead of
+     * waiting for its finalize. Does nothing if already closed or aborted.
+     *
+     * @throws IllegalStateException if calls on other threads were still inside NCCL after 2 s (only
+     *                               a blocking communicator's calls can be): the communicator is
+     *                               then left allocated rather than freed under them, and ended
+     */
+    public void abort() {
+        abortRequested = true;
+        if (!guard.beginClose()) {
+            return;
+        }
+        free(true);
+    }
+
+    /**
+     * Ends the communicator: {@link #destroyOrAbort(boolean) destroyOrAbort(false)}. Not collective
+     * for a blocking communicator; for a non-blocking one, the finalize waits (bounded) for the
+     * peers' outstanding work on this communicator.
+     */
     @Override
     public void close() {
-        if (ended.compareAndSet(false, true)) {
-            NcclErrors.check(nccl_h.ncclCommDestroy(comm), "ncclCommDestroy(rank " + rank + ")", MemorySegment.NULL);
+        destroyOrAbort(false);
+    }
+
+    /**
+     * Ends the communicator exactly once. Aborts it ({@code ncclCommAbort}) when
+     * {@code groupFailed}, when it {@link #isFailed() failed}, or when {@link #abort()} was asked
+     * for. Otherwise a non-blocking communicator is finalized ({@code ncclCommFinalize}: flushes the
+     * outstanding work, polled against {@link #timeout()}) and then destroyed; if the finalize
+     * fails or expires, the communicator is aborted and the failure thrown. A blocking one is
+     * destroyed ({@code ncclCommDestroy}) as before. Does nothing if already ended.
+     *
+     * @param groupFailed true when the caller knows the group failed (a peer lost, a kernel
+     *                    timeout): NCCL work may be outstanding that no peer will complete
+     */
+    public void destroyOrAbort(boolean groupFailed) {
+        if (!guard.beginClose()) {
+            return;
+        }
+        free(groupFailed || failure != null || abortRequested);
+    }
+
+    private void free(boolean abort) {
+        if (!guard.awaitQuiescent(QUIESCE_NANOS)) {
+            guard.closed();
+            String message = this + ": " + guard.inside() + " call(s) on other threads are still inside NCCL after "
+                    + NcclTiming.formatNanos(QUIESCE_NANOS) + "; the communicator is left allocated (leaked) rather than"
+                    + " freed under them. Only a blocking communicator can get here: prefer the non-blocking init";
+            LOG.log(System.Logger.Level.WARNING, message);
+            throw new IllegalStateException(message);
+        }
+        try {
+            if (abort) {
+                check(calls.commAbort(comm), "ncclCommAbort");
+            } else if (blocking) {
+                check(calls.commDestroy(comm), "ncclCommDestroy");
+            } else {
+                NcclFinalize.thenDestroy(calls, comm, rank, nranks, timeout, () -> abortRequested);
+            }
+        } finally {
+            guard.closed();
+        }
+    }
+
+    private void check(int result, String what) {
+        if (result != NcclErrors.SUCCESS) {
+            throw NcclErrors.exception(calls, result, what + "(rank " + rank + " of " + nranks + ")", MemorySegment.NULL);
         }
     }
 
     @Override
     public String toString() {
-        return "NcclCommunicator[rank " + rank + " of " + nranks + ", device " + device + "]";
+        return "NcclCommunicator[rank " + rank + " of " + nranks + ", device " + device
+                + (blocking ? ", blocking" : ", non-blocking") + "]";
     }
 }

@@ -17,8 +17,15 @@ public class NcclException extends Ar4jException {
     private final String lastError;
 
     NcclException(String call, int code, String resultName, String errorString, String lastError) {
-        super(call + " failed: " + resultName + " (" + code + "): " + errorString
-                + (lastError == null || lastError.isEmpty() ? "" : "; NCCL's last error: " + lastError));
+        this(call + " failed: " + resultName + " (" + code + "): " + errorString
+                + (lastError == null || lastError.isEmpty() ? "" : "; NCCL's last error: " + lastError)
+                + NcclErrors.advice(code), call, code, resultName, errorString, lastError, null);
+    }
+
+    /** For the subtypes: a message of their own, with the same facts. */
+    NcclException(String message, String call, int code, String resultName, String errorString, String lastError,
+                  Throwable cause) {
+        super(message, cause);
         this.call = call;
         this.code = code;
         this.resultName = resultName;

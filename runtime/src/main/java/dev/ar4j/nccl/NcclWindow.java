@@ -3,7 +3,10 @@ package dev.ar4j.nccl;
 import dev.ar4j.bindings.nccl.nccl_h;
 import dev.ar4j.cuda.DeviceBuffer;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -21,6 +24,27 @@ public final class NcclWindow implements AutoCloseable {
         this.communicator = communicator;
         this.window = window;
         this.buffer = buffer;
+    }
+
+    /** {@code ncclCommWindowRegister} on {@code communicator} (see {@link NcclCommunicator#registerWindow}). */
+    static NcclWindow register(NcclCommunicator communicator, DeviceBuffer buffer, int flags) {
+        Objects.requireNonNull(buffer, "buffer");
+        String call = "ncclCommWindowRegister(" + buffer + ", flags " + flags + ")";
+        communicator.enter(call);
+        int result;
+        MemorySegment window;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
+            result = communicator.settle(nccl_h.ncclCommWindowRegister(communicator.comm(), buffer.segment(),
+                    buffer.byteSize(), out, flags));
+            window = out.get(ValueLayout.ADDRESS, 0);
+        } finally {
+            communicator.exit();
+        }
+        if (result != NcclErrors.SUCCESS) {
+            throw communicator.fail(result, call);
+        }
+        return new NcclWindow(communicator, window, buffer);
     }
 
     /** The {@code ncclWindow_t} as a zero-length segment. */
@@ -44,9 +68,17 @@ public final class NcclWindow implements AutoCloseable {
     /** Deregisters the window (once; collective). */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true) && communicator.isOpen()) {
-            MemorySegment comm = communicator.handle();
-            NcclErrors.check(nccl_h.ncclCommWindowDeregister(comm, window), "ncclCommWindowDeregister", comm);
+        if (!closed.compareAndSet(false, true) || !communicator.enterIfOpen()) {
+            return; // deregistered already, or NCCL released the window with the communicator
+        }
+        int result;
+        try {
+            result = communicator.settle(nccl_h.ncclCommWindowDeregister(communicator.comm(), window));
+        } finally {
+            communicator.exit();
+        }
+        if (result != NcclErrors.SUCCESS) {
+            throw communicator.fail(result, "ncclCommWindowDeregister");
         }
     }
 }

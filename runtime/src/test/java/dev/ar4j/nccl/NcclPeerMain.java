@@ -76,8 +76,7 @@ public final class NcclPeerMain {
             System.out.println("NCCL-OK rank=" + rank + " phase=" + phase + " nccl=" + Nccl.versionString());
             System.exit(0);
         } catch (Throwable t) {
-            System.out.println("NCCL-FAILED rank=" + rank + " phase=" + phase + ": " + t);
-            t.printStackTrace(System.out);
+            System.out.println("NCCL-FAILED rank=" + rank + " phase=" + phase + ": " + NcclCollectivesPeerMain.describe(t));
             System.exit(1);
         }
     }

@@ -6,11 +6,14 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -87,6 +90,97 @@ class NcclTest {
         NcclException alloc = assertThrows(NcclException.class, () -> Nccl.memAlloc(1 << 20));
         assertEquals("ncclUnhandledCudaError", alloc.resultName());
         assertEquals("ncclMemAlloc(1048576 bytes)", alloc.call());
+    }
+
+    @Test
+    void nonBlockingInitArgumentsAreCheckedBeforeNccl() {
+        NcclUniqueId id = NcclUniqueId.fromBytes(new byte[128]);
+        assertThrows(IllegalArgumentException.class, () -> NcclCommunicator.initRank(id, 2, 2, Duration.ofSeconds(1)));
+        IllegalArgumentException zero = assertThrows(IllegalArgumentException.class,
+                () -> NcclCommunicator.initRank(id, 2, 0, Duration.ZERO));
+        assertEquals("the NCCL init timeout must be positive, got 0 ms", zero.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> NcclCommunicator.initRank(id, 2, 0, Duration.ofMillis(-5)));
+        assertThrows(NullPointerException.class, () -> NcclCommunicator.initRank(id, 2, 0, null));
+        assertThrows(NullPointerException.class, () -> NcclCommunicator.initRank(id, 2, 0, Duration.ofSeconds(1), null));
+    }
+
+    @Test
+    void nonBlockingInitWithoutGpuFailsFastWithNcclsErrorNotATimeout() {
+        Assumptions.assumeFalse(TestLibraries.cudaDriverInstalled(), "a driver is installed; this checks the driver-less error");
+        long start = System.nanoTime();
+        NcclException e = assertThrows(NcclException.class,
+                () -> NcclCommunicator.initRank(NcclUniqueId.generate(), 2, 0, Duration.ofSeconds(60)));
+        long millis = (System.nanoTime() - start) / 1_000_000;
+        assertEquals(NcclException.class, e.getClass(), "NCCL's own error, not a timeout or abort: " + e);
+        assertTrue(millis < 20_000, "failed fast, took " + millis + " ms");
+        assertEquals("ncclUnhandledCudaError", e.resultName());
+        assertTrue(e.call().startsWith("ncclCommInitRankConfig(rank 0 of 2, non-blocking)"), e.call());
+        assertTrue(e.getMessage().contains("A CUDA call inside NCCL failed"), e.getMessage());
+    }
+
+    @Test
+    void aGroupStartsAndEndsOnTheCallingThreadOnly() throws Exception {
+        NcclGroup outer = NcclGroup.start();
+        try {
+            assertEquals(outer, NcclGroup.current());
+            try (NcclGroup inner = NcclGroup.start()) {
+                assertEquals(inner, NcclGroup.current());
+                IllegalStateException early = assertThrows(IllegalStateException.class, outer::close);
+                assertTrue(early.getMessage().contains("inner NcclGroup"), early.getMessage());
+            }
+            assertEquals(outer, NcclGroup.current());
+            AtomicReference<Throwable> fromOther = new AtomicReference<>();
+            Thread other = new Thread(() -> {
+                try {
+                    outer.close();
+                } catch (Throwable t) {
+                    fromOther.set(t);
+                }
+            });
+            other.start();
+            other.join(10_000);
+            IllegalStateException e = assertInstanceOf(IllegalStateException.class, fromOther.get());
+            assertTrue(e.getMessage().contains("closed on the thread that started it"), e.getMessage());
+            assertTrue(outer.isOpen());
+        } finally {
+            outer.close();
+        }
+        assertFalse(outer.isOpen());
+        assertEquals(null, NcclGroup.current());
+        outer.close();
+    }
+
+    @Test
+    void aGroupsEndWaitsOutEveryCommunicatorItUsedAndTimesOutBounded() {
+        // Real ncclGroupStart/End (nothing enqueued in NCCL), scripted communicators joined to the group.
+        FakeNcclCalls settling = new FakeNcclCalls();
+        settling.state = () -> NcclErrors.SUCCESS;
+        NcclCommunicator a = NcclCommInit.nonBlocking(settling, new NcclSupport(new NcclVersion(2, 30, 7)),
+                NcclUniqueId.fromBytes(new byte[128]), 2, 0, Duration.ofSeconds(10), () -> false);
+        FakeNcclCalls stuck = new FakeNcclCalls();
+        stuck.state = () -> NcclErrors.SUCCESS;
+        NcclCommunicator b = NcclCommInit.nonBlocking(stuck, new NcclSupport(new NcclVersion(2, 30, 7)),
+                NcclUniqueId.fromBytes(new byte[128]), 2, 1, Duration.ofMillis(200), () -> false);
+        settling.polls.set(0);
+        settling.state = FakeNcclCalls.inProgressThen(25, NcclErrors.SUCCESS);
+        stuck.state = () -> NcclErrors.IN_PROGRESS;
+        NcclGroup group = NcclGroup.start();
+        for (NcclCommunicator comm : new NcclCommunicator[]{a, b, a}) {
+            comm.enter("ncclSend");
+            comm.exit();
+        }
+        assertEquals(java.util.List.of(a, b), group.members(), "each communicator joined once, in order");
+        long start = System.nanoTime();
+        NcclTimeoutException e = assertThrows(NcclTimeoutException.class, group::close);
+        assertTrue(System.nanoTime() - start < 5_000_000_000L, "bounded by b's 200 ms timeout");
+        assertEquals(1, e.rank());
+        assertTrue(e.getMessage().startsWith("ncclGroupEnd on rank 1 of 2: NCCL still reported ncclInProgress"),
+                e.getMessage());
+        assertEquals(26, settling.polls.get(), "a's state was polled until it settled");
+        assertTrue(a.isOpen() && !a.isFailed());
+        assertFalse(b.isOpen(), "the communicator that timed out was aborted");
+        assertEquals(1, stuck.count("abort"));
+        assertEquals(null, NcclGroup.current());
     }
 
     @Test

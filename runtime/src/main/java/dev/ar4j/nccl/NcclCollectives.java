@@ -1,0 +1,352 @@
+package dev.ar4j.nccl;
+
+import dev.ar4j.bindings.nccl.nccl_h;
+import dev.ar4j.cuda.CudaStream;
+import dev.ar4j.cuda.DeviceBuffer;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+import java.util.function.IntSupplier;
+
+import static dev.ar4j.nccl.NcclArguments.bytes;
+import static dev.ar4j.nccl.NcclArguments.checkBuffer;
+import static dev.ar4j.nccl.NcclArguments.checkCount;
+import static dev.ar4j.nccl.NcclArguments.checkOverlap;
+import static dev.ar4j.nccl.NcclArguments.checkRank;
+import static dev.ar4j.nccl.NcclArguments.checkStream;
+
+/**
+ * NCCL's collectives and point-to-point calls on one {@link NcclCommunicator}
+ * ({@link NcclCommunicator#collectives()}), each enqueued on a CUDA stream. Every call comes twice:
+ * with {@link DeviceBuffer}s, whose sizes, devices and overlap are checked against NCCL's rules
+ * before NCCL is called (counts are in elements), and with raw device addresses and a
+ * {@code cudaStream_t}, checked only for count, ranks and support. Both refuse a data type or
+ * reduction the loaded NCCL or GPU lacks ({@link NcclUnsupportedException}).
+ *
+ * <p>Every rank must make the same calls in the same order. On a non-blocking communicator a call
+ * that NCCL reports {@code ncclInProgress} is waited out, bounded by the communicator's timeout;
+ * inside an {@link NcclGroup} the group's close does that.
+ */
+public final class NcclCollectives {
+    private static final String ALL_REDUCE = "ncclAllReduce";
+    private static final String BROADCAST = "ncclBroadcast";
+    private static final String REDUCE = "ncclReduce";
+    private static final String ALL_GATHER = "ncclAllGather";
+    private static final String REDUCE_SCATTER = "ncclReduceScatter";
+    private static final String SEND = "ncclSend";
+    private static final String RECV = "ncclRecv";
+    private static final String SAME_ADDRESS = "send and receive starting at the same address";
+
+    private final NcclCommunicator comm;
+    private final IntSupplier computeCapabilityMajor;
+
+    NcclCollectives(NcclCommunicator comm) {
+        this.comm = comm;
+        this.computeCapabilityMajor = comm::computeCapabilityMajor;
+    }
+
+    /** The communicator these calls run on. */
+    public NcclCommunicator communicator() {
+        return comm;
+    }
+
+    // ---- all-reduce ----
+
+    /**
+     * {@code receive[i] = op over ranks of send[i]} for {@code count} elements; in place when
+     * {@code send} and {@code receive} start at the same address.
+     *
+     * @throws IllegalArgumentException if a buffer is smaller than {@code count} elements, on another
+     *                                  device, the stream is of another device, or the buffers overlap
+     *                                  without being in place
+     */
+    public void allReduce(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, NcclReduction op,
+                          CudaStream stream) {
+        String site = comm.site();
+        checkCount(ALL_REDUCE, site, count, "count");
+        long bytes = bytes(ALL_REDUCE, site, count, type, 1);
+        String need = count + " x " + type.ncclName();
+        checkBuffer(ALL_REDUCE, site, send, bytes, comm.device(), "send", need);
+        checkBuffer(ALL_REDUCE, site, receive, bytes, comm.device(), "receive", need);
+        checkStream(ALL_REDUCE, site, stream, comm.device());
+        checkOverlap(ALL_REDUCE, site, send.address(), bytes, receive.address(), bytes,
+                send.address() == receive.address(), SAME_ADDRESS);
+        allReduce(send.address(), receive.address(), count, type, op, stream.handle());
+    }
+
+    /** {@link #allReduce(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, CudaStream)} on device addresses. */
+    public void allReduce(long sendAddress, long receiveAddress, long count, NcclDataType type, NcclReduction op,
+                          long streamHandle) {
+        checkCount(ALL_REDUCE, comm.site(), count, "count");
+        requireReduction(type, op, ALL_REDUCE);
+        comm.enter(ALL_REDUCE);
+        int result;
+        try {
+            result = comm.settle(nccl_h.ncclAllReduce(MemorySegment.ofAddress(sendAddress),
+                    MemorySegment.ofAddress(receiveAddress), count, type.code(), op.code(), comm.comm(),
+                    MemorySegment.ofAddress(streamHandle)));
+        } finally {
+            comm.exit();
+        }
+        if (result != NcclErrors.SUCCESS) {
+            throw comm.fail(result, ALL_REDUCE + "(" + count + " x " + type.ncclName() + ", " + op.ncclName() + ")");
+        }
+    }
+
+    // ---- broadcast ----
+
+    /**
+     * Copies {@code count} elements of the root's {@code send} into every rank's {@code receive}
+     * ({@code ncclBroadcast}); in place when they start at the same address. {@code send} is read
+     * only on the root and may be null elsewhere (NCCL is then passed NULL).
+     */
+    public void broadcast(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, int root,
+                          CudaStream stream) {
+        String site = comm.site();
+        checkCount(BROADCAST, site, count, "count");
+        checkRank(BROADCAST, site, root, comm.nranks(), "root");
+        long bytes = bytes(BROADCAST, site, count, type, 1);
+        String need = count + " x " + type.ncclName();
+        checkBuffer(BROADCAST, site, receive, bytes, comm.device(), "receive", need);
+        checkStream(BROADCAST, site, stream, comm.device());
+        long sendAddress = 0; // NULL: NCCL reads the send buffer only on the root
+        if (comm.rank() == root) {
+            Objects.requireNonNull(send, "send (the root's data)");
+            checkBuffer(BROADCAST, site, send, bytes, comm.device(), "send", need);
+            checkOverlap(BROADCAST, site, send.address(), bytes, receive.address(), bytes,
+                    send.address() == receive.address(), SAME_ADDRESS);
+            sendAddress = send.address();
+        } else if (send != null) {
+            checkBuffer(BROADCAST, site, send, 0, comm.device(), "send", "unused off the root");
+            sendAddress = send.address();
+        }
+        broadcast(sendAddress, receive.address(), count, type, root, stream.handle());
+    }
+
+    /** {@link #broadcast(DeviceBuffer, DeviceBuffer, long, NcclDataType, int, CudaStream)} on device addresses. */
+    public void broadcast(long sendAddress, long receiveAddress, long count, NcclDataType type, int root,
+                          long streamHandle) {
+        checkCount(BROADCAST, comm.site(), count, "count");
+        checkRank(BROADCAST, comm.site(), root, comm.nranks(), "root");
+        comm.support().requireType(type, BROADCAST, comm.site());
+        comm.enter(BROADCAST);
+        int result;
+        try {
+            result = comm.settle(nccl_h.ncclBroadcast(MemorySegment.ofAddress(sendAddress),
+                    MemorySegment.ofAddress(receiveAddress), count, type.code(), root, comm.comm(),
+                    MemorySegment.ofAddress(streamHandle)));
+        } finally {
+            comm.exit();
+        }
+        if (result != NcclErrors.SUCCESS) {
+            throw comm.fail(result, BROADCAST + "(" + count + " x " + type.ncclName() + ", root " + root + ")");
+        }
+    }
+
+    // ---- reduce ----
+
+    /**
+     * {@code receive[i] = op over ranks of send[i]} on the root only ({@code ncclReduce}); in place
+     * when they start at the same address. {@code receive} is written only on the root and may be
+     * null elsewhere (NCCL is then passed NULL).
+     */
+    public void reduce(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, NcclReduction op,
+                       int root, CudaStream stream) {
+        String site = comm.site();
+        checkCount(REDUCE, site, count, "count");
+        checkRank(REDUCE, site, root, comm.nranks(), "root");
+        long bytes = bytes(REDUCE, site, count, type, 1);
+        String need = count + " x " + type.ncclName();
+        checkBuffer(REDUCE, site, send, bytes, comm.device(), "send", need);
+        checkStream(REDUCE, site, stream, comm.device());
+        long receiveAddress = 0; // NULL: NCCL writes the receive buffer only on the root
+        if (comm.rank() == root) {
+            Objects.requireNonNull(receive, "receive (the root's result)");
+            checkBuffer(REDUCE, site, receive, bytes, comm.device(), "receive", need);
+            checkOverlap(REDUCE, site, send.address(), bytes, receive.address(), bytes,
+                    send.address() == receive.address(), SAME_ADDRESS);
+            receiveAddress = receive.address();
+        } else if (receive != null) {
+            checkBuffer(REDUCE, site, receive, 0, comm.device(), "receive", "unused off the root");
+            receiveAddress = receive.address();
+        }
+        reduce(send.address(), receiveAddress, count, type, op, root, stream.handle());
+    }
+
+    /** {@link #reduce(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, int, CudaStream)} on device addresses. */
+    public void reduce(long sendAddress, long receiveAddress, long count, NcclDataType type, NcclReduction op, int root,
+                       long streamHandle) {
+        checkCount(REDUCE, comm.site(), count, "count");
+        checkRank(REDUCE, comm.site(), root, comm.nranks(), "root");
+        requireReduction(type, op, REDUCE);
+        comm.enter(REDUCE);
+        int result;
+        try {
+            result = comm.settle(nccl_h.ncclReduce(MemorySegment.ofAddress(sendAddress),
+                    MemorySegment.ofAddress(receiveAddress), count, type.code(), op.code(), root, comm.comm(),
+                    MemorySegment.ofAddress(streamHandle)));
+        } finally {
+            comm.exit();
+        }
+        if (result != NcclErrors.SUCCESS) {
+            throw comm.fail(result, REDUCE + "(" + count + " x " + type.ncclName() + ", " + op.ncclName() + ", root "
+                    + root + ")");
+        }
+    }
+
+    // ---- all-gather ----
+
+    /**
+     * {@code receive[r * sendCount + i] = send of rank r [i]} ({@code ncclAllGather}):
+     * {@code receive} holds {@code nranks * sendCount} elements. In place when {@code send} starts
+     * at {@code receive + rank * sendCount} elements (e.g. {@code receive.slice(rank * bytes, bytes)}).
+     */
+    public void allGather(DeviceBuffer send, DeviceBuffer receive, long sendCount, NcclDataType type, CudaStream stream) {
+        String site = comm.site();
+        checkCount(ALL_GATHER, site, sendCount, "sendCount");
+        long sendBytes = bytes(ALL_GATHER, site, sendCount, type, 1);
+        long receiveBytes = bytes(ALL_GATHER, site, sendCount, type, comm.nranks());
+        checkBuffer(ALL_GATHER, site, send, sendBytes, comm.device(), "send", sendCount + " x " + type.ncclName());
+        checkBuffer(ALL_GATHER, site, receive, receiveBytes, comm.device(), "receive",
+                comm.nranks() + " ranks x " + sendCount + " x " + type.ncclName());
+        checkStream(ALL_GATHER, site, stream, comm.device());
+        checkOverlap(ALL_GATHER, site, send.address(), sendBytes, receive.address(), receiveBytes,
+                send.address() == receive.address() + comm.rank() * sendBytes,
+                "send starting at receive + rank x sendCount elements, i.e. receive.slice(rank * sendBytes, sendBytes)");
+        allGather(send.address(), receive.address(), sendCount, type, stream.handle());
+    }
+
+    /** {@link #allGather(DeviceBuffer, DeviceBuffer, long, NcclDataType, CudaStream)} on device addresses. */
+    public void allGather(long sendAddress, long receiveAddress, long sendCount, NcclDataType type, long streamHandle) {
+        checkCount(ALL_GATHER, comm.site(), sendCount, "sendCount");
+        comm.support().requireType(type, ALL_GATHER, comm.site());
+        comm.enter(ALL_GATHER);
+        int result;
+        try {
+            result = comm.settle(nccl_h.ncclAllGather(MemorySegment.ofAddress(sendAddress),
+                    MemorySegment.ofAddress(receiveAddress), sendCount, type.code(), comm.comm(),
+                    MemorySegment.ofAddress(streamHandle)));
+        } finally {
+            comm.exit();
+        }
+        if (result != NcclErrors.SUCCESS) {
+            throw comm.fail(result, ALL_GATHER + "(" + sendCount + " x " + type.ncclName() + " per rank)");
+        }
+    }
+
+    // ---- reduce-scatter ----
+
+    /**
+     * {@code receive[i] = op over ranks r of send of r [rank * receiveCount + i]}
+     * ({@code ncclReduceScatter}): {@code send} holds {@code nranks * receiveCount} elements. In
+     * place when {@code receive} starts at {@code send + rank * receiveCount} elements.
+     */
+    public void reduceScatter(DeviceBuffer send, DeviceBuffer receive, long receiveCount, NcclDataType type,
+                              NcclReduction op, CudaStream stream) {
+        String site = comm.site();
+        checkCount(REDUCE_SCATTER, site, receiveCount, "receiveCount");
+        long receiveBytes = bytes(REDUCE_SCATTER, site, receiveCount, type, 1);
+        long sendBytes = bytes(REDUCE_SCATTER, site, receiveCount, type, comm.nranks());
+        checkBuffer(REDUCE_SCATTER, site, send, sendBytes, comm.device(), "send",
+                comm.nranks() + " ranks x " + receiveCount + " x " + type.ncclName());
+        checkBuffer(REDUCE_SCATTER, site, receive, receiveBytes, comm.device(), "receive",
+                receiveCount + " x " + type.ncclName());
+        checkStream(REDUCE_SCATTER, site, stream, comm.device());
+        checkOverlap(REDUCE_SCATTER, site, send.address(), sendBytes, receive.address(), receiveBytes,
+                receive.address() == send.address() + comm.rank() * receiveBytes,
+                "receive starting at send + rank x receiveCount elements, i.e. send.slice(rank * receiveBytes,"
+                        + " receiveBytes)");
+        reduceScatter(send.address(), receive.address(), receiveCount, type, op, stream.handle());
+    }
+
+    /** {@link #reduceScatter(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, CudaStream)} on device addresses. */
+    public void reduceScatter(long sendAddress, long receiveAddress, long receiveCount, NcclDataType type,
+                              NcclReduction op, long streamHandle) {
+        checkCount(REDUCE_SCATTER, comm.site(), receiveCount, "receiveCount");
+        requireReduction(type, op, REDUCE_SCATTER);
+        comm.enter(REDUCE_SCATTER);
+        int result;
+        try {
+            result = comm.settle(nccl_h.ncclReduceScatter(MemorySegment.ofAddress(sendAddress),
+                    MemorySegment.ofAddress(receiveAddress), receiveCount, type.code(), op.code(), comm.comm(),
+                    MemorySegment.ofAddress(streamHandle)));
+        } finally {
+            comm.exit();
+        }
+        if (result != NcclErrors.SUCCESS) {
+            throw comm.fail(result, REDUCE_SCATTER + "(" + receiveCount + " x " + type.ncclName() + " per rank, "
+                    + op.ncclName() + ")");
+        }
+    }
+
+    // ---- point to point ----
+
+    /**
+     * Sends {@code count} elements of {@code buffer} to rank {@code peer} ({@code ncclSend}), which
+     * must make the matching {@link #recv}. Blocks the stream until the peer receives: make a send
+     * and a receive that must progress together inside one {@link NcclGroup}.
+     */
+    public void send(DeviceBuffer buffer, long count, NcclDataType type, int peer, CudaStream stream) {
+        String site = comm.site();
+        checkCount(SEND, site, count, "count");
+        checkRank(SEND, site, peer, comm.nranks(), "peer");
+        checkBuffer(SEND, site, buffer, bytes(SEND, site, count, type, 1), comm.device(), "send",
+                count + " x " + type.ncclName());
+        checkStream(SEND, site, stream, comm.device());
+        send(buffer.address(), count, type, peer, stream.handle());
+    }
+
+    /** {@link #send(DeviceBuffer, long, NcclDataType, int, CudaStream)} on a device address. */
+    public void send(long address, long count, NcclDataType type, int peer, long streamHandle) {
+        pointToPoint(true, address, count, type, peer, streamHandle);
+    }
+
+    /** Receives {@code count} elements from rank {@code peer} into {@code buffer} ({@code ncclRecv}); see {@link #send}. */
+    public void recv(DeviceBuffer buffer, long count, NcclDataType type, int peer, CudaStream stream) {
+        String site = comm.site();
+        checkCount(RECV, site, count, "count");
+        checkRank(RECV, site, peer, comm.nranks(), "peer");
+        checkBuffer(RECV, site, buffer, bytes(RECV, site, count, type, 1), comm.device(), "receive",
+                count + " x " + type.ncclName());
+        checkStream(RECV, site, stream, comm.device());
+        recv(buffer.address(), count, type, peer, stream.handle());
+    }
+
+    /** {@link #recv(DeviceBuffer, long, NcclDataType, int, CudaStream)} on a device address. */
+    public void recv(long address, long count, NcclDataType type, int peer, long streamHandle) {
+        pointToPoint(false, address, count, type, peer, streamHandle);
+    }
+
+    private void pointToPoint(boolean isSend, long address, long count, NcclDataType type, int peer, long streamHandle) {
+        String call = isSend ? SEND : RECV;
+        checkCount(call, comm.site(), count, "count");
+        checkRank(call, comm.site(), peer, comm.nranks(), "peer");
+        comm.support().requireType(type, call, comm.site());
+        comm.enter(call);
+        int result;
+        try {
+            MemorySegment buffer = MemorySegment.ofAddress(address);
+            MemorySegment stream = MemorySegment.ofAddress(streamHandle);
+            result = comm.settle(isSend
+                    ? nccl_h.ncclSend(buffer, count, type.code(), peer, comm.comm(), stream)
+                    : nccl_h.ncclRecv(buffer, count, type.code(), peer, comm.comm(), stream));
+        } finally {
+            comm.exit();
+        }
+        if (result != NcclErrors.SUCCESS) {
+            throw comm.fail(result, call + "(" + count + " x " + type.ncclName() + (isSend ? " to" : " from") + " rank "
+                    + peer + ")");
+        }
+    }
+
+    private void requireReduction(NcclDataType type, NcclReduction op, String call) {
+        Objects.requireNonNull(type, "type");
+        Objects.requireNonNull(op, "op");
+        comm.support().requireReduction(type, op, computeCapabilityMajor, call, comm.site());
+    }
+
+    @Override
+    public String toString() {
+        return "NcclCollectives[" + comm + "]";
+    }
+}

@@ -1,0 +1,40 @@
+package dev.ar4j.nccl;
+
+import java.time.Duration;
+
+/**
+ * An NCCL operation was still in progress ({@code ncclInProgress}) when its deadline passed: most
+ * often a rank that never joined {@code ncclCommInitRankConfig} or a peer that died. The
+ * communicator was aborted ({@code ncclCommAbort}) before this was thrown, so nothing is left
+ * running; make a new one. {@link #code()} is {@code ncclInProgress}, the last state NCCL reported.
+ */
+public final class NcclTimeoutException extends NcclException {
+    private static final long serialVersionUID = 1L;
+
+    private final int rank;
+    private final int nranks;
+    private final Duration timeout;
+
+    NcclTimeoutException(String message, String call, int rank, int nranks, Duration timeout, String lastError) {
+        super(message, call, NcclErrors.IN_PROGRESS, NcclErrors.resultName(NcclErrors.IN_PROGRESS),
+                "operation still in progress", lastError, null);
+        this.rank = rank;
+        this.nranks = nranks;
+        this.timeout = timeout;
+    }
+
+    /** This process's rank in the communicator that timed out. */
+    public int rank() {
+        return rank;
+    }
+
+    /** The communicator's number of ranks. */
+    public int nranks() {
+        return nranks;
+    }
+
+    /** The deadline that passed. */
+    public Duration timeout() {
+        return timeout;
+    }
+}

@@ -1,0 +1,32 @@
+package dev.ar4j.nccl;
+
+/**
+ * The installed NCCL (or the GPU) cannot do what was asked: a data type, reduction or function
+ * that came in a later NCCL release (fp8 before 2.24, {@code ncclAvg} or bf16 before 2.10,
+ * {@code ncclCommSplit} before 2.18, ...), or an fp8 reduction on a GPU older than compute
+ * capability 9.0. Refused before NCCL is called, so the communicator is unharmed;
+ * {@link #code()} is {@code ncclInvalidArgument}, what NCCL itself would have answered.
+ */
+public final class NcclUnsupportedException extends NcclException {
+    private static final long serialVersionUID = 1L;
+
+    private final NcclVersion installed;
+    private final NcclVersion required;
+
+    NcclUnsupportedException(String message, String call, NcclVersion installed, NcclVersion required) {
+        super(message, call, NcclErrors.INVALID_ARGUMENT, NcclErrors.resultName(NcclErrors.INVALID_ARGUMENT),
+                "unsupported by the installed NCCL or GPU", "", null);
+        this.installed = installed;
+        this.required = required;
+    }
+
+    /** The NCCL version that is loaded. */
+    public NcclVersion installed() {
+        return installed;
+    }
+
+    /** The oldest NCCL version that has the feature (equal to {@link #installed()} when the GPU is what lacks it). */
+    public NcclVersion required() {
+        return required;
+    }
+}

@@ -1,0 +1,79 @@
+package dev.ar4j.nccl;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The guard that keeps a communicator from being freed under a call: never a call inside after the free. */
+@Timeout(30)
+class CallGuardTest {
+
+    @Test
+    void noCallIsInsideOnceTheCloserHasWaitedAndNoneEntersAfter() throws Exception {
+        for (int round = 0; round < 20; round++) {
+            CallGuard guard = new CallGuard();
+            AtomicBoolean freed = new AtomicBoolean();
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicLong entered = new AtomicLong();
+            AtomicLong insideAfterFree = new AtomicLong();
+            List<Thread> callers = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                Thread caller = new Thread(() -> {
+                    while (!stop.get()) {
+                        if (guard.enter()) {
+                            entered.incrementAndGet();
+                            for (int spin = 0; spin < 50; spin++) {
+                                if (freed.get()) {
+                                    insideAfterFree.incrementAndGet();
+                                }
+                                Thread.onSpinWait();
+                            }
+                            guard.exit();
+                        }
+                    }
+                });
+                caller.start();
+                callers.add(caller);
+            }
+            while (entered.get() < 1000) {
+                Thread.onSpinWait();
+            }
+            assertTrue(guard.beginClose());
+            assertFalse(guard.beginClose(), "one closer only");
+            assertTrue(guard.awaitQuiescent(2_000_000_000L));
+            freed.set(true);
+            long enteredAtFree = entered.get();
+            Thread.sleep(5);
+            stop.set(true);
+            for (Thread caller : callers) {
+                caller.join(5_000);
+            }
+            assertEquals(0, insideAfterFree.get(), "a call was inside after the free (round " + round + ")");
+            assertEquals(enteredAtFree, entered.get(), "a call entered after close began");
+            assertEquals(0, guard.inside());
+        }
+    }
+
+    @Test
+    void aCallThatStaysInsideMakesTheWaitGiveUpBounded() {
+        CallGuard guard = new CallGuard();
+        assertTrue(guard.enter());
+        assertTrue(guard.beginClose());
+        long start = System.nanoTime();
+        assertFalse(guard.awaitQuiescent(100_000_000L));
+        long millis = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(millis >= 100 && millis < 2_000, "gave up after " + millis + " ms");
+        assertTrue(guard.isClosing());
+        assertFalse(guard.enter());
+        guard.exit();
+        assertTrue(guard.awaitQuiescent(1_000_000L));
+    }
+}
