@@ -68,6 +68,8 @@ fi
 
 customar_header="$repo/cuda/include/ar4j/custom_all_reduce.h"
 [[ -f "$customar_header" ]] || die "missing $customar_header"
+rmsnorm_header="$repo/cuda/include/ar4j/residual_rmsnorm.h"
+[[ -f "$rmsnorm_header" ]] || die "missing $rmsnorm_header"
 
 header_define() { # file macro -> value of '#define macro value'
     sed -n "s/^#define $2[[:space:]]\{1,\}\([0-9][0-9]*\).*/\1/p" "$1" | head -n 1
@@ -102,5 +104,6 @@ generate cudart   cudart.args   "$cuda_inc/cuda_runtime_api.h" -I "$cuda_inc"
 generate cudadrv  cudadrv.args  "$cuda_inc/cuda.h"             -I "$cuda_inc"
 generate nccl     nccl.args     "$nccl_inc/nccl.h"             -I "$nccl_inc" -I "$cuda_inc"
 generate customar customar.args "$customar_header"
+generate rmsnorm  rmsnorm.args  "$rmsnorm_header" -I "$repo/cuda/include"
 
 echo "done; check with: git status --porcelain -- '$here'"

@@ -9,4 +9,5 @@ module dev.ar4j.bindings {
     exports dev.ar4j.bindings.cudadrv;
     exports dev.ar4j.bindings.nccl;
     exports dev.ar4j.bindings.customar;
+    exports dev.ar4j.bindings.rmsnorm;
 }
