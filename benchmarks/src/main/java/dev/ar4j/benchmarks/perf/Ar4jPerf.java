@@ -67,12 +67,18 @@ public final class Ar4jPerf implements Callable<Integer> {
             description = "exact sizes instead of -b/-e/-f, e.g. 1K,43008,256K")
     private List<Long> sizes;
 
+    @Option(names = {"-o", "--op"}, paramLabel = "OP", defaultValue = "allreduce",
+            description = "allreduce (default; ar4j's kernels against NCCL), or allgather, reducescatter, broadcast: "
+                    + "NCCL's collectives through NcclCommunicator.collectives() (nccl and nccl-symm), sizes and busbw "
+                    + "as in nccl-tests (size = the whole buffer; busbw factor (n-1)/n, broadcast 1, root 0)")
+    private String operation;
+
     @Option(names = "-d", paramLabel = "DTYPE", defaultValue = "bf16", description = "bf16, fp16 or fp32 (default ${DEFAULT-VALUE})")
     private String dtype;
 
     @Option(names = "-a", paramLabel = "LIST", defaultValue = PerfAlgorithm.DEFAULT_LIST,
-            description = "algorithms: auto, 1stage, 2stage, push, nccl, nccl-symm (default ${DEFAULT-VALUE}); "
-                    + "nccl and nccl-symm are always added")
+            description = "algorithms: auto, 1stage, 2stage, push, nccl, nccl-symm (default ${DEFAULT-VALUE}; "
+                    + "verify-fused: push; -o other than allreduce: nccl only); nccl and nccl-symm are always added")
     private String algorithms;
 
     @Option(names = "-w", paramLabel = "N", defaultValue = "5",
@@ -110,8 +116,17 @@ public final class Ar4jPerf implements Callable<Integer> {
     private long stagingBytes;
 
     @Option(names = "--scenario", paramLabel = "NAME", defaultValue = "sweep",
-            description = "sweep (default), or verify: 122 all-reduces of 43008 bytes in one CUDA graph, time per pass")
+            description = "sweep (default); verify: 122 all-reduces of 43008 bytes in one CUDA graph, time per pass; "
+                    + "verify-fused: 122 x (all-reduce of 3 x 7168 + residual add + RMSNorm) in one CUDA graph, per "
+                    + "variant: push+norm, nccl+norm (the ResidualRmsNorm kernel after the all-reduce) and fused "
+                    + "(reported not available while the runtime has no fused entry point)")
     private String scenario;
+
+    @Option(names = "--pdl", paramLabel = "LIST",
+            description = "programmatic dependent launch: on, off or on,off (both in one run); the communicators "
+                    + "are built with -Dar4j.pdl=1 or 0 for each and every row records its setting (default: the "
+                    + "runtime's own, nothing set). If the runtime does not report the setting the run says so")
+    private String pdl;
 
     @Option(names = "--skip-nccl-symm", description = "do not measure the nccl-symm baseline")
     private boolean skipSymmetric;
@@ -128,13 +143,14 @@ public final class Ar4jPerf implements Callable<Integer> {
             description = "directory of the default output files (default ${DEFAULT-VALUE})")
     private Path outDir;
 
-    @Option(names = "--csv", paramLabel = "FILE", description = "CSV output (default OUT-DIR/ar4j-perf[-verify].csv)")
+    @Option(names = "--csv", paramLabel = "FILE", description = "CSV output (default OUT-DIR/ar4j-perf[-OP][-verify|"
+            + "-verify-fused].csv)")
     private Path csv;
 
-    @Option(names = "--json", paramLabel = "FILE", description = "JSON output (default OUT-DIR/ar4j-perf[-verify].json)")
+    @Option(names = "--json", paramLabel = "FILE", description = "JSON output (default: as the CSV, .json)")
     private Path json;
 
-    @Option(names = "--png", paramLabel = "FILE", description = "PNG chart (default OUT-DIR/ar4j-perf[-verify].png)")
+    @Option(names = "--png", paramLabel = "FILE", description = "PNG chart (default: as the CSV, .png)")
     private Path png;
 
     @Option(names = "--no-png", description = "draw no PNG (draw it later with the plot subcommand)")
@@ -152,8 +168,10 @@ public final class Ar4jPerf implements Callable<Integer> {
     private long seed;
 
     @Option(names = "--plan", paramLabel = "TOPOLOGY",
-            description = "print the dispatch decision and reason for every size, registered and not, on "
-                    + "nvlink:N, pcie:N, nop2p:N or multihost:N (no GPU needed); honours AR4J_ALLREDUCE_ALGO etc.")
+            description = "print what the run would measure on nvlink:N, pcie:N, nop2p:N or multihost:N (no GPU "
+                    + "needed): the dispatch decision and reason for every size, registered and not; with -o, the NCCL "
+                    + "call, counts and busbw factor per size; with --scenario verify-fused, its rows; the --pdl "
+                    + "settings. Honours AR4J_ALLREDUCE_ALGO etc.")
     private String plan;
 
     // Set by the launcher for its workers.
@@ -161,8 +179,8 @@ public final class Ar4jPerf implements Callable<Integer> {
     private int workerRank;
     @Option(names = "--worker-world-size", hidden = true, defaultValue = "0")
     private int workerWorldSize;
-    @Option(names = "--worker-port", hidden = true, defaultValue = "0")
-    private int workerPort;
+    @Option(names = "--worker-port", hidden = true, split = ",", defaultValue = "0")
+    private List<Integer> workerPorts;
     @Option(names = "--worker-parent-pid", hidden = true, defaultValue = "-1")
     private long workerParentPid;
     @Option(names = "--worker-command-line", hidden = true)
@@ -240,14 +258,14 @@ public final class Ar4jPerf implements Callable<Integer> {
         PrintStream out = System.out;
         PrintStream err = System.err;
         DType type = DType.parse(dtype);
+        Operation op = Operation.parse(operation);
         List<Long> sweep = sizes != null && !sizes.isEmpty() ? SizeSweep.explicit(sizes, type)
                 : SizeSweep.geometric(minBytes, maxBytes, factor, type);
-        List<PerfAlgorithm> columns = PerfAlgorithm.parseListWithBaselines(List.of(algorithms));
+        PerfSettings settings = settings(type, op, sweep);
         if (plan != null) {
-            DispatchPlan.print(out, DispatchPlan.parseTopology(plan), DispatchConfig.fromSystem(), stagingBytes, sweep, type);
+            RunPlan.print(out, DispatchPlan.parseTopology(plan), DispatchConfig.fromSystem(), settings);
             return ExitCodes.OK;
         }
-        PerfSettings settings = settings(type, sweep, columns);
         Duration timeLimit = Duration.ofSeconds(timeLimitSeconds);
         if (timeLimitSeconds <= 0) {
             throw new IllegalArgumentException("--time-limit must be positive, got " + timeLimitSeconds);
@@ -265,7 +283,7 @@ public final class Ar4jPerf implements Callable<Integer> {
             }
             PerfWorker worker = new PerfWorker(settings, outputs(settings), commandLine, out, err);
             return workerThreads ? worker.runThreads(workerWorldSize, timeLimit)
-                    : worker.runRank(workerRank, workerWorldSize, workerPort);
+                    : worker.runRank(workerRank, workerWorldSize, workerPorts);
         }
 
         GpuCheck check = GpuCheck.probe();
@@ -276,10 +294,11 @@ public final class Ar4jPerf implements Callable<Integer> {
         }
         int worldSize = check.worldSize(gpus);
         err.println("[ar4j-perf] " + check.gpus() + " GPUs visible, NCCL " + check.nccl() + "; world size " + worldSize
-                + "; " + settings.sizes().size() + " sizes x " + settings.algorithms().size() + " algorithms ("
+                + "; " + settings.operation().label() + ", " + settings.scenario().label() + "; "
+                + settings.pdl().size() + " pdl settings x " + settings.sizes().size() + " sizes x " + settings.algorithms().size() + " algorithms ("
                 + settings.algorithms().stream().map(PerfAlgorithm::label).collect(Collectors.joining(",")) + ") x "
                 + settings.modes().size() + " timing modes x " + settings.placements().size() + " placements");
-        return WorkerLauncher.run(rawArgs, commandLine, worldSize, threads, timeLimit, err);
+        return WorkerLauncher.run(rawArgs, commandLine, worldSize, threads, settings.pdl().size(), timeLimit, err);
     }
 
     /** "ar4j-perf", or "ar4j-perf rank 1" in a worker, for messages. */
@@ -290,16 +309,21 @@ public final class Ar4jPerf implements Callable<Integer> {
         return workerThreads ? "ar4j-perf worker (" + workerWorldSize + " ranks in threads)" : "ar4j-perf rank " + workerRank;
     }
 
-    private PerfSettings settings(DType type, List<Long> sweep, List<PerfAlgorithm> columns) {
+    private PerfSettings settings(DType type, Operation op, List<Long> sweep) {
         Scenario sc = Scenario.parse(scenario);
-        if (sc == Scenario.VERIFY) {
-            if (sizes != null || spec.commandLine().getParseResult().hasMatchedOption("-b")
-                    || spec.commandLine().getParseResult().hasMatchedOption("-e")) {
-                throw new IllegalArgumentException("--scenario verify has a fixed size (" + Scenario.VERIFY_BYTES
+        CommandLine.ParseResult parsed = spec.commandLine().getParseResult();
+        if (sc.isVerify()) {
+            long fixed = sc == Scenario.VERIFY ? Scenario.VERIFY_BYTES : PerfSettings.fusedBytes(type);
+            if (sizes != null || parsed.hasMatchedOption("-b") || parsed.hasMatchedOption("-e")) {
+                throw new IllegalArgumentException("--scenario " + sc.label() + " has a fixed size (" + fixed
                         + " bytes); leave out -b, -e and --sizes");
             }
-            sweep = List.of(Scenario.VERIFY_BYTES);
+            sweep = List.of(fixed);
         }
+        String columnList = parsed.hasMatchedOption("-a") ? algorithms
+                : sc == Scenario.VERIFY_FUSED ? PerfAlgorithm.PUSH.label()
+                : op.hasAr4jKernels() ? algorithms : PerfAlgorithm.NCCL.label();
+        List<PerfAlgorithm> columns = PerfAlgorithm.parseListWithBaselines(List.of(columnList));
         List<TimingMode> modes = new ArrayList<>();
         if (both || graph || !eager) {
             modes.add(TimingMode.GRAPH);
@@ -316,11 +340,12 @@ public final class Ar4jPerf implements Callable<Integer> {
         }
         return new PerfSettings(sc, sweep, type, columns, warmup,
                 iterations, repetitions, modes, placements, registered, stagingBytes, skipSymmetric,
-                Duration.ofSeconds(timeoutSeconds), seed);
+                Duration.ofSeconds(timeoutSeconds), seed, op, PdlSetting.parseList(pdl));
     }
 
     private OutputFiles outputs(PerfSettings settings) {
-        String base = settings.scenario() == Scenario.VERIFY ? "ar4j-perf-verify" : "ar4j-perf";
+        String base = "ar4j-perf" + (settings.operation() == Operation.ALL_REDUCE ? "" : "-" + settings.operation().label())
+                + (settings.scenario() == Scenario.SWEEP ? "" : "-" + settings.scenario().label());
         return new OutputFiles(csv != null ? csv : outDir.resolve(base + ".csv"),
                 json != null ? json : outDir.resolve(base + ".json"),
                 noPng ? null : png != null ? png : outDir.resolve(base + ".png"));

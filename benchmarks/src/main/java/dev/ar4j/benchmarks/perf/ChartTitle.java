@@ -40,6 +40,10 @@ record ChartTitle(String title, String subtitle) {
         if (!placement.isEmpty()) {
             sub.add(placement);
         }
+        String pdl = joined(rows.stream().filter(r -> !PdlSetting.DEFAULT.label().equals(r.get("pdl"))).toList(), "pdl", "");
+        if (!pdl.isEmpty()) {
+            sub.add("pdl " + pdl);
+        }
         if (rows.stream().anyMatch(r -> Boolean.parseBoolean(r.getOrDefault("registered", "false")))) {
             sub.add("registered input");
         }

@@ -43,7 +43,9 @@ public final class LatencyChart {
                 throw new IllegalArgumentException("the CSV has no '" + column + "' column (is it an ar4j-perf CSV?)");
             }
         }
-        boolean verify = rows.stream().allMatch(r -> "verify".equals(r.get("scenario")));
+        boolean verify = rows.stream().allMatch(r -> isVerify(r.get("scenario")));
+        boolean fused = rows.stream().allMatch(r -> Scenario.VERIFY_FUSED.label().equals(r.get("scenario")));
+        String operation = operationTitle(rows);
         JFreeChart chart;
         int drawn;
         int height;
@@ -52,19 +54,22 @@ public final class LatencyChart {
             if (bars.isEmpty()) {
                 throw new IllegalArgumentException("no timed rows to plot");
             }
-            String perPass = rows.getFirst().getOrDefault("allreduces_per_pass", "?") + " all-reduces of "
-                    + rows.getFirst().get("bytes") + " B in one CUDA graph";
-            chart = VerifyChart.build(bars, titleOf(csv, "verify scenario", title), perPass);
+            String calls = rows.getFirst().getOrDefault("allreduces_per_pass", "?");
+            String perPass = fused ? calls + " × (all-reduce of " + rows.getFirst().get("bytes") + " B + residual + "
+                    + "RMSNorm) in one CUDA graph" : calls + " all-reduces of " + rows.getFirst().get("bytes")
+                    + " B in one CUDA graph";
+            chart = VerifyChart.build(bars, titleOf(csv, fused ? "verify-fused scenario (all-reduce + RMSNorm)"
+                    : "verify scenario", title), perPass);
             drawn = bars.size();
             height = VERIFY_HEIGHT;
         } else {
-            List<Map<String, String>> sweep = rows.stream().filter(r -> !"verify".equals(r.get("scenario"))).toList();
+            List<Map<String, String>> sweep = rows.stream().filter(r -> !isVerify(r.get("scenario"))).toList();
             SweepSeries series = SweepSeries.of(sweep);
             drawn = series.ar4j().size() + series.baselines().size();
             if (drawn == 0) {
                 throw new IllegalArgumentException("no timed rows to plot");
             }
-            chart = SweepChart.build(series, titleOf(csv, "all-reduce latency", title));
+            chart = SweepChart.build(series, titleOf(csv, operation + " latency", title), operation);
             height = HEIGHT;
         }
         Path parent = png.toAbsolutePath().getParent();
@@ -73,6 +78,23 @@ public final class LatencyChart {
         }
         ChartUtils.saveChartAsPNG(png.toFile(), chart, WIDTH, height);
         return drawn;
+    }
+
+    private static boolean isVerify(String scenario) {
+        return Scenario.VERIFY.label().equals(scenario) || Scenario.VERIFY_FUSED.label().equals(scenario);
+    }
+
+    /**
+     * "all-reduce", "all-gather", ... from the rows' {@code operation} column (files of earlier
+     * versions have none: all-reduce); several joined with "/".
+     */
+    static String operationTitle(List<Map<String, String>> rows) {
+        java.util.Set<String> titles = new java.util.LinkedHashSet<>();
+        for (Map<String, String> r : rows) {
+            String op = r.getOrDefault("operation", "");
+            titles.add(op.isBlank() ? Operation.ALL_REDUCE.title() : Operation.parse(op).title());
+        }
+        return String.join("/", titles);
     }
 
     private static ChartTitle titleOf(ResultCsv csv, String what, String override) {

@@ -32,7 +32,7 @@ public record MachineInfo(Map<String, String> fields, List<String> gpus) {
     /** Environment variables recorded because they change what NCCL or ar4j do. */
     static final List<String> RECORDED_ENVIRONMENT = List.of("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
             "NVSHMEM_DISABLE_NVLS", "NCCL_SOCKET_IFNAME", "NCCL_ALGO", "NCCL_PROTO", "AR4J_ALLREDUCE_ALGO",
-            "AR4J_FORCE_CUSTOM_AR_PCIE", "CUDA_VISIBLE_DEVICES");
+            "AR4J_FORCE_CUSTOM_AR_PCIE", "AR4J_PDL", "CUDA_VISIBLE_DEVICES");
 
     /** Copies the inputs. */
     public MachineInfo {

@@ -89,7 +89,9 @@ public final class PerfReport {
                 partialCsv = null;
             }
         }
-        progress(String.format(Locale.ROOT, "%-5s %-12s %10d B  %-9s %-12s %10.2f us  busbw %8.2f GB/s  #wrong %d%s",
+        progress(String.format(Locale.ROOT, "%s%-5s %-12s %10d B  %-9s %-12s %10.2f us  busbw %8.2f GB/s  #wrong %d%s",
+                (r.operation().equals(Operation.ALL_REDUCE.label()) ? "" : r.operation() + " ")
+                        + (r.pdl().equals(PdlSetting.DEFAULT.label()) ? "" : "pdl " + r.pdl() + " "),
                 r.mode(), r.placement(), r.bytes(), r.algorithm(), "ran " + r.ran(), r.timeUs(), r.busbwGBps(),
                 r.wrong(), Double.isNaN(r.hostUs()) ? ""
                         : String.format(Locale.ROOT, "  host %.2f us/call (in call %.2f)", r.hostUs(), r.callUs())));
@@ -97,14 +99,27 @@ public final class PerfReport {
 
     /** Records that a column was not measured, and why. */
     public synchronized void skip(PerfAlgorithm algorithm, String reason) {
-        skipped.put(algorithm.label(), reason);
-        progress("skipping " + algorithm.label() + ": " + reason);
+        skip(algorithm.label(), reason);
+    }
+
+    /** Records that a column or row ({@code fused}) was not measured, and why; the first reason per label stays. */
+    public synchronized void skip(String label, String reason) {
+        if (skipped.putIfAbsent(label, reason) == null) {
+            progress("skipping " + label + ": " + reason);
+        }
     }
 
     /** Records a note for the report (and prints it). */
     public synchronized void note(String note) {
         notes.add(note);
         progress(note);
+    }
+
+    /** Records a note unless the same note was recorded already. */
+    public synchronized void noteOnce(String note) {
+        if (!notes.contains(note)) {
+            note(note);
+        }
     }
 
     /** Prints one progress line to stderr. */

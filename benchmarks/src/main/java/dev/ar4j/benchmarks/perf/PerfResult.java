@@ -30,14 +30,35 @@ import java.util.List;
  * @param iterations        the {@code -n} setting
  * @param repetitions       the {@code -r} setting
  * @param warmup            the {@code -w} setting
+ * @param operation         the collective: "allreduce" (verify-fused too: its all-reduces),
+ *                          "allgather", "reducescatter" or "broadcast"; {@code bytes} is its whole
+ *                          buffer, as in nccl-tests ({@link Operation})
+ * @param pdl               the PDL setting the communicators were built with: "on", "off" or "default"
  */
 public record PerfResult(String scenario, String mode, String placement, boolean registered, int worldSize,
                          long bytes, long count, String dtype, String algorithm, String ran, boolean fellBack,
                          String reason, double timeUs, double timeUsMax, long wrong, double hostUs, double callUs,
-                         int allReducesPerPass, int iterations, int repetitions, int warmup) {
+                         int allReducesPerPass, int iterations, int repetitions, int warmup, String operation,
+                         String pdl) {
+
+    /** An all-reduce row with the runtime's PDL default. */
+    public PerfResult(String scenario, String mode, String placement, boolean registered, int worldSize,
+                      long bytes, long count, String dtype, String algorithm, String ran, boolean fellBack,
+                      String reason, double timeUs, double timeUsMax, long wrong, double hostUs, double callUs,
+                      int allReducesPerPass, int iterations, int repetitions, int warmup) {
+        this(scenario, mode, placement, registered, worldSize, bytes, count, dtype, algorithm, ran, fellBack, reason,
+                timeUs, timeUsMax, wrong, hostUs, callUs, allReducesPerPass, iterations, repetitions, warmup,
+                Operation.ALL_REDUCE.label(), PdlSetting.DEFAULT.label());
+    }
+
+    /** Checks the operation's name. */
+    public PerfResult {
+        Operation.parse(operation);
+        java.util.Objects.requireNonNull(pdl, "pdl");
+    }
 
     /** The CSV columns, in order. */
-    public static final List<String> COLUMNS = List.of("scenario", "mode", "placement", "registered", "world_size",
+    public static final List<String> COLUMNS = List.of("scenario", "operation", "pdl", "mode", "placement", "registered", "world_size",
             "bytes", "count", "dtype", "algorithm", "ran", "fell_back", "time_us", "time_us_max", "algbw_gbps",
             "busbw_gbps", "wrong", "host_us", "call_us", "allreduces_per_pass", "pass_us", "iterations",
             "repetitions", "warmup", "reason");
@@ -47,9 +68,12 @@ public record PerfResult(String scenario, String mode, String placement, boolean
         return bytes / timeUs / 1e3;
     }
 
-    /** Bus bandwidth as nccl-tests defines it for all-reduce: algbw * 2(n-1)/n. */
+    /**
+     * Bus bandwidth as nccl-tests defines it: algbw x 2(n-1)/n for all-reduce, x (n-1)/n for
+     * all-gather and reduce-scatter, x 1 for broadcast ({@link Operation#busFactor}).
+     */
     public double busbwGBps() {
-        return worldSize <= 1 ? algbwGBps() : algbwGBps() * 2.0 * (worldSize - 1) / worldSize;
+        return algbwGBps() * Operation.parse(operation).busFactor(Math.max(1, worldSize));
     }
 
     /** Time of one pass ({@link #allReducesPerPass} all-reduces). */
@@ -57,14 +81,16 @@ public record PerfResult(String scenario, String mode, String placement, boolean
         return timeUs * allReducesPerPass;
     }
 
-    /** Whether this cell ran one of ar4j's kernels (not NCCL). */
+    /** Whether this cell ran one of ar4j's kernels (not NCCL), alone or followed by the norm ("push+norm"). */
     public boolean ranCustomKernel() {
-        return ran.equals("1stage") || ran.equals("2stage") || ran.equals("push");
+        String kernel = ran.endsWith(FusedVariant.NORM_SUFFIX)
+                ? ran.substring(0, ran.length() - FusedVariant.NORM_SUFFIX.length()) : ran;
+        return kernel.equals("1stage") || kernel.equals("2stage") || kernel.equals("push") || kernel.equals("fused");
     }
 
     /** The row's values as CSV cells, in {@link #COLUMNS} order (NaN as an empty cell). */
     public List<String> csvCells() {
-        return List.of(scenario, mode, placement, Boolean.toString(registered), Integer.toString(worldSize),
+        return List.of(scenario, operation, pdl, mode, placement, Boolean.toString(registered), Integer.toString(worldSize),
                 Long.toString(bytes), Long.toString(count), dtype, algorithm, ran, Boolean.toString(fellBack),
                 number(timeUs), number(timeUsMax), number(algbwGBps()), number(busbwGBps()), Long.toString(wrong),
                 number(hostUs), number(callUs), Integer.toString(allReducesPerPass), number(passUs()),

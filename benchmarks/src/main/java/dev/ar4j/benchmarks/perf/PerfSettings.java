@@ -26,15 +26,52 @@ import java.util.Objects;
  * @param skipSymmetric   do not measure {@code nccl-symm} (it is otherwise always measured)
  * @param timeout         bound on every wait for the other ranks or for the GPU
  * @param seed            seed of the checked inputs
+ * @param operation       the collective ({@code -o}); only the sweep measures others than the all-reduce
+ * @param pdl             the PDL settings, one communicator build (and one pass over everything) each
  */
 public record PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, List<PerfAlgorithm> algorithms,
                            int warmup, int iterations, int repetitions, List<TimingMode> modes,
                            List<Placement> placements, boolean registeredInput, long stagingBytes,
-                           boolean skipSymmetric, Duration timeout, long seed) {
+                           boolean skipSymmetric, Duration timeout, long seed, Operation operation,
+                           List<PdlSetting> pdl) {
+
+    /** An all-reduce run with the runtime's PDL default. */
+    public PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, List<PerfAlgorithm> algorithms,
+                        int warmup, int iterations, int repetitions, List<TimingMode> modes,
+                        List<Placement> placements, boolean registeredInput, long stagingBytes,
+                        boolean skipSymmetric, Duration timeout, long seed) {
+        this(scenario, sizes, dtype, algorithms, warmup, iterations, repetitions, modes, placements, registeredInput,
+                stagingBytes, skipSymmetric, timeout, seed, Operation.ALL_REDUCE, List.of(PdlSetting.DEFAULT));
+    }
 
     /** Validates every field. */
     public PerfSettings {
         Objects.requireNonNull(scenario, "scenario");
+        Objects.requireNonNull(operation, "operation");
+        pdl = List.copyOf(pdl);
+        if (pdl.isEmpty()) {
+            throw new IllegalArgumentException("pdl settings must not be empty");
+        }
+        if (operation != Operation.ALL_REDUCE && scenario != Scenario.SWEEP) {
+            throw new IllegalArgumentException("--scenario " + scenario.label() + " is an all-reduce scenario; -o "
+                    + operation.label() + " runs only as a sweep (leave out --scenario or -o)");
+        }
+        if (!operation.hasAr4jKernels()) {
+            for (PerfAlgorithm a : algorithms) {
+                if (a.isAr4j()) {
+                    throw new IllegalArgumentException("-o " + operation.label() + " runs through NCCL only (ar4j's "
+                            + "kernels do all-reduce): -a " + a.label() + " does not apply; leave out -a");
+                }
+            }
+            if (registeredInput) {
+                throw new IllegalArgumentException("--registered applies to ar4j's all-reduce input; -o "
+                        + operation.label() + " runs through NCCL only");
+            }
+        }
+        if (scenario == Scenario.VERIFY_FUSED && placements.contains(Placement.IN_PLACE)) {
+            throw new IllegalArgumentException("--scenario verify-fused runs out of place (the all-reduce writes the "
+                    + "RMSNorm's input); leave out --in-place");
+        }
         Objects.requireNonNull(dtype, "dtype");
         Objects.requireNonNull(timeout, "timeout");
         sizes = List.copyOf(sizes);
@@ -70,8 +107,13 @@ public record PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, Lis
     public Workload workload(long bytes) {
         return switch (scenario) {
             case SWEEP -> new Workload(bytes, 1, iterations, 1, iterations);
-            case VERIFY -> new Workload(bytes, Scenario.VERIFY_ALL_REDUCES, 1, iterations, iterations);
+            case VERIFY, VERIFY_FUSED -> new Workload(bytes, Scenario.VERIFY_ALL_REDUCES, 1, iterations, iterations);
         };
+    }
+
+    /** Bytes of each all-reduce of {@code --scenario verify-fused}: 3 x 7168 elements. */
+    public static long fusedBytes(DType dtype) {
+        return (long) FusedNormCheck.ROWS * FusedNormCheck.HIDDEN * dtype.byteSize();
     }
 
     /** Bytes of each input (and output) buffer: the largest pass. */

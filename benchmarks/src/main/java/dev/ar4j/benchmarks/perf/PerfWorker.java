@@ -66,32 +66,60 @@ final class PerfWorker {
                 () -> Runtime.getRuntime().halt(1));
     }
 
-    /** One rank in this JVM, joining the others through a TCP rendezvous on 127.0.0.1:{@code port}. */
-    int runRank(int rank, int worldSize, int port) {
-        PerfReport report = rank == 0 ? new PerfReport(settings, worldSize, commandLine, "one JVM per GPU", err) : null;
-        // Closed on success only: after a failure, closing NCCL could wait for peers that are gone;
-        // the caller ends the process instead.
-        Communicator comm = configure(Communicator.builder()).rank(rank).worldSize(worldSize)
-                .masterAddress("127.0.0.1", port).build();
-        if (report != null) {
-            report.machine(MachineInfo.collect(comm, commandLine, report.processModel()));
-            report.progress(comm.toString());
-            report.streamTo(outputs.csv());
+    /**
+     * One rank in this JVM, joining the others through a TCP rendezvous on 127.0.0.1: one
+     * communicator per PDL setting ({@code --pdl}), each on its own port of {@code ports}.
+     */
+    int runRank(int rank, int worldSize, List<Integer> ports) {
+        if (ports.size() != settings.pdl().size()) {
+            throw new IllegalArgumentException("--worker-port needs one port per PDL setting (" + settings.pdl().size()
+                    + "), got " + ports);
         }
-        new RankSweep(comm, settings, report).run();
-        comm.close();
+        PerfReport report = rank == 0 ? new PerfReport(settings, worldSize, commandLine, "one JVM per GPU", err) : null;
+        for (int i = 0; i < ports.size(); i++) {
+            PdlSetting pdl = settings.pdl().get(i);
+            String previous = pdl.apply();
+            try {
+                // Closed on success only: after a failure, closing NCCL could wait for peers that are gone;
+                // the caller ends the process instead.
+                Communicator comm = configure(Communicator.builder()).rank(rank).worldSize(worldSize)
+                        .masterAddress("127.0.0.1", ports.get(i)).build();
+                if (report != null) {
+                    describe(report, comm, pdl, i == 0);
+                }
+                new RankSweep(comm, settings, report, pdl).run();
+                comm.close();
+            } finally {
+                PdlSetting.restore(previous);
+            }
+        }
         return report == null ? 0 : finish(report);
     }
 
-    /** Every rank in this JVM, one thread each ({@code --threads}). */
+    /** Every rank in this JVM, one thread each ({@code --threads}); one group per PDL setting. */
     int runThreads(int worldSize, Duration timeLimit) throws InterruptedException {
         int[] devices = new int[worldSize];
         for (int d = 0; d < worldSize; d++) {
             devices[d] = d;
         }
         PerfReport report = new PerfReport(settings, worldSize, commandLine, "one JVM, one thread per GPU", err);
-        List<Communicator> group = Communicator.localGroup(devices, this::configure);
-        ExecutorService pool = Executors.newFixedThreadPool(worldSize, r -> {
+        long deadline = System.nanoTime() + timeLimit.toNanos();
+        for (int i = 0; i < settings.pdl().size(); i++) {
+            PdlSetting pdl = settings.pdl().get(i);
+            boolean first = i == 0;
+            String previous = pdl.apply();
+            try {
+                runGroup(Communicator.localGroup(devices, this::configure), report, pdl, first, deadline, timeLimit);
+            } finally {
+                PdlSetting.restore(previous);
+            }
+        }
+        return finish(report);
+    }
+
+    private void runGroup(List<Communicator> group, PerfReport report, PdlSetting pdl, boolean first, long deadline,
+                          Duration timeLimit) throws InterruptedException {
+        ExecutorService pool = Executors.newFixedThreadPool(group.size(), r -> {
             Thread t = new Thread(r, "ar4j-perf-rank");
             t.setDaemon(true);
             return t;
@@ -105,16 +133,13 @@ final class PerfWorker {
                     Cuda.setDevice(comm.device());
                     PerfReport mine = comm.rank() == 0 ? report : null;
                     if (mine != null) {
-                        mine.machine(MachineInfo.collect(comm, commandLine, mine.processModel()));
-                        mine.progress(comm.toString());
-                        mine.streamTo(outputs.csv());
+                        describe(mine, comm, pdl, first);
                     }
-                    new RankSweep(comm, settings, mine).run();
+                    new RankSweep(comm, settings, mine, pdl).run();
                     comm.close(); // on success only, as in runRank
                     return comm.rank();
                 }));
             }
-            long deadline = System.nanoTime() + timeLimit.toNanos();
             for (int i = 0; i < futures.size(); i++) {
                 Future<Integer> f = done.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
                 if (f == null) {
@@ -131,7 +156,24 @@ final class PerfWorker {
         } finally {
             pool.shutdownNow();
         }
-        return finish(report);
+    }
+
+    /**
+     * On rank 0: the machine and the streamed CSV for the first communicator, a progress line for
+     * each, and what the runtime says of the PDL setting it was built with.
+     */
+    private void describe(PerfReport report, Communicator comm, PdlSetting pdl, boolean first) {
+        if (first) {
+            report.machine(MachineInfo.collect(comm, commandLine, report.processModel()));
+            report.streamTo(outputs.csv());
+        }
+        report.progress(comm + (pdl == PdlSetting.DEFAULT ? "" : ", built with -D" + PdlSetting.PROPERTY + "="
+                + pdl.propertyValue().orElseThrow() + " (pdl " + pdl.label() + ")"));
+        if (pdl != PdlSetting.DEFAULT) {
+            String description = comm + "\n" + comm.explain(settings.sizes().getFirst(), settings.dtype());
+            report.noteOnce(PdlSetting.reportedIn(description).map(text -> "pdl " + pdl.label() + ": the runtime "
+                    + "reports: " + text).orElse(PdlSetting.NOT_REPORTED));
+        }
     }
 
     private Communicator.Builder configure(Communicator.Builder b) {

@@ -49,6 +49,8 @@ public final class ResultJson {
         root.put("command", report.commandLine());
         Map<String, Object> settings = new LinkedHashMap<>();
         settings.put("scenario", s.scenario().label());
+        settings.put("operation", s.operation().label());
+        settings.put("pdl", s.pdl().stream().map(PdlSetting::label).toList());
         settings.put("sizes", s.sizes());
         settings.put("dtype", InputPattern.dtypeLabel(s.dtype()));
         settings.put("algorithms", s.algorithms().stream().map(PerfAlgorithm::label).toList());

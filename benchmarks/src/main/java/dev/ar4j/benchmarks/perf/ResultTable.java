@@ -37,11 +37,12 @@ public final class ResultTable {
         }
         Map<String, List<PerfResult>> groups = new LinkedHashMap<>();
         for (PerfResult r : report.results()) {
-            groups.computeIfAbsent(r.mode() + " " + r.placement(), k -> new ArrayList<>()).add(r);
+            groups.computeIfAbsent(r.operation() + " " + r.pdl() + " " + r.mode() + " " + r.placement(),
+                    k -> new ArrayList<>()).add(r);
         }
         for (List<PerfResult> group : groups.values()) {
             out.println();
-            if (report.settings().scenario() == Scenario.VERIFY) {
+            if (report.settings().scenario().isVerify()) {
                 printVerify(out, report, group);
             } else {
                 printSweep(out, report, group);
@@ -55,19 +56,25 @@ public final class ResultTable {
             out.println("# note: " + note);
         }
         long wrong = report.totalWrong();
-        out.println(wrong == 0 ? "# #wrong: 0 in every result (checked against the exact sum)"
+        String against = report.settings().scenario() == Scenario.VERIFY_FUSED
+                ? "the exact sum and a host RMSNorm within " + FusedNormCheck.tolerance(report.settings().dtype())
+                + " relative" : "the exact " + report.settings().operation().title() + " of the inputs";
+        out.println(wrong == 0 ? "# #wrong: 0 in every result (checked against " + against + ")"
                 : "# FAILED: " + wrong + " wrong elements in total; see the #wrong columns");
         out.flush();
     }
 
     private static String groupTitle(PerfReport report, PerfResult first) {
         PerfSettings s = report.settings();
+        String calls = Operation.parse(first.operation()).title() + "s";
         String timing = first.mode().equals("graph")
-                ? "CUDA graph (" + (s.scenario() == Scenario.VERIFY ? "one pass per graph, " + s.iterations()
-                + " replays timed one by one" : s.iterations() + " all-reduces per graph") + ")"
-                : "eager (" + s.iterations() + (s.scenario() == Scenario.VERIFY ? " passes" : " all-reduces")
+                ? "CUDA graph (" + (s.scenario().isVerify() ? "one pass per graph, " + s.iterations()
+                + " replays timed one by one" : s.iterations() + " " + calls + " per graph") + ")"
+                : "eager (" + s.iterations() + (s.scenario().isVerify() ? " passes" : " " + calls)
                 + " back to back)";
-        return "# " + report.worldSize() + " ranks (" + report.processModel() + "), " + first.dtype() + ", " + timing
+        String pdl = first.pdl().equals(PdlSetting.DEFAULT.label()) ? "" : "pdl " + first.pdl() + ", ";
+        return "# " + first.operation() + ": " + report.worldSize() + " ranks (" + report.processModel() + "), " + pdl
+                + first.dtype() + ", " + timing
                 + ", " + first.placement() + ", " + (first.registered() ? "registered" : "unregistered")
                 + " input, median of " + s.repetitions() + " repetitions after " + s.warmup() + " warm-up rounds";
     }
@@ -100,7 +107,10 @@ public final class ResultTable {
             }
             table.column("", "algbw", "(GB/s)", false).column("", "busbw", "(GB/s)", false).column("", "#wrong", "", false);
         }
-        table.ungrouped().column("", "speedup", "(NCCL/ar4j)", false).column("", "best", "ar4j", true);
+        boolean withSpeedup = algorithms.stream().anyMatch(a -> !a.startsWith("nccl"));
+        if (withSpeedup) {
+            table.ungrouped().column("", "speedup", "(NCCL/ar4j)", false).column("", "best", "ar4j", true);
+        }
         for (long size : sizes) {
             List<String> line = new ArrayList<>();
             PerfResult any = rows.stream().filter(r -> r.bytes() == size).findFirst().orElseThrow();
@@ -127,6 +137,10 @@ public final class ResultTable {
             List<PerfResult> atSize = rows.stream().filter(r -> r.bytes() == size).toList();
             Optional<PerfResult> bestNccl = best(atSize, false);
             Optional<PerfResult> bestAr4j = best(atSize, true);
+            if (!withSpeedup) {
+                table.row(line);
+                continue;
+            }
             if (bestNccl.isPresent() && bestAr4j.isPresent()) {
                 line.add(String.format(Locale.ROOT, "%.2fx", bestNccl.get().timeUs() / bestAr4j.get().timeUs()));
                 line.add(bestAr4j.get().algorithm() + (bestAr4j.get().algorithm().equals(bestAr4j.get().ran()) ? ""
@@ -143,8 +157,12 @@ public final class ResultTable {
     private static void printVerify(PrintStream out, PerfReport report, List<PerfResult> rows) {
         out.println(groupTitle(report, rows.getFirst()));
         PerfResult first = rows.getFirst();
-        out.println("# --scenario verify: " + first.allReducesPerPass() + " all-reduces of " + first.bytes() + " bytes "
-                + first.dtype() + " per pass" + (first.mode().equals("graph") ? ", captured in one CUDA graph" : ""));
+        boolean fused = report.settings().scenario() == Scenario.VERIFY_FUSED;
+        out.println("# --scenario " + report.settings().scenario().label() + ": " + first.allReducesPerPass()
+                + (fused ? " x (all-reduce of " + first.bytes() + " bytes " + first.dtype() + " = " + FusedNormCheck.ROWS
+                + " x " + FusedNormCheck.HIDDEN + ", then residual add + RMSNorm)" : " all-reduces of " + first.bytes()
+                + " bytes " + first.dtype()) + " per pass" + (first.mode().equals("graph") ? ", captured in one CUDA graph"
+                : "") + (fused ? "; per all-reduce = per all-reduce + norm" : ""));
         Optional<PerfResult> bestNccl = best(rows, false);
         TextTable table = new TextTable();
         table.column("", "algorithm", "", true).column("", "ran", "", true).column("", "pass", "(us)", false)
@@ -161,6 +179,18 @@ public final class ResultTable {
                 line.add(fixed(r.hostUs() * r.allReducesPerPass()));
             }
             table.row(line);
+        }
+        if (fused) {
+            for (Map.Entry<String, String> skip : report.skippedInOrder()) {
+                if (skip.getKey().equals(FusedVariant.FUSED)) {
+                    List<String> line = new ArrayList<>(List.of(FusedVariant.FUSED, "not available", "-", "-", "-", "-",
+                            "-"));
+                    if (first.mode().equals("eager")) {
+                        line.add("-");
+                    }
+                    table.row(line);
+                }
+            }
         }
         table.print(out);
     }

@@ -10,7 +10,14 @@ public enum Scenario {
      * The verify pass of a speculative-decoding step: {@value #VERIFY_ALL_REDUCES} all-reduces of
      * {@value #VERIFY_BYTES} bytes (3 tokens x 7168 hidden x bf16), captured in one CUDA graph.
      */
-    VERIFY("verify");
+    VERIFY("verify"),
+    /**
+     * The verify pass with each all-reduce followed by its residual add and RMSNorm: {@value
+     * #VERIFY_ALL_REDUCES} x (all-reduce of {@value FusedNormCheck#ROWS} x {@value
+     * FusedNormCheck#HIDDEN} elements, then {@code ResidualRmsNorm}) in one CUDA graph, per variant
+     * ({@link FusedVariant}).
+     */
+    VERIFY_FUSED("verify-fused");
 
     /** All-reduces in one verify pass. */
     public static final int VERIFY_ALL_REDUCES = 122;
@@ -23,13 +30,18 @@ public enum Scenario {
         this.label = label;
     }
 
-    /** "sweep" or "verify". */
+    /** Whether this is one of the verify passes (a fixed shape, 122 calls in one graph). */
+    public boolean isVerify() {
+        return this != SWEEP;
+    }
+
+    /** "sweep", "verify" or "verify-fused". */
     public String label() {
         return label;
     }
 
     /**
-     * Parses {@code sweep | verify}, case-insensitive.
+     * Parses {@code sweep | verify | verify-fused}, case-insensitive.
      *
      * @throws IllegalArgumentException naming the accepted values
      */
@@ -37,7 +49,9 @@ public enum Scenario {
         return switch (text.trim().toLowerCase(Locale.ROOT)) {
             case "sweep" -> SWEEP;
             case "verify" -> VERIFY;
-            default -> throw new IllegalArgumentException("--scenario: '" + text + "' is not a scenario; accepted: sweep, verify");
+            case "verify-fused", "verify_fused", "fused" -> VERIFY_FUSED;
+            default -> throw new IllegalArgumentException("--scenario: '" + text + "' is not a scenario; accepted: sweep, "
+                    + "verify, verify-fused");
         };
     }
 }

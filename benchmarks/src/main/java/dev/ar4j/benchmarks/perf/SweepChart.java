@@ -28,7 +28,8 @@ final class SweepChart {
     private SweepChart() {
     }
 
-    static JFreeChart build(SweepSeries series, ChartTitle title) {
+    /** @param operation what a point times, for the axis: "all-reduce", "all-gather", ... */
+    static JFreeChart build(SweepSeries series, ChartTitle title, String operation) {
         LogAxis sizeAxis = new LogAxis("message size (bytes)");
         sizeAxis.setBase(2);
         sizeAxis.setSmallestValue(1);
@@ -36,7 +37,7 @@ final class SweepChart {
         sizeAxis.setNumberFormatOverride(new ByteSizeTickFormat());
 
         XYPlot latency = new XYPlot();
-        latency.setRangeAxis(new DecadeLogAxis("time per all-reduce (µs)"));
+        latency.setRangeAxis(new DecadeLogAxis("time per " + operation + " (µs)"));
         // Dataset 0 (the baselines) is drawn last, over ar4j's lines: REVERSE draws the highest index first.
         latency.setDataset(0, collection(series.baselines()));
         latency.setRenderer(0, renderer(series.baselines(), true));

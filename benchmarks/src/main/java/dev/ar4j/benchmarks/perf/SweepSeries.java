@@ -136,12 +136,14 @@ final class SweepSeries {
         return "forced kernels that fell back to NCCL are not drawn: " + String.join("; ", parts);
     }
 
-    /** "graph, out-of-place" (plus ", registered" when so). */
+    /** "graph, out-of-place" (plus ", registered" and ", pdl on" / ", pdl off" when so). */
     static String variant(Map<String, String> row) {
         String mode = row.getOrDefault("mode", "");
         String placement = row.getOrDefault("placement", "");
         boolean registered = Boolean.parseBoolean(row.getOrDefault("registered", "false"));
-        return mode + ", " + placement + (registered ? ", registered" : "");
+        String pdl = row.getOrDefault("pdl", "");
+        return mode + ", " + placement + (registered ? ", registered" : "")
+                + (pdl.isEmpty() || pdl.equals(PdlSetting.DEFAULT.label()) ? "" : ", pdl " + pdl);
     }
 
     private static Double time(Map<String, String> row) {

@@ -64,18 +64,20 @@ final class WorkerLauncher {
      * @param userArgs    the command line as given (passed on to every worker)
      * @param worldSize   ranks
      * @param threads     one JVM with one thread per GPU instead of one JVM per GPU
+     * @param rendezvous  rendezvous ports to hand out: one per communicator build (per PDL setting)
      * @param timeLimit   the whole run's limit
      * @return 0 on success, 3 if rank 0 found wrong results, 1 if a worker failed, 124 past the time limit
      */
-    static int run(List<String> userArgs, String commandLine, int worldSize, boolean threads, Duration timeLimit,
-                   PrintStream err) throws IOException, InterruptedException {
-        return run(userArgs, commandLine, worldSize, threads, timeLimit, err, ProcessBuilder.Redirect.INHERIT);
+    static int run(List<String> userArgs, String commandLine, int worldSize, boolean threads, int rendezvous,
+                   Duration timeLimit, PrintStream err) throws IOException, InterruptedException {
+        return run(userArgs, commandLine, worldSize, threads, rendezvous, timeLimit, err, ProcessBuilder.Redirect.INHERIT);
     }
 
-    /** {@link #run(List, String, int, boolean, Duration, PrintStream)} with the workers' output sent to {@code output}. */
-    static int run(List<String> userArgs, String commandLine, int worldSize, boolean threads, Duration timeLimit,
-                   PrintStream err, ProcessBuilder.Redirect output) throws IOException, InterruptedException {
-        int port = freeLoopbackPort();
+    /** {@link #run(List, String, int, boolean, int, Duration, PrintStream)} with the workers' output sent to {@code output}. */
+    static int run(List<String> userArgs, String commandLine, int worldSize, boolean threads, int rendezvous,
+                   Duration timeLimit, PrintStream err, ProcessBuilder.Redirect output)
+            throws IOException, InterruptedException {
+        String port = freeLoopbackPorts(rendezvous);
         String classPath = classPath();
         List<Process> workers = new ArrayList<>();
         Thread stopOnExit = new Thread(() -> workers.forEach(Process::destroyForcibly), "ar4j-perf-stop-workers");
@@ -158,7 +160,7 @@ final class WorkerLauncher {
     }
 
     private static List<String> command(String classPath, List<String> userArgs, String commandLine, int rank,
-                                        int worldSize, int port, boolean threads) {
+                                        int worldSize, String port, boolean threads) {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add(nativeAccessFlag());
@@ -178,7 +180,7 @@ final class WorkerLauncher {
         command.add(Ar4jPerf.class.getName());
         command.addAll(userArgs);
         command.addAll(List.of("--worker-rank", Integer.toString(rank), "--worker-world-size", Integer.toString(worldSize),
-                "--worker-port", Integer.toString(port), "--worker-parent-pid", Long.toString(ProcessHandle.current().pid()),
+                "--worker-port", port, "--worker-parent-pid", Long.toString(ProcessHandle.current().pid()),
                 "--worker-command-line", commandLine));
         if (threads) {
             command.add("--worker-threads");
@@ -197,6 +199,31 @@ final class WorkerLauncher {
             names.add(module.isNamed() ? module.getName() : "ALL-UNNAMED");
         }
         return "--enable-native-access=" + String.join(",", names);
+    }
+
+    /**
+     * {@code count} distinct loopback ports that were free a moment ago, comma-separated: one
+     * rendezvous per communicator build (one per PDL setting), so that no rank reaches a server that
+     * is closing.
+     */
+    static String freeLoopbackPorts(int count) throws IOException {
+        if (count < 1) {
+            throw new IllegalArgumentException("need at least one rendezvous port, asked for " + count);
+        }
+        Set<Integer> ports = new LinkedHashSet<>();
+        List<ServerSocket> held = new ArrayList<>();
+        try {
+            while (ports.size() < count) {
+                ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+                held.add(socket);
+                ports.add(socket.getLocalPort());
+            }
+        } finally {
+            for (ServerSocket socket : held) {
+                socket.close();
+            }
+        }
+        return ports.stream().map(String::valueOf).collect(java.util.stream.Collectors.joining(","));
     }
 
     /** A loopback port that was free a moment ago, for rank 0's rendezvous server. */

@@ -32,7 +32,7 @@ class WorkerLauncherTest {
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         long start = System.nanoTime();
         int code = WorkerLauncher.run(List.of("-b", "1K", "-e", "1K", "--timeout", "60", "--out-dir", dir.toString()),
-                "ar4j-perf test", 2, false, Duration.ofSeconds(80), new PrintStream(err, true, StandardCharsets.UTF_8),
+                "ar4j-perf test", 2, false, 1, Duration.ofSeconds(80), new PrintStream(err, true, StandardCharsets.UTF_8),
                 ProcessBuilder.Redirect.to(log.toFile()));
         long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
         String launcher = err.toString(StandardCharsets.UTF_8);

@@ -1,0 +1,198 @@
+package dev.ar4j.benchmarks.perf;
+
+import dev.ar4j.DType;
+import dev.ar4j.cuda.CudaStream;
+import dev.ar4j.cuda.DeviceBuffer;
+import dev.ar4j.dispatch.Decision;
+import dev.ar4j.kernels.ResidualRmsNorm;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Locale;
+import java.util.Objects;
+
+/**
+ * The passes of {@code --scenario verify-fused}: {@value Scenario#VERIFY_ALL_REDUCES} times, an
+ * all-reduce of {@value FusedNormCheck#ROWS} x {@value FusedNormCheck#HIDDEN} elements (ar4j with
+ * its algorithm forced, or NCCL), then {@code ResidualRmsNorm.launch} on its output:
+ * {@code residualOut = allreduce(in) + residual}, {@code out = rmsnorm(residualOut) * weight}. Each
+ * call works on its own slice of every buffer, as the layers of a model do. The fused entry point
+ * ({@link FusedVariant#FUSED}) would be one more {@link PassTimer.Cell} here; the runtime has none
+ * yet.
+ *
+ * <p>The check ({@link FusedNormCheck}) writes integer inputs and residuals, poisons the
+ * all-reduce's output, {@code out} and {@code residualOut}, runs one pass and counts the all-reduce
+ * results that are not the exact sum, the {@code residualOut} elements that are not exact and the
+ * {@code out} elements outside the dtype's tolerance.
+ */
+final class FusedPasses implements AutoCloseable {
+    /** One all-reduce of {@code count} elements on the benchmark's stream, as {@link RankSweep} makes it. */
+    interface AllReduce {
+        Decision call(PerfAlgorithm algorithm, long send, long receive, long count);
+    }
+
+    private final DType dtype;
+    private final int rank;
+    private final int worldSize;
+    private final CudaStream stream;
+    private final GpuWait wait;
+    private final Runnable barrier;
+    private final AllReduce allReduce;
+    private final DeviceBuffer residual;
+    private final DeviceBuffer weight;
+    private final DeviceBuffer normOut;
+    private final DeviceBuffer residualOut;
+    private String lastCheckNote = "";
+
+    private FusedPasses(PerfSettings settings, int rank, int worldSize, CudaStream stream, GpuWait wait,
+                        Runnable barrier, AllReduce allReduce, DeviceBuffer residual, DeviceBuffer weight,
+                        DeviceBuffer normOut, DeviceBuffer residualOut) {
+        this.dtype = settings.dtype();
+        this.rank = rank;
+        this.worldSize = worldSize;
+        this.stream = stream;
+        this.wait = wait;
+        this.barrier = barrier;
+        this.allReduce = allReduce;
+        this.residual = residual;
+        this.weight = weight;
+        this.normOut = normOut;
+        this.residualOut = residualOut;
+    }
+
+    /** Allocates the residual, weight and output buffers of the largest pass and writes the weight. */
+    static FusedPasses open(PerfSettings settings, int rank, int worldSize, CudaStream stream, GpuWait wait,
+                            Runnable barrier, AllReduce allReduce) {
+        Objects.requireNonNull(allReduce, "allReduce");
+        DType dtype = settings.dtype();
+        long bytes = settings.bufferBytes();
+        long rowBytes = (long) FusedNormCheck.HIDDEN * dtype.byteSize();
+        if (bytes % rowBytes != 0) {
+            throw new IllegalArgumentException("verify-fused buffers of " + bytes + " bytes are not whole rows of "
+                    + FusedNormCheck.HIDDEN + " " + dtype + " elements");
+        }
+        DeviceBuffer residual = null;
+        DeviceBuffer weight = null;
+        DeviceBuffer normOut = null;
+        DeviceBuffer residualOut = null;
+        try {
+            residual = DeviceBuffer.allocate(bytes);
+            weight = DeviceBuffer.allocate(rowBytes);
+            normOut = DeviceBuffer.allocate(bytes);
+            residualOut = DeviceBuffer.allocate(bytes);
+            residual.fill(0);
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment host = arena.allocate(rowBytes, 16);
+                FusedNormCheck.fillWeight(host, dtype, settings.seed());
+                weight.copyFrom(host);
+            }
+            return new FusedPasses(settings, rank, worldSize, stream, wait, barrier, allReduce, residual, weight,
+                    normOut, residualOut);
+        } catch (RuntimeException e) {
+            for (DeviceBuffer b : new DeviceBuffer[] {residualOut, normOut, weight, residual}) {
+                if (b != null) {
+                    try {
+                        b.close();
+                    } catch (RuntimeException suppressed) {
+                        e.addSuppressed(suppressed);
+                    }
+                }
+            }
+            throw e;
+        }
+    }
+
+    /** The cell of one unfused variant: the all-reduce column {@code algorithm} from {@code in} to {@code arOut}, then the norm. */
+    PassTimer.Cell cell(PerfAlgorithm algorithm, PerfSettings.Workload w, DeviceBuffer in, DeviceBuffer arOut, long seed) {
+        if (in.address() == arOut.address()) {
+            throw new IllegalArgumentException("verify-fused runs out of place: the all-reduce needs its own output");
+        }
+        long count = w.count(dtype);
+        long step = w.bytesPerCall();
+        long rows = count / FusedNormCheck.HIDDEN;
+        if (rows * FusedNormCheck.HIDDEN != count) {
+            throw new IllegalArgumentException(count + " elements per all-reduce are not whole rows of "
+                    + FusedNormCheck.HIDDEN);
+        }
+        PassTimer.Pass pass = () -> {
+            Decision first = null;
+            for (int i = 0; i < w.callsPerPass(); i++) {
+                long offset = i * step;
+                Decision d = allReduce.call(algorithm, in.address() + offset, arOut.address() + offset, count);
+                ResidualRmsNorm.launch(dtype, arOut.address() + offset, residual.address() + offset, weight.address(),
+                        normOut.address() + offset, residualOut.address() + offset, rows, FusedNormCheck.HIDDEN,
+                        FusedNormCheck.EPS, stream.handle());
+                if (first == null) {
+                    first = d;
+                }
+            }
+            return first;
+        };
+        long passBytes = w.passBytes();
+        Runnable prepare = () -> {
+            in.slice(0, passBytes).fill(0);
+            poison(arOut, passBytes);
+        };
+        return new PassTimer.Cell(pass, prepare, runOnce -> check(w, in, arOut, seed, runOnce));
+    }
+
+    private void poison(DeviceBuffer arOut, long passBytes) {
+        arOut.slice(0, passBytes).fill(CollectiveCheck.POISON);
+        normOut.slice(0, passBytes).fill(CollectiveCheck.POISON);
+        residualOut.slice(0, passBytes).fill(CollectiveCheck.POISON);
+    }
+
+    private long check(PerfSettings.Workload w, DeviceBuffer in, DeviceBuffer arOut, long seed, Runnable runOnce) {
+        long bytes = w.passBytes();
+        barrier.run();
+        try (Arena arena = Arena.ofConfined()) {
+            CollectiveLayout layout = CollectiveLayout.of(Operation.ALL_REDUCE, bytes, worldSize, rank, dtype, false);
+            MemorySegment host = arena.allocate(bytes, 16);
+            CollectiveCheck.fillInput(host, layout, dtype, seed);
+            in.slice(0, bytes).copyFrom(host);
+            FusedNormCheck.fillResidual(host, dtype, seed);
+            residual.slice(0, bytes).copyFrom(host);
+            poison(arOut, bytes);
+            barrier.run();
+            runOnce.run();
+            wait.stream("the checked all-reduce + RMSNorm pass");
+            MemorySegment sum = arena.allocate(bytes, 16);
+            MemorySegment norm = arena.allocate(bytes, 16);
+            MemorySegment resOut = arena.allocate(bytes, 16);
+            arOut.slice(0, bytes).copyTo(sum);
+            normOut.slice(0, bytes).copyTo(norm);
+            residualOut.slice(0, bytes).copyTo(resOut);
+            long arWrong = CollectiveCheck.countWrong(sum, layout, dtype, seed);
+            FusedNormCheck.Outcome outcome = FusedNormCheck.check(norm, resOut, dtype, worldSize, seed);
+            lastCheckNote = String.format(Locale.ROOT, "%scheck on rank %d: all-reduce wrong %d, residualOut wrong %d, "
+                            + "norm outside %.1e relative %d, largest relative error %.2e", rank == 0 ? "; " : "", rank,
+                    arWrong, outcome.residualWrong(), FusedNormCheck.tolerance(dtype), outcome.normWrong(),
+                    outcome.maxRelative());
+            return arWrong + outcome.wrong();
+        }
+    }
+
+    /** What rank 0's last check found, for the row's reason ("" before any check). */
+    String lastCheckNote() {
+        return lastCheckNote;
+    }
+
+    @Override
+    public void close() {
+        RuntimeException failure = null;
+        for (DeviceBuffer b : new DeviceBuffer[] {residualOut, normOut, weight, residual}) {
+            try {
+                b.close();
+            } catch (RuntimeException e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+}

@@ -1,0 +1,123 @@
+package dev.ar4j.benchmarks.perf;
+
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Programmatic dependent launch as a run asks for it ({@code --pdl on,off}): for each setting the
+ * communicators are built with the system property {@value #PROPERTY} set to 1 or 0 (the runtime's
+ * switch; its environment variable is {@value #ENVIRONMENT}), and each row records the setting.
+ * Without {@code --pdl} nothing is set and rows say {@code default}.
+ *
+ * <p>Whether the runtime honours the switch is for the runtime to say: {@link #reportedIn} looks
+ * for it in what the communicator describes of itself. If it says nothing, the run notes "pdl
+ * setting not reported by the runtime" and the on and off figures may measure the same kernels.
+ */
+public enum PdlSetting {
+    /** Nothing set: the runtime's default. */
+    DEFAULT("default", null),
+    /** {@code -Dar4j.pdl=1}. */
+    ON("on", "1"),
+    /** {@code -Dar4j.pdl=0}. */
+    OFF("off", "0");
+
+    /** The runtime's system property. */
+    public static final String PROPERTY = "ar4j.pdl";
+    /** The runtime's environment variable (the property wins over it). */
+    public static final String ENVIRONMENT = "AR4J_PDL";
+    /** The run's note when the runtime's self-description never mentions PDL. */
+    public static final String NOT_REPORTED = "pdl setting not reported by the runtime: the communicators were built "
+            + "with -D" + PROPERTY + "=1 (on) and =0 (off), but neither Communicator.toString() nor explain() mentions "
+            + "PDL; if the runtime ignores the property, the on and off figures measure the same kernels";
+    /** The values {@link #parseList} accepts. */
+    public static final String ACCEPTED = "on (1, true), off (0, false), comma-separated, e.g. on,off";
+
+    private final String label;
+    private final String propertyValue;
+
+    PdlSetting(String label, String propertyValue) {
+        this.label = label;
+        this.propertyValue = propertyValue;
+    }
+
+    /** "default", "on" or "off": the {@code pdl} column. */
+    public String label() {
+        return label;
+    }
+
+    /** The value of {@value #PROPERTY} while the communicators are built, or empty for {@link #DEFAULT}. */
+    public Optional<String> propertyValue() {
+        return Optional.ofNullable(propertyValue);
+    }
+
+    /**
+     * Parses {@code --pdl}: {@code on}, {@code off} or both, comma-separated, in order, duplicates
+     * dropped; null gives {@code [DEFAULT]}.
+     *
+     * @throws IllegalArgumentException naming the accepted values
+     */
+    public static List<PdlSetting> parseList(String text) {
+        if (text == null) {
+            return List.of(DEFAULT);
+        }
+        Set<PdlSetting> result = new LinkedHashSet<>();
+        for (String part : text.split(",")) {
+            String t = part.trim().toLowerCase(Locale.ROOT);
+            if (t.isEmpty()) {
+                continue;
+            }
+            result.add(switch (t) {
+                case "on", "1", "true" -> ON;
+                case "off", "0", "false" -> OFF;
+                default -> throw new IllegalArgumentException("--pdl: '" + part.trim() + "' is not a setting; accepted: "
+                        + ACCEPTED);
+            });
+        }
+        if (result.isEmpty()) {
+            throw new IllegalArgumentException("--pdl needs at least one setting; accepted: " + ACCEPTED);
+        }
+        return List.copyOf(new ArrayList<>(result));
+    }
+
+    /**
+     * The lines of a communicator's self-description ({@code toString()}, {@code explain(..)}) that
+     * mention PDL, joined with "; ", or empty when none does (the runtime does not report it).
+     */
+    public static Optional<String> reportedIn(String description) {
+        List<String> lines = new ArrayList<>();
+        for (String line : description.split("\n")) {
+            String l = line.toLowerCase(Locale.ROOT);
+            if (l.contains("pdl") || l.contains("programmatic dependent")) {
+                lines.add(line.strip());
+            }
+        }
+        return lines.isEmpty() ? Optional.empty() : Optional.of(String.join("; ", lines));
+    }
+
+    /**
+     * Sets {@value #PROPERTY} for this setting (clears it for {@link #DEFAULT}) and returns what to
+     * restore afterwards with {@link #restore}.
+     */
+    String apply() {
+        String previous = System.getProperty(PROPERTY);
+        if (propertyValue == null) {
+            System.clearProperty(PROPERTY);
+        } else {
+            System.setProperty(PROPERTY, propertyValue);
+        }
+        return previous;
+    }
+
+    /** Puts {@value #PROPERTY} back as {@link #apply} found it. */
+    static void restore(String previous) {
+        if (previous == null) {
+            System.clearProperty(PROPERTY);
+        } else {
+            System.setProperty(PROPERTY, previous);
+        }
+    }
+}
