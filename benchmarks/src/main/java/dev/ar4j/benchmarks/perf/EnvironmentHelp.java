@@ -22,7 +22,10 @@ final class EnvironmentHelp {
             "NVSHMEM_DISABLE_NVLS", "set to 1 for the workers (multicast off)",
             "NCCL_SOCKET_IFNAME", "NCCL's bootstrap interface; the workers default it to lo",
             "NCCL_ALGO, NCCL_PROTO", "passed to NCCL as set, and recorded in the result files",
-            "CUDA_VISIBLE_DEVICES", "the GPUs the run sees (recorded in the result files)");
+            "CUDA_VISIBLE_DEVICES", "the GPUs the run sees (recorded in the result files)",
+            "AR4J_PDL", "0|1: programmatic dependent launch in ar4j's kernels, for the runtime that reads it (issue "
+                    + "12); recorded in the result files. --pdl on,off sets the system property -Dar4j.pdl=1 or 0 for "
+                    + "each communicator build instead, which wins over it");
 
     /** The ar4j runtime's variables. */
     static final Map<String, String> RUNTIME = ordered(

@@ -1,0 +1,146 @@
+package dev.ar4j.benchmarks.perf;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Optional;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** {@code -o}, {@code --scenario verify-fused} and {@code --pdl}: parsing, refusals, {@code --plan} and {@code --help}. */
+class OperationsCommandTest {
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+    private PrintStream savedOut;
+    private PrintStream savedErr;
+
+    @BeforeEach
+    void capture() {
+        savedOut = System.out;
+        savedErr = System.err;
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    @AfterEach
+    void restore() {
+        System.setOut(savedOut);
+        System.setErr(savedErr);
+    }
+
+    private String out() {
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    private String err() {
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void pdlSettingsParseInOrderAndOtherValuesAreRefused() {
+        assertEquals(List.of(PdlSetting.ON, PdlSetting.OFF), PdlSetting.parseList("on,off"));
+        assertEquals(List.of(PdlSetting.OFF, PdlSetting.ON), PdlSetting.parseList(" 0 , TRUE ,off"));
+        assertEquals(List.of(PdlSetting.DEFAULT), PdlSetting.parseList(null));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PdlSetting.parseList("on,maybe"));
+        assertTrue(e.getMessage().contains("maybe") && e.getMessage().contains("on,off"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> PdlSetting.parseList(","));
+        assertEquals(Optional.of("1"), PdlSetting.ON.propertyValue());
+        assertEquals(Optional.empty(), PdlSetting.DEFAULT.propertyValue());
+    }
+
+    @Test
+    void pdlIsSetForABuildAndPutBackAfterwards() {
+        String before = System.getProperty(PdlSetting.PROPERTY);
+        try {
+            System.clearProperty(PdlSetting.PROPERTY);
+            String previous = PdlSetting.OFF.apply();
+            assertEquals("0", System.getProperty(PdlSetting.PROPERTY));
+            PdlSetting.restore(previous);
+            assertNull(System.getProperty(PdlSetting.PROPERTY));
+            System.setProperty(PdlSetting.PROPERTY, "1");
+            previous = PdlSetting.DEFAULT.apply();
+            assertNull(System.getProperty(PdlSetting.PROPERTY), "default: nothing set");
+            PdlSetting.restore(previous);
+            assertEquals("1", System.getProperty(PdlSetting.PROPERTY));
+        } finally {
+            PdlSetting.restore(before);
+        }
+    }
+
+    @Test
+    void theRuntimesWordOnPdlIsFoundOrItsSilenceNoted() {
+        assertEquals(Optional.empty(), PdlSetting.reportedIn("Communicator[rank 0/2, GPU 0, 2 ranks on one host]\n"
+                + "  auto: world size 2, up to 512 KiB -> push"));
+        assertEquals(Optional.of("PDL: on (ar4j.pdl=1)"), PdlSetting.reportedIn("Communicator[...]\n  PDL: on (ar4j.pdl=1)"));
+        assertTrue(PdlSetting.NOT_REPORTED.startsWith("pdl setting not reported by the runtime"));
+    }
+
+    @Test
+    void planShowsTheNcclCollectivesWithTheirCountsAndFactors() {
+        assertEquals(0, Ar4jPerf.run("--plan", "nvlink:4", "-o", "allgather", "--sizes", "1K,1026,4"));
+        String text = out();
+        assertTrue(text.contains("-o allgather") && text.contains("ncclAllGather"), text);
+        assertTrue(text.contains("busbw = algbw x 0.7500"), text);
+        List<String> rows = text.lines().filter(l -> !l.startsWith("#")).toList();
+        assertEquals(3, rows.size(), text);
+        assertTrue(rows.get(0).matches("\\s+1024\\s+1024\\s+128\\s+256\\s+1024\\s+nccl, nccl-symm"), rows.get(0));
+        assertTrue(rows.get(1).matches("\\s+1026\\s+1024\\s+128\\s+256\\s+1024.*"), "rounded down: " + rows.get(1));
+        assertTrue(rows.get(2).contains("skipped"), rows.get(2));
+        out.reset();
+        assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "-o", "broadcast", "--sizes", "1K"));
+        assertTrue(out().contains("ncclBroadcast") && out().contains("x 1.0000"), out());
+        out.reset();
+        assertEquals(0, Ar4jPerf.run("--plan", "nvlink:8", "-o", "reducescatter", "--sizes", "1M"));
+        assertTrue(out().contains("ncclReduceScatter") && out().contains("x 0.8750"), out());
+    }
+
+    @Test
+    void planShowsTheFusedScenariosRowsAndThePdlSettings() {
+        assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--scenario", "verify-fused", "--pdl", "on,off"));
+        String text = out();
+        assertTrue(text.contains("122 x (all-reduce of 3 x 7168 bf16 = 43008 B"), text);
+        assertTrue(text.contains("push+norm") && text.contains("ar4j push -> push"), text);
+        assertTrue(text.contains("nccl+norm") && text.contains("nccl-symm+norm"), text);
+        assertTrue(text.matches("(?s).*fused\\s+fused all-reduce \\+ residual \\+ RMSNorm\\s+not available.*"), text);
+        assertTrue(text.contains("on (-Dar4j.pdl=1), then off (-Dar4j.pdl=0)"), text);
+        out.reset();
+        assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--scenario", "verify-fused", "-d", "fp32"));
+        assertTrue(out().contains("86016 B") && out().contains("within 1.0E-5 relative"), out());
+    }
+
+    @Test
+    void combinationsThatCannotRunAreRefusedWithTheReason() {
+        assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "-o", "allgather", "-a", "push"));
+        assertTrue(err().contains("runs through NCCL only") && err().contains("-a push"), err());
+        assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "-o", "broadcast", "--scenario", "verify"));
+        assertTrue(err().contains("all-reduce scenario"), err());
+        assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "-o", "reducescatter", "--registered"));
+        assertTrue(err().contains("--registered"), err());
+        assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "-o", "alltoall"));
+        assertTrue(err().contains(Operation.ACCEPTED), err());
+        assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "--scenario", "verify-fused", "--in-place"));
+        assertTrue(err().contains("out of place"), err());
+        assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "--scenario", "verify-fused", "--sizes", "1K"));
+        assertTrue(err().contains("fixed size"), err());
+        assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "--pdl", "sometimes"));
+        assertTrue(err().contains("--pdl"), err());
+    }
+
+    @Test
+    void helpDocumentsTheNewOptions() {
+        assertEquals(0, Ar4jPerf.run("--help"));
+        String help = out();
+        for (String s : List.of("-o, --op=OP", "allgather, reducescatter, broadcast", "verify-fused", "--pdl=LIST",
+                "-Dar4j.pdl", "AR4J_PDL")) {
+            assertTrue(help.contains(s), s + " in:\n" + help);
+        }
+    }
+}
