@@ -86,6 +86,11 @@ final class FusedPasses implements AutoCloseable {
                 FusedNormCheck.fillWeight(host, dtype, settings.seed());
                 weight.copyFrom(host);
             }
+            // One eager launch before any capture: loads the kernels library and module outside a
+            // graph capture, and fails here, naming the kernel, if it cannot run.
+            ResidualRmsNorm.launch(dtype, residual.address(), residual.address(), weight.address(), normOut.address(),
+                    residualOut.address(), FusedNormCheck.ROWS, FusedNormCheck.HIDDEN, FusedNormCheck.EPS, stream.handle());
+            wait.stream("the first ResidualRmsNorm kernel (eager, before any capture)");
             return new FusedPasses(settings, rank, worldSize, stream, wait, barrier, allReduce, residual, weight,
                     normOut, residualOut);
         } catch (RuntimeException e) {
@@ -164,15 +169,14 @@ final class FusedPasses implements AutoCloseable {
             residualOut.slice(0, bytes).copyTo(resOut);
             long arWrong = CollectiveCheck.countWrong(sum, layout, dtype, seed);
             FusedNormCheck.Outcome outcome = FusedNormCheck.check(norm, resOut, dtype, worldSize, seed);
-            lastCheckNote = String.format(Locale.ROOT, "%scheck on rank %d: all-reduce wrong %d, residualOut wrong %d, "
-                            + "norm outside %.1e relative %d, largest relative error %.2e", rank == 0 ? "; " : "", rank,
-                    arWrong, outcome.residualWrong(), FusedNormCheck.tolerance(dtype), outcome.normWrong(),
+            lastCheckNote = String.format(Locale.ROOT, "check on rank %d: all-reduce wrong %d, residualOut wrong %d, "
+                            + "norm outside %.1e relative %d, largest relative error %.2e", rank, arWrong, outcome.residualWrong(), FusedNormCheck.tolerance(dtype), outcome.normWrong(),
                     outcome.maxRelative());
             return arWrong + outcome.wrong();
         }
     }
 
-    /** What rank 0's last check found, for the row's reason ("" before any check). */
+    /** What this rank's last check found, for rank 0's row reason ("" before any check). */
     String lastCheckNote() {
         return lastCheckNote;
     }

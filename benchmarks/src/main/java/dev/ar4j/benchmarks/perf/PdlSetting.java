@@ -99,14 +99,12 @@ public enum PdlSetting {
     }
 
     /**
-     * Sets {@value #PROPERTY} for this setting (clears it for {@link #DEFAULT}) and returns what to
-     * restore afterwards with {@link #restore}.
+     * Sets {@value #PROPERTY} for this setting ({@link #DEFAULT} leaves it as it is, e.g. as given
+     * with {@code AR4J_PERF_JAVA_OPTS}) and returns what to restore afterwards with {@link #restore}.
      */
     String apply() {
         String previous = System.getProperty(PROPERTY);
-        if (propertyValue == null) {
-            System.clearProperty(PROPERTY);
-        } else {
+        if (propertyValue != null) {
             System.setProperty(PROPERTY, propertyValue);
         }
         return previous;

@@ -242,7 +242,10 @@ final class RankSweep {
         Decision d = sample.decision();
         String label = fused != null ? FusedVariant.label(algorithm) : algorithm.label();
         String ran = ranLabel(algorithm, d) + (fused != null ? FusedVariant.NORM_SUFFIX : "");
-        String reason = (algorithm.isAr4j() ? d.reason() : "") + (fused != null ? fused.lastCheckNote() : "");
+        String reason = algorithm.isAr4j() ? d.reason() : "";
+        if (fused != null) {
+            reason = reason.isEmpty() ? fused.lastCheckNote() : reason + "; " + fused.lastCheckNote();
+        }
         report.add(new PerfResult(settings.scenario().label(), mode.label(), placement.label(), settings.registeredInput(),
                 worldSize, effective, effective / dtype.byteSize(), InputPattern.dtypeLabel(dtype), label, ran,
                 d.fellBack(), reason, gpuSum / all.length, gpuMax, wrong, hostSum / all.length, callSum / all.length,

@@ -40,10 +40,12 @@ final class SeriesStyle {
         return SHAPES[(i != null ? i : Math.floorMod(algorithm(seriesName).hashCode(), SHAPES.length)) % SHAPES.length];
     }
 
-    /** The algorithm of a series name: "push" of "push (eager, in-place)". */
+    /** The algorithm of a series name: "push" of "push (eager, in-place)" and of "push+norm" (verify-fused). */
     static String algorithm(String seriesName) {
         int space = seriesName.indexOf(' ');
-        return space < 0 ? seriesName : seriesName.substring(0, space);
+        String name = space < 0 ? seriesName : seriesName.substring(0, space);
+        return name.endsWith(FusedVariant.NORM_SUFFIX) ? name.substring(0, name.length()
+                - FusedVariant.NORM_SUFFIX.length()) : name;
     }
 
     static boolean isBaseline(String seriesName) {

@@ -67,7 +67,9 @@ class OperationsCommandTest {
             assertNull(System.getProperty(PdlSetting.PROPERTY));
             System.setProperty(PdlSetting.PROPERTY, "1");
             previous = PdlSetting.DEFAULT.apply();
-            assertNull(System.getProperty(PdlSetting.PROPERTY), "default: nothing set");
+            assertEquals("1", System.getProperty(PdlSetting.PROPERTY), "default: a property given by hand stays");
+            previous = PdlSetting.OFF.apply();
+            assertEquals("0", System.getProperty(PdlSetting.PROPERTY), "--pdl wins over it for the build");
             PdlSetting.restore(previous);
             assertEquals("1", System.getProperty(PdlSetting.PROPERTY));
         } finally {
