@@ -48,6 +48,7 @@ public final class ResultTable {
                 printSweep(out, report, group);
             }
         }
+        PdlComparison.print(out, report.results());
         out.println();
         for (Map.Entry<String, String> skip : report.skippedInOrder()) {
             out.println("# " + skip.getKey() + " not measured: " + skip.getValue());

@@ -61,16 +61,21 @@ final class SweepChart {
         speedup.addRangeMarker(parity);
         style(speedup);
 
+        boolean ncclOnly = series.ar4j().isEmpty();
         CombinedDomainXYPlot plot = new CombinedDomainXYPlot(sizeAxis);
         plot.setGap(12);
         plot.add(latency, 3);
-        plot.add(speedup, 2);
+        if (!ncclOnly) {
+            plot.add(speedup, 2); // nothing to compare where only NCCL ran (-o allgather etc.)
+        }
         JFreeChart chart = new JFreeChart(title.title(), new Font(Font.SANS_SERIF, Font.BOLD, 16), plot, true);
         chart.setBackgroundPaint(Color.WHITE);
         if (!title.subtitle().isEmpty()) {
             chart.addSubtitle(new TextTitle(title.subtitle(), new Font(Font.SANS_SERIF, Font.PLAIN, 12)));
         }
-        chart.addSubtitle(new TextTitle("top: lower is better; dashed black/grey: NCCL baselines (drawn on top). "
+        chart.addSubtitle(new TextTitle(ncclOnly ? "lower is better; NCCL only: ar4j's kernels do all-reduce, the "
+                + "other collectives run through NCCL (nccl: cudaMalloc buffers, nccl-symm: symmetric windows)"
+                : "top: lower is better; dashed black/grey: NCCL baselines (drawn on top). "
                 + "bottom: above 1× ar4j is faster than the better of nccl and nccl-symm",
                 new Font(Font.SANS_SERIF, Font.PLAIN, 12)));
         String note = series.fallbackNote();

@@ -103,6 +103,24 @@ class NewColumnsTest {
         assertTrue(!t.contains("speedup"), "no ar4j column, no speed-up: " + t);
         assertTrue(t.contains("# note: pdl setting not reported by the runtime"), t);
         assertTrue(t.contains("checked against the exact all-gather of the inputs"), t);
+        assertTrue(t.contains("# pdl off against on"), t);
+        assertTrue(t.matches("(?s).*allgather\\s+graph\\s+out-of-place\\s+1024\\s+nccl\\s+nccl\\s+10\\.01\\s+10\\.01"
+                + "\\s+1\\.000x.*"), t);
+    }
+
+    @Test
+    void pdlPairsAreOnlyCellsMeasuredCorrectlyBothWays() {
+        PerfResult off = row("sweep", "allreduce", "off", 1024, "push", "push", 3.0, 1);
+        PerfResult on = row("sweep", "allreduce", "on", 1024, "push", "push", 2.0, 1);
+        PerfResult otherSize = row("sweep", "allreduce", "on", 2048, "push", "push", 2.0, 1);
+        PerfResult wrongOn = new PerfResult("sweep", "graph", "out-of-place", false, 4, 1024, 512, "bf16", "auto",
+                "push", false, "", 1.0, 1.0, 5, Double.NaN, Double.NaN, 1, 50, 7, 5, "allreduce", "on");
+        PerfResult autoOff = row("sweep", "allreduce", "off", 1024, "auto", "push", 3.0, 1);
+        List<PdlComparison.Pair> pairs = PdlComparison.pairs(List.of(off, on, otherSize, wrongOn, autoOff));
+        assertEquals(1, pairs.size(), pairs.toString());
+        assertEquals(1.5, pairs.getFirst().speedup(), 1e-12);
+        assertTrue(PdlComparison.pairs(List.of(row("sweep", "allreduce", "default", 1024, "push", "push", 3, 1)))
+                .isEmpty(), "no --pdl: nothing to compare");
     }
 
     @Test

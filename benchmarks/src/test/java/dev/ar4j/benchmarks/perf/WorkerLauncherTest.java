@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
@@ -43,5 +44,31 @@ class WorkerLauncherTest {
         assertTrue(seconds < 60, "the other rank was stopped, not waited for: " + seconds + " s");
         assertTrue(workers.matches("(?s).*ar4j-perf rank [01]: failed:.*") && workers.contains("cudaErrorInsufficientDriver"), workers);
         assertTrue(!Files.exists(dir.resolve("ar4j-perf.csv")), "nothing is written after a failure");
+    }
+
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void workersOfAnAllGatherWithBothPdlSettingsTakeTheirPortsAndReachTheGpu(@TempDir Path dir) throws Exception {
+        assumeFalse(GpuCheck.probe().usable(), "this machine has GPUs: the workers would run the benchmark");
+        Path log = dir.resolve("workers.log");
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = WorkerLauncher.run(List.of("-o", "allgather", "--pdl", "on,off", "-b", "1K", "-e", "1K", "--timeout",
+                "60", "--out-dir", dir.toString()), "ar4j-perf test", 2, false, 2, Duration.ofSeconds(80),
+                new PrintStream(err, true, StandardCharsets.UTF_8), ProcessBuilder.Redirect.to(log.toFile()));
+        String workers = Files.readString(log, StandardCharsets.UTF_8);
+        // Exit 1 at the first CUDA call, not 2: the options, the settings and the two ports all parsed in the workers.
+        assertEquals(1, code, err.toString(StandardCharsets.UTF_8) + workers);
+        assertTrue(workers.contains("cudaErrorInsufficientDriver"), workers);
+        assertTrue(!workers.contains("--worker-port"), "no complaint about the ports: " + workers);
+    }
+
+    @Test
+    void eachCommunicatorBuildGetsItsOwnPort() throws Exception {
+        String[] ports = WorkerLauncher.freeLoopbackPorts(3).split(",");
+        assertEquals(3, java.util.Set.of(ports).size(), String.join(",", ports));
+        for (String p : ports) {
+            assertTrue(Integer.parseInt(p) > 0, p);
+        }
+        assertThrows(IllegalArgumentException.class, () -> WorkerLauncher.freeLoopbackPorts(0));
     }
 }
