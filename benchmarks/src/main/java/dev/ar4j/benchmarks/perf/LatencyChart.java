@@ -58,8 +58,11 @@ public final class LatencyChart {
             String perPass = fused ? calls + " × (all-reduce of " + rows.getFirst().get("bytes") + " B + residual + "
                     + "RMSNorm) in one CUDA graph" : calls + " all-reduces of " + rows.getFirst().get("bytes")
                     + " B in one CUDA graph";
+            List<String> missing = csv.skipped().entrySet().stream()
+                    .filter(e -> e.getKey().equals(FusedVariant.FUSED)).map(e -> e.getKey() + ": " + e.getValue())
+                    .toList();
             chart = VerifyChart.build(bars, titleOf(csv, fused ? "verify-fused scenario (all-reduce + RMSNorm)"
-                    : "verify scenario", title), perPass);
+                    : "verify scenario", title), perPass, fused ? "all-reduce + norm" : "all-reduce", missing);
             drawn = bars.size();
             height = VERIFY_HEIGHT;
         } else {

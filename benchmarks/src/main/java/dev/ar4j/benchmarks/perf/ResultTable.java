@@ -74,7 +74,8 @@ public final class ResultTable {
                 : "eager (" + s.iterations() + (s.scenario().isVerify() ? " passes" : " " + calls)
                 + " back to back)";
         String pdl = first.pdl().equals(PdlSetting.DEFAULT.label()) ? "" : "pdl " + first.pdl() + ", ";
-        return "# " + first.operation() + ": " + report.worldSize() + " ranks (" + report.processModel() + "), " + pdl
+        String what = s.scenario() == Scenario.VERIFY_FUSED ? "verify-fused (all-reduce + RMSNorm)" : first.operation();
+        return "# " + what + ": " + report.worldSize() + " ranks (" + report.processModel() + "), " + pdl
                 + first.dtype() + ", " + timing
                 + ", " + first.placement() + ", " + (first.registered() ? "registered" : "unregistered")
                 + " input, median of " + s.repetitions() + " repetitions after " + s.warmup() + " warm-up rounds";
@@ -163,11 +164,11 @@ public final class ResultTable {
                 + (fused ? " x (all-reduce of " + first.bytes() + " bytes " + first.dtype() + " = " + FusedNormCheck.ROWS
                 + " x " + FusedNormCheck.HIDDEN + ", then residual add + RMSNorm)" : " all-reduces of " + first.bytes()
                 + " bytes " + first.dtype()) + " per pass" + (first.mode().equals("graph") ? ", captured in one CUDA graph"
-                : "") + (fused ? "; per all-reduce = per all-reduce + norm" : ""));
+                : ""));
         Optional<PerfResult> bestNccl = best(rows, false);
         TextTable table = new TextTable();
         table.column("", "algorithm", "", true).column("", "ran", "", true).column("", "pass", "(us)", false)
-                .column("", "per all-reduce", "(us)", false).column("", "busbw", "(GB/s)", false)
+                .column("", fused ? "per all-reduce + norm" : "per all-reduce", "(us)", false).column("", "busbw", "(GB/s)", false)
                 .column("", "#wrong", "", false).column("", "vs best NCCL", "(NCCL/this)", false);
         if (first.mode().equals("eager")) {
             table.column("", "host pass", "(us)", false);

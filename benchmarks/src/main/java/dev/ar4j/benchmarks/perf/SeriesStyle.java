@@ -52,14 +52,33 @@ final class SeriesStyle {
         return algorithm(seriesName).startsWith("nccl");
     }
 
+    /** The algorithm's colour; a "pdl off" variant gets it lightened, so that both settings of a run show. */
     static Paint paint(String seriesName) {
         Color c = COLORS.get(algorithm(seriesName));
-        return c != null ? c : OTHERS[Math.floorMod(algorithm(seriesName).hashCode(), OTHERS.length)];
+        Color base = c != null ? c : OTHERS[Math.floorMod(algorithm(seriesName).hashCode(), OTHERS.length)];
+        return isPdlOff(seriesName) ? lighter(base) : base;
     }
 
-    /** Baselines 3 px dashed (nccl-symm with a shorter dash); ar4j's 2 px solid; eager variants dotted. */
+    /** Whether a series or bar name is the PDL-off variant of a {@code --pdl on,off} run. */
+    static boolean isPdlOff(String seriesName) {
+        return seriesName.contains("pdl off");
+    }
+
+    /** Halfway to white. */
+    static Color lighter(Color c) {
+        return new Color((c.getRed() + 255) / 2, (c.getGreen() + 255) / 2, (c.getBlue() + 255) / 2);
+    }
+
+    /**
+     * Baselines 3 px dashed (nccl-symm with a shorter dash); ar4j's 2 px solid; eager variants
+     * dotted; a "pdl off" variant 1.5 px with a long dash, under its lightened colour.
+     */
     static Stroke stroke(String seriesName) {
         boolean eager = seriesName.contains("(eager");
+        if (isPdlOff(seriesName)) {
+            return new BasicStroke(1.5f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_ROUND, 1f,
+                    eager ? new float[] {2f, 3f} : new float[] {14f, 4f}, 0f);
+        }
         if (isBaseline(seriesName)) {
             float[] dash = algorithm(seriesName).equals("nccl") ? new float[] {10f, 5f} : new float[] {4f, 4f};
             return new BasicStroke(3f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_ROUND, 1f, dash, 0f);

@@ -63,7 +63,12 @@ final class VerifyChart {
                 .orElse(Double.NaN);
     }
 
-    static JFreeChart build(List<Bar> bars, ChartTitle title, String perPass) {
+    /**
+     * @param perPass what a pass is, for the axis
+     * @param perCall what a call is, for the labels: "all-reduce" or "all-reduce + norm"
+     * @param missing rows that were not measured, each with why ("fused: not available: ..."), drawn as a red note
+     */
+    static JFreeChart build(List<Bar> bars, ChartTitle title, String perPass, String perCall, List<String> missing) {
         double best = bestNccl(bars);
         DefaultCategoryDataset data = new DefaultCategoryDataset();
         List<String> labels = new ArrayList<>();
@@ -76,7 +81,8 @@ final class VerifyChart {
                 case FELL_BACK -> ", measured NCCL, not " + b.label();
                 case AR4J -> speed;
             };
-            labels.add(String.format(Locale.ROOT, "%.1f µs (%.2f µs per all-reduce%s)", b.passUs(), b.timeUs(), tail));
+            labels.add(String.format(Locale.ROOT, "%.1f µs (%.2f µs per %s%s)", b.passUs(), b.timeUs(), perCall,
+                    tail));
         }
         BarRenderer renderer = new BarRenderer() {
             private static final long serialVersionUID = 1L;
@@ -103,7 +109,7 @@ final class VerifyChart {
         renderer.setDefaultPositiveItemLabelPosition(new ItemLabelPosition(ItemLabelAnchor.OUTSIDE3,
                 TextAnchor.CENTER_LEFT));
         NumberAxis valueAxis = new NumberAxis("time per pass (µs), " + perPass + "; lower is better");
-        valueAxis.setUpperMargin(0.3); // room for the labels
+        valueAxis.setUpperMargin(0.45); // room for the labels
         CategoryAxis categoryAxis = new CategoryAxis("algorithm");
         categoryAxis.setTickLabelFont(new Font(Font.SANS_SERIF, Font.PLAIN, 13));
         CategoryPlot plot = new CategoryPlot(data, categoryAxis, valueAxis, renderer);
@@ -116,7 +122,12 @@ final class VerifyChart {
             chart.addSubtitle(new TextTitle(title.subtitle(), new Font(Font.SANS_SERIF, Font.PLAIN, 12)));
         }
         chart.addSubtitle(new TextTitle("black/grey bars: NCCL baselines; light grey: a forced kernel that fell back "
-                + "to NCCL", new Font(Font.SANS_SERIF, Font.PLAIN, 12)));
+                + "to NCCL; lighter colours: pdl off", new Font(Font.SANS_SERIF, Font.PLAIN, 12)));
+        for (String line : missing) {
+            TextTitle note = new TextTitle("not measured: " + line, new Font(Font.SANS_SERIF, Font.ITALIC, 12));
+            note.setPaint(new Color(0x8b0000));
+            chart.addSubtitle(note);
+        }
         return chart;
     }
 }

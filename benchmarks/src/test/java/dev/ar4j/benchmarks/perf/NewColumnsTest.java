@@ -148,6 +148,9 @@ class NewColumnsTest {
                 "nccl (graph, out-of-place, pdl off)", "nccl-symm (graph, out-of-place, pdl off)"),
                 List.copyOf(series.baselines().keySet()), "one series per pdl setting");
         assertEquals("all-gather", LatencyChart.operationTitle(read.rows()));
+        assertTrue(!SeriesStyle.paint("nccl (graph, out-of-place, pdl on)").equals(
+                SeriesStyle.paint("nccl (graph, out-of-place, pdl off)")), "pdl off is drawn lighter");
+        assertEquals(SeriesStyle.paint("push"), SeriesStyle.paint("push+norm"), "a +norm row takes its kernel's colour");
         ChartTitle title = ChartTitle.of(read, LatencyChart.operationTitle(read.rows()) + " latency");
         assertTrue(title.title().startsWith("ar4j all-gather latency: 4 × NVIDIA H200"), title.title());
         assertTrue(title.subtitle().contains("pdl on/off"), title.subtitle());
