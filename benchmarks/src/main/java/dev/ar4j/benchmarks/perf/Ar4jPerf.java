@@ -45,6 +45,9 @@ import java.util.stream.Collectors;
             "All-reduce time, algorithm and bus bandwidth of ar4j's kernels (auto, 1stage, 2stage, push) against NCCL "
                     + "(plain and symmetric) on this host's GPUs, like nccl-tests' all_reduce_perf. Every result is "
                     + "checked (#wrong). Starts one JVM per GPU, or one JVM with a thread per GPU (--threads).",
+            "-o allgather|reducescatter|broadcast sweeps NCCL's other collectives like nccl-tests' other binaries; "
+                    + "--scenario verify-fused times 122 x (all-reduce + residual add + RMSNorm); --pdl on,off measures "
+                    + "with programmatic dependent launch on and off in one run.",
             "Without a usable GPU it says what is missing; --plan prints the dispatch table for a topology instead."},
         exitCodeListHeading = "%nExit codes (ar4j-perf, plot, and java -jar benchmarks.jar for JMH):%n")
 public final class Ar4jPerf implements Callable<Integer> {
