@@ -82,7 +82,8 @@ final class GroupState {
         String restart = null;
         lock.lock();
         try {
-            long grace = DUPLICATE_RANK_GRACE_NANOS;
+            // Well within the handshake timeout, so the refusal arrives before the connection is cut.
+            long grace = Math.min(DUPLICATE_RANK_GRACE_NANOS, settings.handshakeTimeout().toNanos() / 4);
             while (connected.containsKey(rank) && grace > 0 && !closed) {
                 grace = changed.awaitNanos(grace);
             }
