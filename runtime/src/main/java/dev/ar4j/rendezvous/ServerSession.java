@@ -102,7 +102,7 @@ final class ServerSession {
     }
 
     private boolean handshake() throws IOException {
-        Frame hello = channel.receive(RendezvousProtocol.MAX_HANDSHAKE_PAYLOAD);
+        Frame hello = receive(RendezvousProtocol.MAX_HANDSHAKE_PAYLOAD);
         if (hello == null) {
             return false;
         }
@@ -113,7 +113,7 @@ final class ServerSession {
         HelloRequest request = RendezvousProtocol.parseHello(hello.payload());
         byte[] serverNonce = RendezvousAuth.nonce();
         channel.send(RendezvousProtocol.CHALLENGE, serverNonce);
-        Frame auth = channel.receive(RendezvousProtocol.MAX_HANDSHAKE_PAYLOAD);
+        Frame auth = receive(RendezvousProtocol.MAX_HANDSHAKE_PAYLOAD);
         if (auth == null) {
             return false;
         }
@@ -144,7 +144,7 @@ final class ServerSession {
     /** @return the loss reason when the connection ends without BYE, or null */
     private String readLoop() throws IOException {
         while (!server.isClosed()) {
-            Frame request = channel.receive(RendezvousProtocol.MAX_REQUEST_PAYLOAD);
+            Frame request = receive(RendezvousProtocol.MAX_REQUEST_PAYLOAD);
             if (request == null) {
                 return "rank " + rank + " disconnected: its connection closed without a goodbye (the process exited,"
                         + " crashed or was killed)";
@@ -178,6 +178,21 @@ final class ServerSession {
             }
         }
         return null;
+    }
+
+    /** Receives one frame, counting it (well-formed or not) for the server's statistics. */
+    private Frame receive(int maxBody) throws IOException {
+        Frame frame;
+        try {
+            frame = channel.receive(maxBody);
+        } catch (ProtocolViolation violation) {
+            server.frameRead();
+            throw violation;
+        }
+        if (frame != null) {
+            server.frameRead();
+        }
+        return frame;
     }
 
     private void requireNoPendingGet(String request) throws ProtocolViolation {

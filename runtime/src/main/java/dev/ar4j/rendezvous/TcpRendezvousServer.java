@@ -48,6 +48,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
     private final WarningLimiter warnings = new WarningLimiter(LOG, 10_000, 20);
     private final Set<ServerSession> sessions = ConcurrentHashMap.newKeySet();
     private final AtomicInteger pending = new AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicLong framesRead = new java.util.concurrent.atomic.AtomicLong();
     private final Set<Thread> threads = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
@@ -171,6 +172,15 @@ public final class TcpRendezvousServer implements AutoCloseable {
     /** How many connections have not (yet) authenticated. */
     int pendingConnections() {
         return pending.get();
+    }
+
+    /** Frames read so far, well-formed or refused (for tests and statistics). */
+    long framesRead() {
+        return framesRead.get();
+    }
+
+    void frameRead() {
+        framesRead.incrementAndGet();
     }
 
     boolean isClosed() {

@@ -24,6 +24,7 @@ final class WireClient implements AutoCloseable {
         this.channel = new SecureChannel(socket, true);
         this.raw = socket.getOutputStream();
         socket.setSoTimeout(10_000);
+        socket.setTcpNoDelay(true); // frames without a reply (heartbeats) must not hold back the next one
     }
 
     static WireClient open(TcpRendezvousServer server) throws IOException {
@@ -68,7 +69,11 @@ final class WireClient implements AutoCloseable {
 
     /** The next frame that is not a heartbeat or peer-loss notice; null when the server closed the connection. */
     Frame receive() throws IOException {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
         while (true) {
+            if (System.nanoTime() > deadline) {
+                throw new SocketTimeoutException("no reply other than heartbeats within 10 s");
+            }
             Frame frame = channel.receive(RendezvousProtocol.MAX_REPLY_PAYLOAD);
             if (frame == null || (frame.type() != RendezvousProtocol.HEARTBEAT && frame.type() != RendezvousProtocol.PEER_LOST)) {
                 return frame;
