@@ -37,6 +37,7 @@ final class ServerSession {
     private volatile boolean established;
     private volatile boolean getPending;
     private boolean byeReceived;
+    private volatile Thread handshakeDeadline;
 
     ServerSession(TcpRendezvousServer server, GroupState group, RendezvousSettings settings, byte[] tokenKey, Socket socket) {
         this.server = server;
@@ -65,12 +66,14 @@ final class ServerSession {
         try {
             socket.setTcpNoDelay(true);
             channel = new SecureChannel(socket, false);
-            Thread.ofVirtual().name("ar4j-rendezvous-handshake-deadline").start(this::enforceHandshakeDeadline);
+            Thread deadline = Thread.ofVirtual().name("ar4j-rendezvous-handshake-deadline").start(this::enforceHandshakeDeadline);
+            handshakeDeadline = deadline;
             socket.setSoTimeout((int) Durations.toMillis(settings.handshakeTimeout()));
             if (!handshake()) {
                 return;
             }
             established = true;
+            deadline.interrupt();
             server.sessionEstablished(this);
             socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Durations.toMillis(settings.heartbeatTimeout())));
             Thread.ofVirtual().name("ar4j-rendezvous-heartbeat-rank-" + rank).start(this::sendHeartbeats);
@@ -91,6 +94,10 @@ final class ServerSession {
             }
         } finally {
             ended = true;
+            Thread deadline = handshakeDeadline;
+            if (deadline != null) {
+                deadline.interrupt();
+            }
             group.left(this, byeReceived ? null : lossReason);
             if (channel != null) {
                 channel.close();
@@ -263,7 +270,7 @@ final class ServerSession {
         try {
             Thread.sleep(Durations.toMillis(settings.handshakeTimeout()));
         } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            return; // the handshake completed or the connection ended
         }
         if (!established && !ended) {
             server.warn("rendezvous server closes the connection from " + peer + ": no authenticated handshake within "

@@ -34,6 +34,14 @@ import java.util.Objects;
  * }
  * }</pre>
  *
+ * <p>The group belongs to one job: every rank proves it knows the job's {@link JobToken}
+ * ({@code AR4J_RDZV_TOKEN}, or one derived from the launcher's job id) by challenge–response, and
+ * every frame after that carries a MAC. Without a token the server serves loopback only. Each end
+ * sends a heartbeat every {@link RendezvousSettings#heartbeatInterval()}; a rank that disconnects
+ * without goodbye, or is silent for the heartbeat timeout, makes every wait that needs it fail at
+ * once with a {@link RankLostException}, and {@link #onPeerLost} listeners are told. It is not
+ * encryption: keep the rendezvous on a trusted network.
+ *
  * <p>Closing the serving rank's rendezvous waits (up to the close linger) until every rank has
  * connected and disconnected, so a value it published last, such as a broadcast, is not lost to a
  * rank that reads it late. After one of its collectives timed out it waits (up to the same
