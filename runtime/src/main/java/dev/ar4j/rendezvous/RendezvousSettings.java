@@ -82,30 +82,37 @@ public final class RendezvousSettings {
                 (int) s.number("ar4j.rdzv.maxKeysPerGet", "AR4J_RDZV_MAX_KEYS_PER_GET", 4096));
     }
 
+    /** How often each end sends a heartbeat when it has nothing else to send. */
     public Duration heartbeatInterval() {
         return heartbeatInterval;
     }
 
+    /** How long an end may be silent before it is declared lost. */
     public Duration heartbeatTimeout() {
         return heartbeatTimeout;
     }
 
+    /** How long a new connection has to complete the authenticated handshake. */
     public Duration handshakeTimeout() {
         return handshakeTimeout;
     }
 
+    /** The longest a read waits on the server, whatever the client asked for. */
     public Duration maxWait() {
         return maxWait;
     }
 
+    /** How many connections may be waiting to authenticate at once; more are closed at once. */
     public int maxPendingConnections() {
         return maxPendingConnections;
     }
 
+    /** How many keys one rank may store. */
     public int maxKeysPerRank() {
         return maxKeysPerRank;
     }
 
+    /** How many value bytes one rank may store. */
     public long maxBytesPerRank() {
         return maxBytesPerRank;
     }
@@ -121,26 +128,31 @@ public final class RendezvousSettings {
                 maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
     }
 
+    /** These settings with the handshake timeout replaced. */
     public RendezvousSettings withHandshakeTimeout(Duration timeout) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, timeout, maxWait, maxPendingConnections,
                 maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
     }
 
+    /** These settings with the longest server-side wait replaced. */
     public RendezvousSettings withMaxWait(Duration wait) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, wait,
                 maxPendingConnections, maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
     }
 
+    /** These settings with the cap on unauthenticated connections replaced. */
     public RendezvousSettings withMaxPendingConnections(int count) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait, count,
                 maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
     }
 
+    /** These settings with the per-rank store quota replaced. */
     public RendezvousSettings withQuota(int keysPerRank, long bytesPerRank) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait,
                 maxPendingConnections, keysPerRank, bytesPerRank, maxKeysPerGet);
     }
 
+    /** These settings with the cap on keys per read replaced. */
     public RendezvousSettings withMaxKeysPerGet(int count) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait,
                 maxPendingConnections, maxKeysPerRank, maxBytesPerRank, count);

@@ -236,9 +236,15 @@ final class ServerSession {
             getPending = false;
             sendQuietly(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_RANK_LOST,
                     lost.rank(), lost.getMessage()));
-        } catch (InterruptedException | RuntimeException | IOException ended) {
-            // The connection or the server ended; the read loop reports that.
+        } catch (InterruptedException | IOException | IllegalStateException | RendezvousException ended) {
+            // The connection or the server (its store) ended; the read loop reports that.
             getPending = false;
+            LOG.log(System.Logger.Level.DEBUG, () -> "GET of rank " + rank + " ended with its connection: " + ended);
+            closeSocket();
+        } catch (RuntimeException bug) {
+            getPending = false;
+            LOG.log(System.Logger.Level.ERROR, "rendezvous server failed answering a GET of rank " + rank
+                    + "; closing its connection", bug);
             closeSocket();
         }
     }

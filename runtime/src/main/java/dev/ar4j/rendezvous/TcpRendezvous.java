@@ -222,8 +222,8 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
     void release() {
         connection.close();
         if (ownedServer != null) {
-            if (hasTimedOut()) {
-                // Not for the absent ranks, but for those still waiting: they time out on their own
+            if (hasTimedOut() || listeners.firstLoss() != null) {
+                // After a timeout or a lost rank the group is out of step. Not for the absent ranks, but for those still waiting: they time out on their own
                 // and name the missing ranks, instead of seeing the server vanish under them.
                 if (closeLinger.isPositive() && !ownedServer.awaitConnectedRanksGone(closeLinger)) {
                     LOG.log(System.Logger.Level.WARNING, "rank " + rank() + " closes the rendezvous server at "
