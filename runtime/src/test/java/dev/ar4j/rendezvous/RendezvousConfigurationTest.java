@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Properties;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -43,6 +44,22 @@ class RendezvousConfigurationTest {
                 () -> TcpRendezvousServer.start(new InetSocketAddress(0), 2, JobToken.none(), RendezvousSettings.resolve()));
         assertTrue(e.getMessage().contains("without a job token"), e.getMessage());
         assertTrue(e.getMessage().contains("AR4J_RDZV_TOKEN"), e.getMessage());
+    }
+
+    @Test
+    void ranksSpanningHostsWithoutATokenAreRefusedWhileOneHostUsesLoopback() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeFalse(JobToken.fromSystem().isPresent(),
+                "this process's environment gives a job token");
+        LaunchEnvironment twoHosts = LaunchEnvironment.builder().rank(0).worldSize(2).localRank(0).localWorldSize(1)
+                .masterAddr("127.0.0.1").masterPort(TcpRendezvousTest.freeLoopbackPort()).build(Map.of());
+        RendezvousAuthenticationException e = assertThrows(RendezvousAuthenticationException.class,
+                () -> TcpRendezvous.connect(twoHosts, Duration.ofSeconds(5)));
+        assertTrue(e.getMessage().contains("without a job token"), e.getMessage());
+        LaunchEnvironment oneHost = LaunchEnvironment.builder().rank(0).worldSize(1).build(Map.of());
+        try (TcpRendezvous alone = TcpRendezvous.connect(oneHost, Duration.ofSeconds(5))) {
+            assertTrue(alone.isServing());
+            assertArrayEquals(new byte[][] {{1}}, alone.allGather("x", new byte[] {1}, Duration.ofSeconds(5)));
+        }
     }
 
     @Test
