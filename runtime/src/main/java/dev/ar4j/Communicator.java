@@ -3,7 +3,6 @@ package dev.ar4j;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.cuda.P2PAttribute;
 import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.AlgorithmPolicy;
 import dev.ar4j.dispatch.AlgorithmThresholds;
@@ -11,35 +10,21 @@ import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.DispatchConfig;
 import dev.ar4j.dispatch.Topology;
-import dev.ar4j.group.PeerInfo;
-import dev.ar4j.group.PeerMemory;
-import dev.ar4j.group.RegisteredRanges;
-import dev.ar4j.kernels.CustomAllReduceKernels;
-import dev.ar4j.kernels.CustomArContext;
-import dev.ar4j.kernels.CustomArException;
 import dev.ar4j.kernels.KernelTimeout;
 import dev.ar4j.nccl.NcclCommunicator;
-import dev.ar4j.nccl.NcclUniqueId;
-import dev.ar4j.rendezvous.HostIdentity;
 import dev.ar4j.rendezvous.InProcessRendezvous;
 import dev.ar4j.rendezvous.LaunchEnvironment;
 import dev.ar4j.rendezvous.Rendezvous;
-import dev.ar4j.rendezvous.TcpRendezvous;
 
 import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Properties;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.function.Consumer;
 
 /**
@@ -94,110 +79,54 @@ public final class Communicator implements AutoCloseable {
     /** Registered buffers plus captured graph inputs one communicator can hold, by default. */
     public static final int DEFAULT_MAX_REGISTRATIONS = 4096;
 
-    private final int rank;
-    private final int worldSize;
-    private final int device;
-    private final Topology topology;
-    private final AllReduceDispatcher dispatcher;
-    private final Map<AlgorithmPolicy, AllReduceDispatcher> perPolicy;
-    private final Rendezvous rendezvous;
-    private final boolean ownsRendezvous;
-    private final Duration rendezvousTimeout;
-    private final NcclCommunicator nccl;
-    // Custom-kernel state; all null when the topology rules the kernels out.
-    private final PeerMemory peerMemory;
-    private final DeviceBuffer signal;
-    private final DeviceBuffer staging;
-    private final CustomArContext kernels;
-    private final RegisteredRanges registered = new RegisteredRanges();
-    private final List<long[]> capturedInputs = new ArrayList<>();  // {pointer, bytes} per captured call
+    private final Group group;
+    private final Dispatchers dispatchers;
+    private final NcclPath nccl;
+    private final CustomKernelPath kernels;  // null when the topology rules the kernels out
+    private final CaptureRecorder capture;
     private final MemorySegment captureScratch = Arena.ofAuto().allocate(ValueLayout.JAVA_INT);
-    private GraphCapture openCapture;
-    private int collectiveSequence;
     private String failure;
     private boolean closed;
 
     private Communicator(Builder b, Rendezvous rendezvous, boolean ownsRendezvous) {
-        this.rendezvous = rendezvous;
-        this.ownsRendezvous = ownsRendezvous;
-        this.rendezvousTimeout = b.rendezvousTimeout;
-        this.rank = rendezvous.rank();
-        this.worldSize = rendezvous.worldSize();
-        this.device = b.device >= 0 ? b.device : b.localRank >= 0 ? b.localRank : 0;
-        Cuda.setDevice(device);
-
-        List<PeerInfo> peers = exchangePeerInfo();
-        boolean singleHost = peers.stream().map(PeerInfo::hostId).distinct().count() == 1;
-        boolean sameProcess = singleHost && peers.stream().map(PeerInfo::pid).distinct().count() == 1;
-        boolean[] links = singleHost ? probeLinks(peers, sameProcess) : new boolean[] {false, false};
-        boolean p2p = b.p2pOverride != null ? b.p2pOverride : links[0];
-        boolean nvlink = b.nvlinkOverride != null ? b.nvlinkOverride : links[1];
-        this.topology = new Topology(worldSize, nvlink, p2p, singleHost);
-        DispatchConfig config = b.dispatchConfig();
-        AlgorithmThresholds thresholds = thresholdsFor(worldSize, b);
-        this.dispatcher = new AllReduceDispatcher(topology, config, b.stagingBytes, thresholds);
-        this.perPolicy = new EnumMap<>(AlgorithmPolicy.class);
-        for (AlgorithmPolicy p : AlgorithmPolicy.values()) {
-            DispatchConfig forced = DispatchConfig.builder().environment(Map.of()).systemProperties(new Properties())
-                    .algorithmPolicy(p).forceCustomOnPcie(config.forceCustomOnPcie()).build();
-            perPolicy.put(p, new AllReduceDispatcher(topology, forced, b.stagingBytes, thresholds));
-        }
-
-        NcclCommunicator ncclComm = null;
-        PeerMemory peerMem = null;
-        DeviceBuffer sig = null;
-        DeviceBuffer stage = null;
-        CustomArContext ctx = null;
+        int device = b.device >= 0 ? b.device : b.localRank >= 0 ? b.localRank : 0;
+        Group g = null;
+        NcclPath ncclPath = null;
+        CustomKernelPath custom = null;
+        Dispatchers d;
         try {
-            byte[] id = rendezvous.broadcast(key("nccl-id"), 0, rank == 0 ? NcclUniqueId.generate().toBytes() : null,
-                    rendezvousTimeout);
-            // ncclCommInitRank blocks until every rank joins, with no deadline of ours: meet in a
-            // bounded barrier first, so that a rank that is already gone is named here instead.
-            rendezvous.barrier(key("nccl-init"), rendezvousTimeout);
-            ncclComm = NcclCommunicator.initRank(NcclUniqueId.fromBytes(id), worldSize, rank);
-
-            if (customKernelsPossible()) {
-                if (sameProcess) {
-                    for (PeerInfo peer : peers) {
-                        if (peer.device() != device) {
-                            Cuda.enablePeerAccess(peer.device());
-                        }
-                    }
-                }
-                peerMem = PeerMemory.create(sameProcess, rendezvous, rendezvousTimeout);
-                long signalBytes = CustomAllReduceKernels.signalSize(b.stagingBytes);
-                sig = DeviceBuffer.allocate(signalBytes);
-                sig.fill(0);
-                stage = DeviceBuffer.allocate(b.stagingBytes);
-                Cuda.deviceSynchronize();
-                long[][] shared = peerMem.exchange(new long[] {sig.address(), stage.address()},
-                        new long[] {signalBytes, b.stagingBytes});
-                ctx = CustomAllReduceKernels.createContext(shared[0], rank, worldSize, b.stagingBytes,
-                        b.maxRegistrations, b.kernelTimeout.toNanos());
-                if (b.launchBlocks > 0) {
-                    ctx.setLaunchConfig(b.launchBlocks, b.launchThreads);
-                }
-                ctx.registerBuffer(shared[1], b.stagingBytes);
-                registered.add(stage.address(), b.stagingBytes);
+            g = Group.join(rendezvous, ownsRendezvous, b.rendezvousTimeout, device, b.p2pOverride, b.nvlinkOverride);
+            d = new Dispatchers(g.topology, b.dispatchConfig(), b.stagingBytes, thresholdsFor(g.worldSize, b));
+            ncclPath = NcclPath.open(g);
+            if (g.customKernelsPossible()) {
+                custom = CustomKernelPath.open(g, b.stagingBytes, b.maxRegistrations, b.kernelTimeout.toNanos(),
+                        b.launchBlocks, b.launchThreads);
             }
             // Every context exists (and its push buffers are filled) before any rank launches.
-            rendezvous.barrier(key("ready"), rendezvousTimeout);
+            g.rendezvous.barrier(g.key("ready"), g.timeout);
         } catch (RuntimeException e) {
-            closeQuietly(e, ctx, stage, sig, peerMem, ncclComm);
-            if (ownsRendezvous) {
-                closeQuietly(e, rendezvous);
+            Closing.quietly(e, custom);
+            if (g != null) {
+                g.closeSharedBuffers(e);
+            }
+            Closing.quietly(e, ncclPath);
+            if (g != null) {
+                g.closeRendezvous(e);
+            } else if (ownsRendezvous) {
+                Closing.quietly(e, rendezvous);
             }
             throw e;
         }
-        this.nccl = ncclComm;
-        this.peerMemory = peerMem;
-        this.signal = sig;
-        this.staging = stage;
-        this.kernels = ctx;
+        this.group = g;
+        this.dispatchers = d;
+        this.nccl = ncclPath;
+        this.kernels = custom;
+        this.capture = new CaptureRecorder(g);
         if (LOG.isLoggable(Level.INFO)) {
-            LOG.log(Level.INFO, "ar4j rank " + rank + "/" + worldSize + " on GPU " + device + ": " + topology.describe()
+            LOG.log(Level.INFO, "ar4j rank " + g.rank + "/" + g.worldSize + " on GPU " + device + ": "
+                    + g.topology.describe()
                     + (kernels == null ? "; custom kernels not set up (NCCL only)" : "; custom kernels ready")
-                    + "; " + config.describe());
+                    + "; " + d.config.describe());
         }
     }
 
@@ -225,49 +154,7 @@ public final class Communicator implements AutoCloseable {
      * @param configure applied to every rank's builder (staging size, policy, ...), may be null
      */
     public static List<Communicator> localGroup(int[] devices, Consumer<Builder> configure) {
-        Objects.requireNonNull(devices, "devices");
-        InProcessRendezvous group = InProcessRendezvous.create(devices.length);
-        ExecutorService pool = Executors.newFixedThreadPool(devices.length, r -> {
-            Thread t = new Thread(r, "ar4j-local-group-init");
-            t.setDaemon(true);
-            return t;
-        });
-        try {
-            List<Future<Communicator>> futures = new ArrayList<>();
-            for (int r = 0; r < devices.length; r++) {
-                int rank = r;
-                futures.add(pool.submit(() -> {
-                    Builder b = builder();
-                    if (configure != null) {
-                        configure.accept(b);
-                    }
-                    return b.device(devices[rank]).rendezvous(group.forRank(rank)).build();
-                }));
-            }
-            List<Communicator> result = new ArrayList<>();
-            RuntimeException failure = null;
-            for (Future<Communicator> f : futures) {
-                try {
-                    result.add(f.get());
-                } catch (Exception e) {
-                    Throwable cause = e instanceof java.util.concurrent.ExecutionException ? e.getCause() : e;
-                    if (failure == null) {
-                        failure = new IllegalStateException("building the local group failed: " + cause, cause);
-                    } else {
-                        failure.addSuppressed(cause);
-                    }
-                }
-            }
-            if (failure != null) {
-                for (Communicator c : result) {
-                    closeQuietly(failure, c);
-                }
-                throw failure;
-            }
-            return result;
-        } finally {
-            pool.shutdownNow();
-        }
+        return LocalGroup.build(devices, configure);
     }
 
     // ---- all-reduce -----------------------------------------------------------------------------
@@ -293,9 +180,9 @@ public final class Communicator implements AutoCloseable {
             throw new IllegalArgumentException("input (" + in.byteSize() + " bytes) and output (" + out.byteSize()
                     + " bytes) differ in size");
         }
-        if (in.device() != device || out.device() != device) {
+        if (in.device() != group.device || out.device() != group.device) {
             throw new IllegalArgumentException("buffers are on GPU " + in.device() + "/" + out.device()
-                    + " but this communicator drives GPU " + device);
+                    + " but this communicator drives GPU " + group.device);
         }
         if (in.byteSize() % dtype.byteSize() != 0) {
             throw new IllegalArgumentException(in.byteSize() + " bytes is not a whole number of " + dtype + " elements");
@@ -311,7 +198,7 @@ public final class Communicator implements AutoCloseable {
      * @param stream a {@code cudaStream_t} (0 = legacy default stream)
      */
     public void allReduce(long in, long out, long count, DType dtype, long stream) {
-        run(dispatcher, in, out, count, dtype, stream);
+        run(dispatchers.configured, in, out, count, dtype, stream);
     }
 
     /**
@@ -321,7 +208,7 @@ public final class Communicator implements AutoCloseable {
      * @return the decision that was carried out, with its reason
      */
     public Decision allReduce(long in, long out, long count, DType dtype, long stream, AlgorithmPolicy policy) {
-        return run(perPolicy.get(Objects.requireNonNull(policy, "policy")), in, out, count, dtype, stream);
+        return run(dispatchers.forPolicy(Objects.requireNonNull(policy, "policy")), in, out, count, dtype, stream);
     }
 
     private Decision run(AllReduceDispatcher dispatcher, long in, long out, long count, DType dtype, long stream) {
@@ -332,7 +219,7 @@ public final class Communicator implements AutoCloseable {
         }
         long bytes = count * dtype.byteSize();
         boolean aligned = ((in | out) & 15) == 0;
-        boolean zeroCopy = kernels != null && registered.contains(in, bytes);
+        boolean zeroCopy = kernels != null && kernels.isRegistered(in, bytes);
         Decision decision = dispatcher.decide(bytes, dtype, aligned, zeroCopy);
         // An unregistered input inside a graph capture is zero-copy too (recorded, shared when the
         // capture scope closes); ask the stream only when it can change the decision or the path.
@@ -342,39 +229,26 @@ public final class Communicator implements AutoCloseable {
             decision = dispatcher.decide(bytes, dtype, aligned, true);
         }
         Algorithm algorithm = decision.algorithm();
-        switch (algorithm) {
-            case NCCL -> nccl.allReduceSum(in, out, count, dtype, stream);
-            case PUSH -> launch(algorithm, dtype, in, out, count, stream);
-            case ONE_STAGE, TWO_STAGE -> {
-                if (zeroCopy) {
-                    if (!registered.contains(in, bytes)) {
-                        if (openCapture == null) {
-                            throw new IllegalStateException("an unregistered input is being captured into a CUDA graph "
-                                    + "outside a GraphCapture scope: its peers' pointers would never be shared and a "
-                                    + "replay would read unmapped memory. Open comm.graphCapture() before capturing, "
-                                    + "or register(..) the buffer");
+        try {
+            switch (algorithm) {
+                case NCCL -> nccl.allReduce(in, out, count, dtype, stream);
+                case PUSH -> kernels.launch(algorithm, dtype, in, out, count, stream);
+                case ONE_STAGE, TWO_STAGE -> {
+                    if (zeroCopy) {
+                        if (!kernels.isRegistered(in, bytes)) {
+                            capture.record(in, bytes);
                         }
-                        capturedInputs.add(new long[] {in, bytes});
+                        kernels.launch(algorithm, dtype, in, out, count, stream);
+                    } else {
+                        kernels.launchStaged(algorithm, dtype, in, out, count, stream);
                     }
-                    launch(algorithm, dtype, in, out, count, stream);
-                } else {
-                    Cuda.memcpyDeviceToDeviceAsync(staging.address(), in, bytes, stream);
-                    launch(algorithm, dtype, staging.address(), out, count, stream);
                 }
             }
-        }
-        return decision;
-    }
-
-    private void launch(Algorithm algorithm, DType dtype, long in, long out, long count, long stream) {
-        try {
-            kernels.allReduce(algorithm.kernelCode(), dtype, in, out, count, stream);
-        } catch (CustomArException e) {
-            if (e.status() == CustomAllReduceKernels.STATUS_PEER_TIMEOUT) {
-                throw peerTimeout(e);
-            }
+        } catch (PeerTimeoutException e) {
+            failure = e.getMessage();
             throw e;
         }
+        return decision;
     }
 
     // ---- registration and graphs ----------------------------------------------------------------
@@ -387,18 +261,16 @@ public final class Communicator implements AutoCloseable {
     public void register(DeviceBuffer buffer) {
         checkUsable();
         Objects.requireNonNull(buffer, "buffer");
-        if (buffer.device() != device) {
+        if (buffer.device() != group.device) {
             throw new IllegalArgumentException("buffer is on GPU " + buffer.device() + " but this communicator drives GPU "
-                    + device);
+                    + group.device);
         }
         if (kernels == null) {
             // Still collective, so that every rank's sequence of rendezvous steps stays aligned.
-            rendezvous.barrier(key("register"), rendezvousTimeout);
+            group.rendezvous.barrier(group.key("register"), group.timeout);
             return;
         }
-        long[] pointers = peerMemory.exchange(buffer.address(), buffer.byteSize());
-        kernels.registerBuffer(pointers, buffer.byteSize());
-        registered.add(buffer.address(), buffer.byteSize());
+        kernels.register(buffer);
     }
 
     /**
@@ -408,63 +280,17 @@ public final class Communicator implements AutoCloseable {
      */
     public GraphCapture graphCapture() {
         checkUsable();
-        if (openCapture != null) {
-            throw new IllegalStateException("a graph capture scope is already open on this communicator");
-        }
-        if (!capturedInputs.isEmpty()) {
-            throw new IllegalStateException(capturedInputs.size() + " all-reduces were captured outside a "
-                    + "GraphCapture scope; open the scope before capturing");
-        }
-        openCapture = new GraphCapture(this);
-        return openCapture;
+        return capture.open(this);
     }
 
     /** Called by {@link GraphCapture#close()}. */
     void finishCapture(GraphCapture scope) {
-        if (openCapture != scope) {
-            return;
-        }
-        openCapture = null;
         checkUsable();
-        int mine = capturedInputs.size();
-        byte[][] counts = rendezvous.allGather(key("capture-count"),
-                java.nio.ByteBuffer.allocate(4).putInt(mine).array(), rendezvousTimeout);
-        StringBuilder mismatch = new StringBuilder();
-        for (int r = 0; r < counts.length; r++) {
-            int theirs = java.nio.ByteBuffer.wrap(counts[r]).getInt();
-            if (theirs != mine) {
-                mismatch.append(" rank ").append(r).append(": ").append(theirs).append(';');
-            }
+        IllegalStateException mismatch = capture.finish(scope, kernels);
+        if (mismatch != null) {
+            failure = mismatch.getMessage();
+            throw mismatch;
         }
-        if (!mismatch.isEmpty()) {
-            failure = "ranks captured different numbers of zero-copy all-reduces (this rank " + rank + ": " + mine
-                    + ";" + mismatch + "); the captured graphs must not be replayed, and this communicator is closed "
-                    + "for further use";
-            capturedInputs.clear();
-            throw new IllegalStateException(failure);
-        }
-        if (mine == 0 || kernels == null) {
-            capturedInputs.clear();
-            return;
-        }
-        int pending = kernels.graphPendingCount();
-        if (pending != mine) {
-            throw new IllegalStateException("the kernel library recorded " + pending + " graph inputs but the "
-                    + "communicator " + mine);
-        }
-        long[] pointers = new long[mine];
-        long[] bytes = new long[mine];
-        for (int i = 0; i < mine; i++) {
-            pointers[i] = capturedInputs.get(i)[0];
-            bytes[i] = capturedInputs.get(i)[1];
-        }
-        capturedInputs.clear();
-        long[][] shared = peerMemory.exchange(pointers, bytes);
-        long[] rows = new long[mine * worldSize];
-        for (int i = 0; i < mine; i++) {
-            System.arraycopy(shared[i], 0, rows, i * worldSize, worldSize);
-        }
-        kernels.registerGraphInputs(rows);
     }
 
     // ---- observation ----------------------------------------------------------------------------
@@ -475,33 +301,32 @@ public final class Communicator implements AutoCloseable {
      * source of each value.
      */
     public String explain(long bytes, DType dtype) {
-        return dispatcher.explain(bytes, dtype) + (kernels == null ? "\n  (custom kernels are not set up on this group)"
-                : "");
+        return Observation.explain(dispatchers.configured, kernels != null, bytes, dtype);
     }
 
     /** The decision for one call's shape. */
     public Decision decide(long bytes, DType dtype, boolean aligned16, boolean registeredInput) {
-        return dispatcher.decide(bytes, dtype, aligned16, registeredInput);
+        return dispatchers.configured.decide(bytes, dtype, aligned16, registeredInput);
     }
 
     /** This rank. */
     public int rank() {
-        return rank;
+        return group.rank;
     }
 
     /** Ranks in the group. */
     public int worldSize() {
-        return worldSize;
+        return group.worldSize;
     }
 
     /** The CUDA ordinal this rank drives. */
     public int device() {
-        return device;
+        return group.device;
     }
 
     /** The detected (or overridden) topology. */
     public Topology topology() {
-        return topology;
+        return group.topology;
     }
 
     /** Whether the custom kernels were set up (otherwise every call goes to NCCL). */
@@ -511,7 +336,7 @@ public final class Communicator implements AutoCloseable {
 
     /** The staging buffer size in bytes. */
     public long stagingBytes() {
-        return dispatcher.stagingBytes();
+        return dispatchers.configured.stagingBytes();
     }
 
     /**
@@ -521,12 +346,12 @@ public final class Communicator implements AutoCloseable {
      */
     public NcclCommunicator nccl() {
         checkUsable();
-        return nccl;
+        return nccl.communicator();
     }
 
     /** The rendezvous this communicator uses (for tests and tools that need the same group). */
     public Rendezvous rendezvous() {
-        return rendezvous;
+        return group.rendezvous;
     }
 
     /**
@@ -537,9 +362,11 @@ public final class Communicator implements AutoCloseable {
         if (kernels == null) {
             return;
         }
-        KernelTimeout t = kernels.readTimeout(false);
+        KernelTimeout t = kernels.readTimeout();
         if (t.timedOut()) {
-            throw peerTimeout(t, null);
+            PeerTimeoutException e = kernels.peerTimeout(t, null);
+            failure = e.getMessage();
+            throw e;
         }
     }
 
@@ -555,10 +382,10 @@ public final class Communicator implements AutoCloseable {
         }
         closed = true;
         RuntimeException failure = new RuntimeException("closing the communicator failed");
-        closeQuietly(failure, kernels, peerMemory, staging, signal, nccl);
-        if (ownsRendezvous) {
-            closeQuietly(failure, rendezvous);
-        }
+        Closing.quietly(failure, kernels);
+        group.closeSharedBuffers(failure);
+        Closing.quietly(failure, nccl);
+        group.closeRendezvous(failure);
         if (failure.getSuppressed().length > 0) {
             throw failure;
         }
@@ -566,14 +393,11 @@ public final class Communicator implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "Communicator[rank " + rank + "/" + worldSize + ", GPU " + device + ", " + topology.describe() + "]";
+        return "Communicator[rank " + group.rank + "/" + group.worldSize + ", GPU " + group.device + ", "
+                + group.topology.describe() + "]";
     }
 
     // ---- internals ------------------------------------------------------------------------------
-
-    private String key(String what) {
-        return "ar4j/comm/" + what + "/" + (collectiveSequence++);
-    }
 
     private void checkUsable() {
         if (closed) {
@@ -590,114 +414,30 @@ public final class Communicator implements AutoCloseable {
         return b.pushUpToBytes >= 0 ? base.withPushUpToBytes(b.pushUpToBytes) : base;
     }
 
-    /** The kernels are set up whenever the topology allows them, whatever the policy: per-call policies may use them. */
-    private boolean customKernelsPossible() {
-        boolean ws = worldSize == 2 || worldSize == 4 || worldSize == 6 || worldSize == 8;
-        return ws && topology.singleHost() && topology.p2pAllPairs();
-    }
-
-    private List<PeerInfo> exchangePeerInfo() {
-        PeerInfo mine = new PeerInfo(HostIdentity.local().key(), ProcessHandle.current().pid(), device,
-                Cuda.pciBusId(device));
-        byte[][] all = rendezvous.allGather(key("peer-info"), mine.toBytes(), rendezvousTimeout);
-        List<PeerInfo> peers = new ArrayList<>(all.length);
-        for (int r = 0; r < all.length; r++) {
-            peers.add(PeerInfo.fromBytes(all[r], r));
-        }
-        return peers;
-    }
-
-    /**
-     * Probes this rank's links to every peer and all-gathers the rows: {p2p between every pair,
-     * NVLink between every pair}. NVLink is inferred from native P2P atomics, which NVLink peers
-     * support and PCIe peers do not (NVML is not needed).
-     */
-    private boolean[] probeLinks(List<PeerInfo> peers, boolean sameProcess) {
-        byte[] row = new byte[peers.size()];
-        for (int r = 0; r < peers.size(); r++) {
-            if (r == rank) {
-                row[r] = 3;
-                continue;
-            }
-            int peerDevice = sameProcess ? peers.get(r).device() : localOrdinalOf(peers.get(r).pciBusId());
-            if (peerDevice < 0 || peerDevice == device) {
-                row[r] = 0;
-                continue;
-            }
-            boolean p2p = Cuda.canAccessPeer(device, peerDevice);
-            boolean nvlink = p2p && Cuda.p2pAttribute(P2PAttribute.NATIVE_ATOMIC_SUPPORTED, device, peerDevice) == 1;
-            row[r] = (byte) ((p2p ? 1 : 0) | (nvlink ? 2 : 0));
-        }
-        byte[][] rows = rendezvous.allGather(key("links"), row, rendezvousTimeout);
-        boolean p2pAll = true;
-        boolean nvlinkAll = true;
-        for (byte[] r : rows) {
-            for (byte v : r) {
-                p2pAll &= (v & 1) != 0;
-                nvlinkAll &= (v & 2) != 0;
-            }
-        }
-        return new boolean[] {p2pAll, nvlinkAll};
-    }
-
-    private static int localOrdinalOf(String pciBusId) {
-        int n = Cuda.deviceCount();
-        for (int d = 0; d < n; d++) {
-            if (Cuda.pciBusId(d).equalsIgnoreCase(pciBusId)) {
-                return d;
-            }
-        }
-        return -1;
-    }
-
-    private PeerTimeoutException peerTimeout(CustomArException cause) {
-        return peerTimeout(kernels.readTimeout(false), cause);
-    }
-
-    private PeerTimeoutException peerTimeout(KernelTimeout t, CustomArException cause) {
-        failure = "rank " + rank + ": a custom all-reduce kernel gave up waiting for rank " + t.peer() + " (block "
-                + t.block() + ", barrier " + t.barrier() + ") after the kernel timeout; that rank is dead, hung or "
-                + "made different calls. This communicator is unusable: close it and build a new group";
-        return new PeerTimeoutException(failure, t.peer(), cause);
-    }
-
-    private static void closeQuietly(Throwable collector, AutoCloseable... resources) {
-        for (AutoCloseable r : resources) {
-            if (r == null) {
-                continue;
-            }
-            try {
-                r.close();
-            } catch (Exception e) {
-                collector.addSuppressed(e);
-            }
-        }
-    }
-
     /** Configures and builds a {@link Communicator}. */
     public static final class Builder {
-        private int rank = -1;
-        private int worldSize = -1;
-        private int localRank = -1;
-        private int localWorldSize = -1;
-        private int device = -1;
-        private String masterAddr;
-        private int masterPort = -1;
-        private Rendezvous rendezvous;
-        private boolean fromEnvironment;
-        private Map<String, String> environment;
-        private Properties systemProperties;
-        private long stagingBytes = DEFAULT_STAGING_BYTES;
-        private Duration kernelTimeout = DEFAULT_KERNEL_TIMEOUT;
-        private Duration rendezvousTimeout = DEFAULT_RENDEZVOUS_TIMEOUT;
-        private int maxRegistrations = DEFAULT_MAX_REGISTRATIONS;
-        private String algorithmPolicy;
-        private Boolean forceCustomOnPcie;
-        private Boolean nvlinkOverride;
-        private Boolean p2pOverride;
-        private long pushUpToBytes = -1;
-        private int launchBlocks = -1;
-        private int launchThreads = -1;
+        int rank = -1;
+        int worldSize = -1;
+        int localRank = -1;
+        int localWorldSize = -1;
+        int device = -1;
+        String masterAddr;
+        int masterPort = -1;
+        Rendezvous rendezvous;
+        boolean fromEnvironment;
+        Map<String, String> environment;
+        Properties systemProperties;
+        long stagingBytes = DEFAULT_STAGING_BYTES;
+        Duration kernelTimeout = DEFAULT_KERNEL_TIMEOUT;
+        Duration rendezvousTimeout = DEFAULT_RENDEZVOUS_TIMEOUT;
+        int maxRegistrations = DEFAULT_MAX_REGISTRATIONS;
+        String algorithmPolicy;
+        Boolean forceCustomOnPcie;
+        Boolean nvlinkOverride;
+        Boolean p2pOverride;
+        long pushUpToBytes = -1;
+        int launchBlocks = -1;
+        int launchThreads = -1;
 
         private Builder() {
         }
@@ -874,49 +614,11 @@ public final class Communicator implements AutoCloseable {
          */
         public Communicator build() {
             // Fail on bad configuration before touching the GPU or the network.
-            dispatchConfig();
+            BuilderChecks.validate(this);
             if (rendezvous != null) {
                 return new Communicator(this, rendezvous, false);
             }
-            LaunchEnvironment.Builder env = LaunchEnvironment.builder();
-            if (rank >= 0) {
-                env.rank(rank);
-            }
-            if (worldSize >= 0) {
-                env.worldSize(worldSize);
-            }
-            boolean loopback = masterAddr == null || masterAddr.equals("localhost") || masterAddr.startsWith("127.")
-                    || masterAddr.equals("::1");
-            if (!fromEnvironment && loopback && rank >= 0 && worldSize >= 1) {
-                // One host: local rank = rank unless told otherwise.
-                env.localRank(localRank >= 0 ? localRank : rank)
-                        .localWorldSize(localWorldSize >= 0 ? localWorldSize : worldSize);
-            } else {
-                if (localRank >= 0) {
-                    env.localRank(localRank);
-                }
-                if (localWorldSize >= 0) {
-                    env.localWorldSize(localWorldSize);
-                }
-            }
-            if (masterAddr != null) {
-                env.masterAddr(masterAddr).masterPort(masterPort);
-            }
-            LaunchEnvironment launch;
-            if (fromEnvironment) {
-                launch = environment != null ? env.build(environment) : env.build(System.getenv());
-            } else {
-                if (rank < 0 || worldSize < 1) {
-                    throw new IllegalArgumentException("set rank(..) and worldSize(..) (and masterAddress(..) for more "
-                            + "than one rank), or call fromEnvironment(), or pass a rendezvous(..)");
-                }
-                launch = env.build(Map.of());
-            }
-            if (localRank < 0) {
-                localRank = launch.localRank();
-            }
-            Rendezvous tcp = TcpRendezvous.connect(launch, rendezvousTimeout);
-            return new Communicator(this, tcp, true);
+            return new Communicator(this, GroupRendezvous.connect(this), true);
         }
     }
 }
