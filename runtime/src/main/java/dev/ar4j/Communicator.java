@@ -1,5 +1,7 @@
 package dev.ar4j;
 
+import dev.ar4j.FailureState.Failure;
+import dev.ar4j.FailureState.Kind;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
@@ -20,11 +22,14 @@ import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Properties;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
@@ -57,18 +62,27 @@ import java.util.function.Consumer;
  *
  * <h2>Threads and ordering</h2>
  * A communicator is used by one thread at a time, whose current CUDA device must be
- * {@link #device()} (the builder makes it current on the building thread). Every rank makes the
- * same collective calls (all-reduces, {@link #register}, capture scopes) in the same order; the
- * all-reduces of one communicator are ordered on one stream or synchronised between streams.
+ * {@link #device()} (the builder makes it current on the building thread); a call from a second
+ * thread while another is inside throws {@link IllegalStateException} naming both threads.
+ * {@link #abort()}, {@link #health()} and {@link #close()} may be called from any thread. Every
+ * rank makes the same collective calls (all-reduces, {@link #register}, {@link #unregister},
+ * capture scopes) in the same order; the all-reduces of one communicator are ordered on one
+ * stream or synchronised between streams.
  *
  * <h2>Failure</h2>
- * A custom kernel that waits longer than the kernel timeout for a peer gives up and records which
- * peer it waited for; the next call throws {@link PeerTimeoutException} naming it, and the
- * communicator stays failed. Rendezvous waits are bounded too.
+ * A per-communicator watchdog thread (interval: {@link Builder#watchdogInterval}, default
+ * 100 ms) reads the kernels' timeout record and NCCL's asynchronous error, and the rendezvous
+ * tells it when a rank is lost. On the first failure it poisons the custom kernels, aborts NCCL,
+ * marks the communicator failed and tells the {@link Builder#onFailure listener}; every later call
+ * throws {@link PeerLostException} or {@link PeerTimeoutException} naming the rank (or
+ * {@link IllegalStateException} after {@link #abort()} or when the ranks fell out of step), and
+ * {@link #health()} says why. Rendezvous waits are bounded too.
  */
 public final class Communicator implements AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger(Communicator.class.getName());
+    /** How long {@link #close()} lets a call in flight leave (twice: before and after failing it). */
+    private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(2);
 
     /** The default staging buffer (and two-stage scratch) size: 8 MiB. */
     public static final long DEFAULT_STAGING_BYTES = 8L << 20;
@@ -78,15 +92,21 @@ public final class Communicator implements AutoCloseable {
     public static final Duration DEFAULT_RENDEZVOUS_TIMEOUT = Duration.ofMinutes(2);
     /** Registered buffers plus captured graph inputs one communicator can hold, by default. */
     public static final int DEFAULT_MAX_REGISTRATIONS = 4096;
+    /** How often the watchdog polls the kernels and NCCL, by default. */
+    public static final Duration DEFAULT_WATCHDOG_INTERVAL = Duration.ofMillis(100);
 
     private final Group group;
     private final Dispatchers dispatchers;
-    private final NcclPath nccl;
+    private final NcclPath nccl;             // null when built with nccl(false)
     private final CustomKernelPath kernels;  // null when the topology rules the kernels out
     private final CaptureRecorder capture;
+    private final FailureState state = new FailureState();
+    private final CallGuard guard = new CallGuard(state);
+    private final Containment containment;
+    private final Watchdog watchdog;
+    private final AutoCloseable peerLoss;
     private final MemorySegment captureScratch = Arena.ofAuto().allocate(ValueLayout.JAVA_INT);
-    private String failure;
-    private boolean closed;
+    private volatile boolean closed;
 
     private Communicator(Builder b, Rendezvous rendezvous, boolean ownsRendezvous) {
         int device = b.device >= 0 ? b.device : b.localRank >= 0 ? b.localRank : 0;
@@ -94,18 +114,35 @@ public final class Communicator implements AutoCloseable {
         NcclPath ncclPath = null;
         CustomKernelPath custom = null;
         Dispatchers d;
+        Watchdog w = null;
+        AutoCloseable subscription = null;
         try {
             g = Group.join(rendezvous, ownsRendezvous, b.rendezvousTimeout, device, b.p2pOverride, b.nvlinkOverride);
             d = new Dispatchers(g.topology, b.dispatchConfig(), b.stagingBytes, thresholdsFor(g.worldSize, b));
-            ncclPath = NcclPath.open(g);
+            if (BuilderChecks.ncclEnabled(b)) {
+                ncclPath = NcclPath.open(g);
+            }
             if (g.customKernelsPossible()) {
                 custom = CustomKernelPath.open(g, b.stagingBytes, b.maxRegistrations, b.kernelTimeout.toNanos(),
                         b.launchBlocks, b.launchThreads);
             }
             // Every context exists (and its push buffers are filled) before any rank launches.
             g.rendezvous.barrier(g.key("ready"), g.timeout);
+            this.containment = new Containment(g.rank, state, guard, custom, ncclPath, b.failureListener);
+            w = new Watchdog("ar4j-watchdog-rank-" + g.rank, BuilderChecks.watchdogInterval(b),
+                    probes(g, custom, ncclPath), containment::contain);
+            Watchdog dog = w;
+            int me = g.rank;
+            subscription = g.rendezvous.onPeerLost((lost, reason) -> dog.report(new Failure(Kind.PEER_LOST, lost,
+                    "rank " + me + ": the rendezvous reports " + (lost < 0 ? "that the group failed" : "rank " + lost
+                    + " lost") + " (" + reason + "); this communicator is failed: close it, and build a new group "
+                    + "once the lost rank is restarted", null)));
+            w.start();
         } catch (RuntimeException e) {
-            Closing.quietly(e, custom);
+            if (w != null) {
+                w.stop();
+            }
+            Closing.quietly(e, subscription, custom);
             if (g != null) {
                 g.closeSharedBuffers(e);
             }
@@ -122,12 +159,34 @@ public final class Communicator implements AutoCloseable {
         this.nccl = ncclPath;
         this.kernels = custom;
         this.capture = new CaptureRecorder(g);
+        this.watchdog = w;
+        this.peerLoss = subscription;
+        containment.owner(this);
         if (LOG.isLoggable(Level.INFO)) {
             LOG.log(Level.INFO, "ar4j rank " + g.rank + "/" + g.worldSize + " on GPU " + device + ": "
                     + g.topology.describe()
-                    + (kernels == null ? "; custom kernels not set up (NCCL only)" : "; custom kernels ready")
-                    + "; " + d.config.describe());
+                    + (kernels == null ? "; custom kernels not set up" : "; custom kernels ready (grid "
+                    + kernels.geometry() + ")") + (nccl == null ? "; NCCL off" : "") + "; " + d.config.describe());
         }
+    }
+
+    /** What the watchdog polls: the kernels' timeout record and NCCL's asynchronous error, each under the containment lock. */
+    private List<Watchdog.Probe> probes(Group g, CustomKernelPath custom, NcclPath ncclPath) {
+        List<Watchdog.Probe> probes = new ArrayList<>(2);
+        if (custom != null) {
+            probes.add(() -> containment.whileOpen(() -> {
+                KernelTimeout t = custom.readTimeout();
+                return t.timedOut() ? new Failure(Kind.PEER_TIMEOUT, t.peer(), custom.peerTimeoutMessage(t), null)
+                        : null;
+            }));
+        }
+        if (ncclPath != null) {
+            probes.add(() -> containment.whileOpen(() -> ncclPath.asyncError().map(e -> new Failure(Kind.PEER_LOST, -1,
+                    "rank " + g.rank + ": NCCL reported an asynchronous error (" + e.getMessage() + "); a peer is "
+                    + "probably gone or hung. This communicator is failed: close it and build a new group", e))
+                    .orElse(null)));
+        }
+        return probes;
     }
 
     // ---- building -------------------------------------------------------------------------------
@@ -148,7 +207,9 @@ public final class Communicator implements AutoCloseable {
     /**
      * Builds one communicator per device in this process (one JVM driving several GPUs): rank i
      * drives {@code devices[i]}. Each is built on its own thread, as the build is collective; use
-     * each from a thread whose current device is its device ({@code Cuda.setDevice}).
+     * each from a thread whose current device is its device ({@code Cuda.setDevice}). A device may
+     * appear more than once (ranks sharing one GPU; build them with {@code nccl(false)}, as NCCL
+     * refuses two ranks on one GPU).
      *
      * @param devices   the CUDA ordinals, one per rank
      * @param configure applied to every rank's builder (staging size, policy, ...), may be null
@@ -196,6 +257,8 @@ public final class Communicator implements AutoCloseable {
      *
      * @param count  elements (positive)
      * @param stream a {@code cudaStream_t} (0 = legacy default stream)
+     * @throws IllegalStateException if the call needs NCCL and the communicator was built with
+     *                               {@code nccl(false)} (the message names the size and the reason)
      */
     public void allReduce(long in, long out, long count, DType dtype, long stream) {
         run(dispatchers.configured, in, out, count, dtype, stream);
@@ -212,30 +275,41 @@ public final class Communicator implements AutoCloseable {
     }
 
     private Decision run(AllReduceDispatcher dispatcher, long in, long out, long count, DType dtype, long stream) {
-        checkUsable();
         Objects.requireNonNull(dtype, "dtype");
         if (count <= 0) {
             throw new IllegalArgumentException("element count must be positive, got " + count);
         }
-        long bytes = count * dtype.byteSize();
-        boolean aligned = ((in | out) & 15) == 0;
-        boolean zeroCopy = kernels != null && kernels.isRegistered(in, bytes);
-        Decision decision = dispatcher.decide(bytes, dtype, aligned, zeroCopy);
-        // An unregistered input inside a graph capture is zero-copy too (recorded, shared when the
-        // capture scope closes); ask the stream only when it can change the decision or the path.
-        if (!zeroCopy && kernels != null && decision.algorithm() != Algorithm.PUSH && aligned && bytes % 16 == 0
-                && CudaStream.isCapturing(stream, captureScratch)) {
-            zeroCopy = true;
-            decision = dispatcher.decide(bytes, dtype, aligned, true);
-        }
-        Algorithm algorithm = decision.algorithm();
+        guard.enter("allReduce");
         try {
+            long bytes = count * dtype.byteSize();
+            boolean aligned = ((in | out) & 15) == 0;
+            boolean zeroCopy = kernels != null && kernels.isRegistered(in, bytes);
+            Decision decision = dispatcher.decide(bytes, dtype, aligned, zeroCopy);
+            // An unregistered input inside a graph capture is zero-copy too (recorded, shared when the
+            // capture scope closes); ask the stream only when it can change the decision or the path.
+            boolean recorded = false;
+            if (!zeroCopy && kernels != null && decision.algorithm() != Algorithm.PUSH && aligned && bytes % 16 == 0
+                    && !kernels.touchesRetired(in, bytes) && CudaStream.isCapturing(stream, captureScratch)) {
+                zeroCopy = true;
+                recorded = true;
+                decision = dispatcher.decide(bytes, dtype, aligned, true);
+            }
+            Algorithm algorithm = decision.algorithm();
+            if (capture.isOpen()) {
+                capture.call(algorithm, dtype, count, recorded && algorithm != Algorithm.NCCL
+                        && algorithm != Algorithm.PUSH);
+            }
             switch (algorithm) {
-                case NCCL -> nccl.allReduce(in, out, count, dtype, stream);
+                case NCCL -> {
+                    if (nccl == null) {
+                        throw Dispatchers.ncclRefusal(group.rank, bytes, dtype, decision);
+                    }
+                    nccl.allReduce(in, out, count, dtype, stream);
+                }
                 case PUSH -> kernels.launch(algorithm, dtype, in, out, count, stream);
                 case ONE_STAGE, TWO_STAGE -> {
                     if (zeroCopy) {
-                        if (!kernels.isRegistered(in, bytes)) {
+                        if (recorded) {
                             capture.record(in, bytes);
                         }
                         kernels.launch(algorithm, dtype, in, out, count, stream);
@@ -244,11 +318,13 @@ public final class Communicator implements AutoCloseable {
                     }
                 }
             }
+            return decision;
         } catch (PeerTimeoutException e) {
-            failure = e.getMessage();
+            containment.contain(new Failure(Kind.PEER_TIMEOUT, e.peer(), e.getMessage(), e));
             throw e;
+        } finally {
+            guard.exit();
         }
-        return decision;
     }
 
     // ---- registration and graphs ----------------------------------------------------------------
@@ -256,40 +332,159 @@ public final class Communicator implements AutoCloseable {
     /**
      * Shares {@code buffer} with the other ranks once, so that all-reduces of inputs inside it need
      * no staging copy. Collective: every rank registers a buffer of the same size, in the same
-     * order. Registering does not transfer ownership.
+     * order. Registering does not transfer ownership; {@link #unregister} it (collectively)
+     * before closing it. A registered buffer found closed at a call is no longer used zero-copy.
      */
     public void register(DeviceBuffer buffer) {
-        checkUsable();
         Objects.requireNonNull(buffer, "buffer");
         if (buffer.device() != group.device) {
             throw new IllegalArgumentException("buffer is on GPU " + buffer.device() + " but this communicator drives GPU "
                     + group.device);
         }
-        if (kernels == null) {
-            // Still collective, so that every rank's sequence of rendezvous steps stays aligned.
-            group.rendezvous.barrier(group.key("register"), group.timeout);
-            return;
-        }
-        kernels.register(buffer);
+        collective("register", () -> {
+            if (kernels == null) {
+                // Still collective, so that every rank's sequence of rendezvous steps stays aligned.
+                group.rendezvous.barrier(group.key("register"), group.timeout);
+            } else {
+                kernels.register(buffer);
+            }
+        });
+    }
+
+    /**
+     * Ends the registration of {@code buffer} (collective: every rank unregisters its buffer of
+     * the same size, in the same order). Later all-reduces of inputs inside it go through the
+     * staging buffer. The kernel library cannot free the registration slot yet, so the slot and
+     * its peer mappings stay until {@link #close()}, and registering a buffer that overlaps it is
+     * refused.
+     *
+     * @throws IllegalArgumentException on every rank, if any rank's buffer is not registered or
+     *                                  the ranks' sizes differ
+     */
+    public void unregister(DeviceBuffer buffer) {
+        Objects.requireNonNull(buffer, "buffer");
+        collective("unregister", () -> {
+            boolean mine = kernels == null || kernels.isRegistered(buffer.address(), buffer.byteSize());
+            byte[][] all = group.rendezvous.allGather(group.key("unregister"),
+                    ByteBuffer.allocate(9).putLong(buffer.byteSize()).put((byte) (mine ? 1 : 0)).array(), group.timeout);
+            for (int r = 0; r < all.length; r++) {
+                ByteBuffer rec = ByteBuffer.wrap(all[r]);
+                long size = rec.getLong();
+                if (rec.get() == 0 || size != buffer.byteSize()) {
+                    throw new IllegalArgumentException("unregister refused on every rank: rank " + r
+                            + (size != buffer.byteSize() ? " unregisters " + size + " bytes, rank " + group.rank
+                            + " " + buffer.byteSize() : " has no such registered buffer")
+                            + "; unregister the buffers registered before, in the same order");
+                }
+            }
+            if (kernels != null) {
+                kernels.unregister(buffer);
+            }
+        });
     }
 
     /**
      * Opens a capture scope: all-reduces issued on a capturing stream until the scope is closed
      * are recorded; {@link GraphCapture#close()} (after {@code cudaStreamEndCapture}, before the
-     * first replay) shares their inputs so that replays are zero-copy. Collective on close.
+     * first replay) compares every call's signature across the ranks and shares the inputs so that
+     * replays are zero-copy. Collective on close.
      */
     public GraphCapture graphCapture() {
-        checkUsable();
-        return capture.open(this);
+        guard.enter("graphCapture");
+        try {
+            return capture.open(this);
+        } finally {
+            guard.exit();
+        }
     }
 
     /** Called by {@link GraphCapture#close()}. */
     void finishCapture(GraphCapture scope) {
-        checkUsable();
-        IllegalStateException mismatch = capture.finish(scope, kernels);
-        if (mismatch != null) {
-            failure = mismatch.getMessage();
-            throw mismatch;
+        collective("GraphCapture.close", () -> {
+            IllegalStateException mismatch = capture.finish(scope, kernels);
+            if (mismatch != null) {
+                throw mismatch;
+            }
+        });
+    }
+
+    /**
+     * Runs a collective step under the guard. A failure inside it (other than the caller's own
+     * argument error, which every rank sees alike) leaves the ranks out of step: the communicator
+     * is failed and the failure rethrown.
+     */
+    private void collective(String call, Runnable step) {
+        guard.enter(call);
+        try {
+            step.run();
+        } catch (IllegalArgumentException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            containment.contain(new Failure(Kind.OUT_OF_STEP, -1, "rank " + group.rank + ": " + call + " failed ("
+                    + e.getMessage() + "); the ranks may be out of step, so this communicator is failed: close it "
+                    + "and build a new group", e));
+            throw e;
+        } finally {
+            guard.exit();
+        }
+    }
+
+    // ---- failure --------------------------------------------------------------------------------
+
+    /**
+     * Fails this communicator at once, from any thread: poisons the custom kernels, aborts NCCL,
+     * tells the listener, and closes the rendezvous connection this communicator made (so the
+     * peers learn of it); calls in flight return (bounded) and every later call throws
+     * {@link IllegalStateException}. Idempotent. Then {@link #close()} it.
+     */
+    public void abort() {
+        String by = "rank " + group.rank + ": the communicator was aborted by thread '"
+                + Thread.currentThread().getName() + "'; close it and build a new group";
+        containment.contain(new Failure(Kind.ABORTED, -1, by, null));
+        if (group.ownsRendezvous) {
+            // A rendezvous call in flight holds the rendezvous's lock: close it off this thread.
+            Thread.ofPlatform().daemon(true).name("ar4j-abort-rendezvous-rank-" + group.rank).start(() -> {
+                RuntimeException collector = new RuntimeException("closing the rendezvous after abort failed");
+                group.closeRendezvous(collector);
+                if (collector.getSuppressed().length > 0) {
+                    LOG.log(Level.WARNING, "ar4j rank " + group.rank + ": closing the rendezvous after abort failed",
+                            collector);
+                }
+            });
+        }
+    }
+
+    /** What this communicator knows about its group now; any thread, cheap. */
+    public Health health() {
+        Failure f = state.get();
+        if (closed) {
+            return new Health(Health.Status.CLOSED, f == null ? -1 : f.peer(), f == null ? "closed" : f.message());
+        }
+        if (f == null) {
+            return new Health(Health.Status.HEALTHY, -1, "");
+        }
+        return new Health(f.kind() == Kind.ABORTED ? Health.Status.ABORTED : Health.Status.FAILED, f.peer(),
+                f.message());
+    }
+
+    /**
+     * Throws the failure if this communicator failed (a custom kernel gave up waiting for a peer,
+     * a peer was lost, ...); returns otherwise. Call after synchronising the stream to learn of a
+     * lost peer early.
+     */
+    public void checkPeers() {
+        guard.enter("checkPeers");
+        try {
+            if (kernels != null) {
+                KernelTimeout t = kernels.readTimeout();
+                if (t.timedOut()) {
+                    PeerTimeoutException e = kernels.peerTimeout(t, null);
+                    containment.contain(new Failure(Kind.PEER_TIMEOUT, t.peer(), e.getMessage(), null));
+                    throw e;
+                }
+            }
+        } finally {
+            guard.exit();
         }
     }
 
@@ -345,8 +540,19 @@ public final class Communicator implements AutoCloseable {
      * ownership: do not close or abort it; it is destroyed when this communicator is closed.
      */
     public NcclCommunicator nccl() {
-        checkUsable();
+        state.throwIfFailed();
+        if (closed) {
+            throw new IllegalStateException("the communicator is closed");
+        }
+        if (nccl == null) {
+            throw new IllegalStateException("this communicator was built with nccl(false): it has no NCCL communicator");
+        }
         return nccl.communicator();
+    }
+
+    /** Whether the group has an NCCL communicator (false when built with {@code nccl(false)}). */
+    public boolean hasNccl() {
+        return nccl != null;
     }
 
     /** The rendezvous this communicator uses (for tests and tools that need the same group). */
@@ -355,37 +561,66 @@ public final class Communicator implements AutoCloseable {
     }
 
     /**
-     * Throws {@link PeerTimeoutException} if a custom kernel of this rank gave up waiting for a
-     * peer; returns otherwise. Call after synchronising the stream to learn of a lost peer early.
-     */
-    public void checkPeers() {
-        if (kernels == null) {
-            return;
-        }
-        KernelTimeout t = kernels.readTimeout();
-        if (t.timedOut()) {
-            PeerTimeoutException e = kernels.peerTimeout(t, null);
-            failure = e.getMessage();
-            throw e;
-        }
-    }
-
-    /**
-     * Frees everything this rank allocated and opened, exactly once. Not collective, so call it
-     * once every rank's last all-reduce of this group has completed (peers may still read this
-     * rank's buffers until then), for example after a barrier on {@link #rendezvous()}.
+     * Frees everything this rank allocated and opened, exactly once, never while a call uses it:
+     * new calls are refused at once, a call in flight gets up to 2 s to leave, then the
+     * communicator is failed (kernels poisoned, NCCL aborted) and the call gets 2 s more. Not
+     * collective, so call it once every rank's last all-reduce of this group has completed (peers
+     * may still read this rank's buffers until then), for example after a barrier on
+     * {@link #rendezvous()}. A failed or aborted group's NCCL communicator is aborted, not
+     * destroyed. Any thread.
+     *
+     * @throws IllegalStateException if a call is still inside after that (nothing was freed; call
+     *                               close again once it returned)
      */
     @Override
     public void close() {
-        if (closed) {
-            return;
+        guard.beginClose();
+        Thread inside = guard.awaitIdle(CLOSE_WAIT_NANOS);
+        if (inside != null) {
+            containment.contain(new Failure(Kind.ABORTED, -1, "rank " + group.rank + ": close() was called while "
+                    + "thread '" + inside.getName() + "' was inside " + guard.callInFlight() + "; the communicator "
+                    + "is closed", null));
+            inside = guard.awaitIdle(CLOSE_WAIT_NANOS);
+            if (inside != null) {
+                throw new IllegalStateException("rank " + group.rank + ": close() waited " + 2 * CLOSE_WAIT_NANOS / 1_000_000
+                        + " ms for thread '" + inside.getName() + "' to leave " + guard.callInFlight() + "; nothing was "
+                        + "freed (freeing under a running call would crash the JVM). Call close() again once it returned");
+            }
         }
-        closed = true;
-        RuntimeException failure = new RuntimeException("closing the communicator failed");
-        Closing.quietly(failure, kernels);
-        group.closeSharedBuffers(failure);
-        Closing.quietly(failure, nccl);
-        group.closeRendezvous(failure);
+        if (!watchdog.stop()) {
+            throw new IllegalStateException("rank " + group.rank + ": the watchdog thread did not stop in time; nothing "
+                    + "was freed. Call close() again");
+        }
+        RuntimeException failure = new RuntimeException("closing the communicator (rank " + group.rank + ") failed");
+        containment.free(() -> {
+            closed = true;
+            Closing.quietly(failure, peerLoss);
+            if (kernels != null) {
+                // A kernel of this context may still run (or spin on a lost peer until it is
+                // poisoned or times out): the memory it uses is freed only after it ended.
+                try {
+                    int current = Cuda.currentDevice();
+                    Cuda.setDevice(group.device);
+                    try {
+                        Cuda.deviceSynchronize();
+                    } finally {
+                        Cuda.setDevice(current);
+                    }
+                } catch (RuntimeException e) {
+                    failure.addSuppressed(e);
+                }
+            }
+            Closing.quietly(failure, kernels);
+            group.closeSharedBuffers(failure);
+            if (nccl != null) {
+                try {
+                    nccl.close(state.failed());
+                } catch (RuntimeException e) {
+                    failure.addSuppressed(e);
+                }
+            }
+            group.closeRendezvous(failure);
+        });
         if (failure.getSuppressed().length > 0) {
             throw failure;
         }
@@ -399,19 +634,15 @@ public final class Communicator implements AutoCloseable {
 
     // ---- internals ------------------------------------------------------------------------------
 
-    private void checkUsable() {
-        if (closed) {
-            throw new IllegalStateException("the communicator is closed");
-        }
-        if (failure != null) {
-            throw new IllegalStateException(failure);
-        }
-    }
-
     /** The automatic policy's switch points: {@link AlgorithmThresholds#forWorldSize}, unless the builder set the push threshold. */
     private static AlgorithmThresholds thresholdsFor(int worldSize, Builder b) {
         AlgorithmThresholds base = AlgorithmThresholds.forWorldSize(worldSize);
         return b.pushUpToBytes >= 0 ? base.withPushUpToBytes(b.pushUpToBytes) : base;
+    }
+
+    /** The custom-kernel path, for tests in this package. */
+    CustomKernelPath customKernelPath() {
+        return kernels;
     }
 
     /** Configures and builds a {@link Communicator}. */
@@ -438,6 +669,9 @@ public final class Communicator implements AutoCloseable {
         long pushUpToBytes = -1;
         int launchBlocks = -1;
         int launchThreads = -1;
+        Boolean ncclEnabled;
+        Duration watchdogInterval;
+        FailureListener failureListener;
 
         private Builder() {
         }
@@ -511,36 +745,28 @@ public final class Communicator implements AutoCloseable {
 
         /** Size of the staging buffer and the two-stage scratch (default 8 MiB, multiple of 16). */
         public Builder stagingBytes(long bytes) {
-            if (bytes < 16 || bytes % 16 != 0) {
-                throw new IllegalArgumentException("staging size must be a positive multiple of 16 bytes, got " + bytes);
-            }
+            BuilderChecks.stagingBytes(bytes);
             this.stagingBytes = bytes;
             return this;
         }
 
         /** How long a custom kernel waits for a peer before it gives up (default 30 s). */
         public Builder kernelTimeout(Duration timeout) {
-            if (timeout.isNegative() || timeout.isZero()) {
-                throw new IllegalArgumentException("kernel timeout must be positive, got " + timeout);
-            }
+            BuilderChecks.kernelTimeout(timeout);
             this.kernelTimeout = timeout;
             return this;
         }
 
         /** How long each rendezvous step waits for the other ranks (default 2 min). */
         public Builder rendezvousTimeout(Duration timeout) {
-            if (timeout.isNegative() || timeout.isZero()) {
-                throw new IllegalArgumentException("rendezvous timeout must be positive, got " + timeout);
-            }
+            BuilderChecks.rendezvousTimeout(timeout);
             this.rendezvousTimeout = timeout;
             return this;
         }
 
         /** Capacity for registered buffers plus captured graph inputs (default 4096). */
         public Builder maxRegistrations(int n) {
-            if (n < 1) {
-                throw new IllegalArgumentException("maxRegistrations must be >= 1, got " + n);
-            }
+            BuilderChecks.maxRegistrations(n);
             this.maxRegistrations = n;
             return this;
         }
@@ -582,10 +808,50 @@ public final class Communicator implements AutoCloseable {
             return this;
         }
 
-        /** Overrides the 1-stage/2-stage launch geometry (defaults: one block per SM, at most 128, of 512 threads). */
+        /**
+         * Overrides the custom kernels' launch geometry (defaults: one block per SM, at most 128,
+         * of 512 threads; with several ranks on one GPU, the smallest SM count / ranks per GPU).
+         * Every rank must give the same values (checked at build).
+         *
+         * @param maxBlocks 1 to 128
+         * @param threads   a multiple of 32, 32 to 1024
+         */
         public Builder launchConfig(int maxBlocks, int threads) {
+            BuilderChecks.launchConfig(maxBlocks, threads);
             this.launchBlocks = maxBlocks;
             this.launchThreads = threads;
+            return this;
+        }
+
+        /**
+         * Whether the group sets up NCCL (default true; else system property
+         * {@value BuilderChecks#NCCL_PROPERTY}, environment {@value BuilderChecks#NCCL_ENV}). Without
+         * NCCL, every call the dispatcher would send to NCCL throws {@link IllegalStateException}
+         * naming the size and why, instead of falling back silently: for ranks sharing one GPU
+         * (which NCCL refuses), and for users who want a fallback to be an error.
+         */
+        public Builder nccl(boolean enabled) {
+            this.ncclEnabled = enabled;
+            return this;
+        }
+
+        /**
+         * How often the watchdog polls the kernels' timeout record and NCCL's asynchronous error
+         * (default 100 ms; else system property {@value BuilderChecks#WATCHDOG_PROPERTY} or
+         * environment {@value BuilderChecks#WATCHDOG_ENV}, in milliseconds). Zero stops the
+         * polling (peer-loss reports from the rendezvous are still acted on).
+         *
+         * @param interval zero, or 1 ms to 60 s
+         */
+        public Builder watchdogInterval(Duration interval) {
+            BuilderChecks.watchdogInterval(interval);
+            this.watchdogInterval = interval;
+            return this;
+        }
+
+        /** Told once when the communicator fails or is aborted (see {@link FailureListener}). */
+        public Builder onFailure(FailureListener listener) {
+            this.failureListener = Objects.requireNonNull(listener, "listener");
             return this;
         }
 

@@ -3,6 +3,7 @@ package dev.ar4j;
 import dev.ar4j.dispatch.AlgorithmPolicy;
 import dev.ar4j.dispatch.AlgorithmThresholds;
 import dev.ar4j.dispatch.AllReduceDispatcher;
+import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.DispatchConfig;
 import dev.ar4j.dispatch.Topology;
 
@@ -28,6 +29,17 @@ final class Dispatchers {
                     .algorithmPolicy(p).forceCustomOnPcie(config.forceCustomOnPcie()).build();
             perPolicy.put(p, new AllReduceDispatcher(topology, forced, stagingBytes, thresholds));
         }
+    }
+
+    /**
+     * The refusal of a call that needs NCCL on a group built without it ({@code nccl(false)}):
+     * names the size, the dtype and why the dispatcher chose NCCL.
+     */
+    static IllegalStateException ncclRefusal(int rank, long bytes, DType dtype, Decision decision) {
+        return new IllegalStateException("rank " + rank + ": an all-reduce of " + bytes + " bytes of " + dtype
+                + " needs NCCL (" + decision.reason() + ") but this communicator was built with nccl(false); "
+                + "use a size, alignment and registration the custom kernels take (see explain(bytes, dtype)), or "
+                + "build with NCCL");
     }
 
     AllReduceDispatcher forPolicy(AlgorithmPolicy policy) {

@@ -35,7 +35,7 @@ final class Group {
     private PeerMemory peerMemory;
     private DeviceBuffer signal;
     private DeviceBuffer staging;
-    private boolean rendezvousClosed;
+    private final java.util.concurrent.atomic.AtomicBoolean rendezvousClosed = new java.util.concurrent.atomic.AtomicBoolean();
 
     private Group(Rendezvous rendezvous, boolean ownsRendezvous, Duration timeout, int device, List<PeerInfo> peers,
                   boolean sameProcess, Topology topology) {
@@ -151,8 +151,7 @@ final class Group {
 
     /** Closes the rendezvous if the communicator made it, once. */
     void closeRendezvous(Throwable collector) {
-        if (ownsRendezvous && !rendezvousClosed) {
-            rendezvousClosed = true;
+        if (ownsRendezvous && rendezvousClosed.compareAndSet(false, true)) {
             Closing.quietly(collector, rendezvous);
         }
     }
@@ -176,7 +175,9 @@ final class Group {
      * Probes this rank's links to every peer and all-gathers the rows: {p2p between every pair,
      * NVLink between every pair}. NVLink is inferred from native P2P atomics, which NVLink peers
      * support and PCIe peers do not (NVML is not needed). Ranks sharing one GPU reach each other's
-     * memory directly.
+     * memory directly. Ranks sharing one GPU reach each other's memory directly: P2P and NVLink
+     * for the dispatcher (the kernels run there with a grid that leaves room for every rank, see
+     * {@link CustomKernelPath#agreeGeometry}).
      */
     private static boolean[] probeLinks(Rendezvous rendezvous, Sequence keys, Duration timeout, int device,
                                         List<PeerInfo> peers, boolean sameProcess) {
@@ -188,8 +189,12 @@ final class Group {
                 continue;
             }
             int peerDevice = sameProcess ? peers.get(r).device() : localOrdinalOf(peers.get(r).pciBusId());
-            if (peerDevice < 0 || peerDevice == device) {
+            if (peerDevice < 0) {
                 row[r] = 0;
+                continue;
+            }
+            if (peerDevice == device) {
+                row[r] = 3;  // ranks sharing one GPU reach each other's memory directly
                 continue;
             }
             boolean p2p = Cuda.canAccessPeer(device, peerDevice);
