@@ -37,7 +37,7 @@ final class BuilderChecks {
     }
 
     /** Everything that can be checked only as a whole, or comes from properties and the environment. */
-    static void validate(Communicator.Builder b) {
+    static void validate(BuilderSettings b) {
         b.dispatchConfig();
         ncclEnabled(b);
         watchdogInterval(b);
@@ -98,7 +98,7 @@ final class BuilderChecks {
     }
 
     /** Builder, then {@value #NCCL_PROPERTY}, then {@value #NCCL_ENV}, then true. */
-    static boolean ncclEnabled(Communicator.Builder b) {
+    static boolean ncclEnabled(BuilderSettings b) {
         if (b.ncclEnabled != null) {
             return b.ncclEnabled;
         }
@@ -115,7 +115,7 @@ final class BuilderChecks {
     }
 
     /** Builder, then {@value #WATCHDOG_PROPERTY}, then {@value #WATCHDOG_ENV}, then 100 ms. */
-    static Duration watchdogInterval(Communicator.Builder b) {
+    static Duration watchdogInterval(BuilderSettings b) {
         if (b.watchdogInterval != null) {
             return b.watchdogInterval;
         }
@@ -138,7 +138,7 @@ final class BuilderChecks {
         return d;
     }
 
-    private static String setting(Communicator.Builder b, String property, String env) {
+    private static String setting(BuilderSettings b, String property, String env) {
         Properties props = b.systemProperties != null ? b.systemProperties : System.getProperties();
         String v = props.getProperty(property);
         if (v != null) {
@@ -148,7 +148,7 @@ final class BuilderChecks {
         return environment.get(env);
     }
 
-    private static String source(Communicator.Builder b, String property, String env) {
+    private static String source(BuilderSettings b, String property, String env) {
         Properties props = b.systemProperties != null ? b.systemProperties : System.getProperties();
         return props.getProperty(property) != null ? "system property " + property : "environment variable " + env;
     }

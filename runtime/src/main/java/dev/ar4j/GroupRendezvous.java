@@ -13,7 +13,7 @@ final class GroupRendezvous {
     }
 
     /** Connects (rank 0 serves); fills in the builder's local rank from the launch environment. */
-    static Rendezvous connect(Communicator.Builder b) {
+    static Rendezvous connect(BuilderSettings b) {
         LaunchEnvironment.Builder env = LaunchEnvironment.builder();
         if (b.rank >= 0) {
             env.rank(b.rank);

@@ -23,6 +23,13 @@ final class NcclPath implements AutoCloseable {
      * barrier first, so that a rank that is already gone is named here instead of hanging NCCL.
      */
     static NcclPath open(Group group) {
+        if (group.maxRanksPerGpu() > 1) {
+            // The same answer on every rank (it comes from the all-gathered peer records).
+            throw new IllegalStateException("rank " + group.rank + ": " + group.maxRanksPerGpu() + " ranks of this "
+                    + "group share one GPU, which NCCL refuses (\"Duplicate GPU detected\"); build the group with "
+                    + "nccl(false) (custom kernels only; calls they cannot take then throw), or give each rank its "
+                    + "own GPU");
+        }
         byte[] id = group.rendezvous.broadcast(group.key("nccl-id"), 0,
                 group.rank == 0 ? NcclUniqueId.generate().toBytes() : null, group.timeout);
         group.rendezvous.barrier(group.key("nccl-init"), group.timeout);
