@@ -7,14 +7,11 @@ import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.AlgorithmPolicy;
-import dev.ar4j.dispatch.AlgorithmThresholds;
 import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
-import dev.ar4j.dispatch.DispatchConfig;
 import dev.ar4j.dispatch.Topology;
 import dev.ar4j.kernels.KernelTimeout;
 import dev.ar4j.nccl.NcclCommunicator;
-import dev.ar4j.rendezvous.InProcessRendezvous;
 import dev.ar4j.rendezvous.LaunchEnvironment;
 import dev.ar4j.rendezvous.Rendezvous;
 
@@ -22,13 +19,9 @@ import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
-import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
@@ -109,28 +102,17 @@ public final class Communicator implements AutoCloseable {
     private volatile boolean closed;
 
     private Communicator(Builder b, Rendezvous rendezvous, boolean ownsRendezvous) {
-        int device = b.device >= 0 ? b.device : b.localRank >= 0 ? b.localRank : 0;
-        Group g = null;
-        NcclPath ncclPath = null;
-        CustomKernelPath custom = null;
-        Dispatchers d;
+        GroupParts parts = GroupParts.open(b, rendezvous, ownsRendezvous);
+        Group g = parts.group();
+        CustomKernelPath custom = parts.kernels();
+        NcclPath ncclPath = parts.nccl();
+        Dispatchers d = parts.dispatchers();
         Watchdog w = null;
         AutoCloseable subscription = null;
         try {
-            g = Group.join(rendezvous, ownsRendezvous, b.rendezvousTimeout, device, b.p2pOverride, b.nvlinkOverride);
-            d = new Dispatchers(g.topology, b.dispatchConfig(), b.stagingBytes, thresholdsFor(g.worldSize, b));
-            if (BuilderChecks.ncclEnabled(b)) {
-                ncclPath = NcclPath.open(g);
-            }
-            if (g.customKernelsPossible()) {
-                custom = CustomKernelPath.open(g, b.stagingBytes, b.maxRegistrations, b.kernelTimeout.toNanos(),
-                        b.launchBlocks, b.launchThreads);
-            }
-            // Every context exists (and its push buffers are filled) before any rank launches.
-            g.rendezvous.barrier(g.key("ready"), g.timeout);
             this.containment = new Containment(g.rank, state, guard, custom, ncclPath, b.failureListener);
             w = new Watchdog("ar4j-watchdog-rank-" + g.rank, BuilderChecks.watchdogInterval(b),
-                    probes(g, custom, ncclPath), containment::contain);
+                    Watchdog.probes(containment, g.rank, custom, ncclPath), containment::contain);
             Watchdog dog = w;
             int me = g.rank;
             subscription = g.rendezvous.onPeerLost((lost, reason) -> dog.report(new Failure(Kind.PEER_LOST, lost,
@@ -142,16 +124,8 @@ public final class Communicator implements AutoCloseable {
             if (w != null) {
                 w.stop();
             }
-            Closing.quietly(e, subscription, custom);
-            if (g != null) {
-                g.closeSharedBuffers(e);
-            }
-            Closing.quietly(e, ncclPath);
-            if (g != null) {
-                g.closeRendezvous(e);
-            } else if (ownsRendezvous) {
-                Closing.quietly(e, rendezvous);
-            }
+            Closing.quietly(e, subscription);
+            parts.closeAfterFailure(e);
             throw e;
         }
         this.group = g;
@@ -163,30 +137,11 @@ public final class Communicator implements AutoCloseable {
         this.peerLoss = subscription;
         containment.owner(this);
         if (LOG.isLoggable(Level.INFO)) {
-            LOG.log(Level.INFO, "ar4j rank " + g.rank + "/" + g.worldSize + " on GPU " + device + ": "
+            LOG.log(Level.INFO, "ar4j rank " + g.rank + "/" + g.worldSize + " on GPU " + g.device + ": "
                     + g.topology.describe()
                     + (kernels == null ? "; custom kernels not set up" : "; custom kernels ready (grid "
                     + kernels.geometry() + ")") + (nccl == null ? "; NCCL off" : "") + "; " + d.config.describe());
         }
-    }
-
-    /** What the watchdog polls: the kernels' timeout record and NCCL's asynchronous error, each under the containment lock. */
-    private List<Watchdog.Probe> probes(Group g, CustomKernelPath custom, NcclPath ncclPath) {
-        List<Watchdog.Probe> probes = new ArrayList<>(2);
-        if (custom != null) {
-            probes.add(() -> containment.whileOpen(() -> {
-                KernelTimeout t = custom.readTimeout();
-                return t.timedOut() ? new Failure(Kind.PEER_TIMEOUT, t.peer(), custom.peerTimeoutMessage(t), null)
-                        : null;
-            }));
-        }
-        if (ncclPath != null) {
-            probes.add(() -> containment.whileOpen(() -> ncclPath.asyncError().map(e -> new Failure(Kind.PEER_LOST, -1,
-                    "rank " + g.rank + ": NCCL reported an asynchronous error (" + e.getMessage() + "); a peer is "
-                    + "probably gone or hung. This communicator is failed: close it and build a new group", e))
-                    .orElse(null)));
-        }
-        return probes;
     }
 
     // ---- building -------------------------------------------------------------------------------
@@ -364,19 +319,8 @@ public final class Communicator implements AutoCloseable {
     public void unregister(DeviceBuffer buffer) {
         Objects.requireNonNull(buffer, "buffer");
         collective("unregister", () -> {
-            boolean mine = kernels == null || kernels.isRegistered(buffer.address(), buffer.byteSize());
-            byte[][] all = group.rendezvous.allGather(group.key("unregister"),
-                    ByteBuffer.allocate(9).putLong(buffer.byteSize()).put((byte) (mine ? 1 : 0)).array(), group.timeout);
-            for (int r = 0; r < all.length; r++) {
-                ByteBuffer rec = ByteBuffer.wrap(all[r]);
-                long size = rec.getLong();
-                if (rec.get() == 0 || size != buffer.byteSize()) {
-                    throw new IllegalArgumentException("unregister refused on every rank: rank " + r
-                            + (size != buffer.byteSize() ? " unregisters " + size + " bytes, rank " + group.rank
-                            + " " + buffer.byteSize() : " has no such registered buffer")
-                            + "; unregister the buffers registered before, in the same order");
-                }
-            }
+            group.agreeUnregister(buffer.byteSize(), kernels == null
+                    || kernels.isRegistered(buffer.address(), buffer.byteSize()));
             if (kernels != null) {
                 kernels.unregister(buffer);
             }
@@ -633,12 +577,6 @@ public final class Communicator implements AutoCloseable {
     }
 
     // ---- internals ------------------------------------------------------------------------------
-
-    /** The automatic policy's switch points: {@link AlgorithmThresholds#forWorldSize}, unless the builder set the push threshold. */
-    private static AlgorithmThresholds thresholdsFor(int worldSize, Builder b) {
-        AlgorithmThresholds base = AlgorithmThresholds.forWorldSize(worldSize);
-        return b.pushUpToBytes >= 0 ? base.withPushUpToBytes(b.pushUpToBytes) : base;
-    }
 
     /** The custom-kernel path, for tests in this package. */
     CustomKernelPath customKernelPath() {

@@ -81,8 +81,8 @@ final class CustomKernelPath implements AutoCloseable {
      * on the configuration, and when several ranks share a GPU the grid is capped so that all
      * their blocks are resident at once (max blocks = smallest SM count / ranks per GPU), since a
      * kernel whose peer's blocks cannot be scheduled would wait for them until its deadline.
-     * With one rank per GPU and no builder setting, the kernels' own default stays
-     * ({@code maxBlocks == 0}).
+     * Without a builder setting: the smallest SM count of the group, divided by the ranks per GPU,
+     * at most 128 blocks of 512 threads (the kernels' own default, made equal on every rank).
      */
     static Geometry agreeGeometry(Group group, int launchBlocks, int launchThreads) {
         int sms = Cuda.deviceAttribute(DeviceAttribute.MULTI_PROCESSOR_COUNT, group.device);
@@ -110,11 +110,10 @@ final class CustomKernelPath implements AutoCloseable {
         if (launchBlocks > 0) {
             return new Geometry(launchBlocks, launchThreads, perGpu, minSms);
         }
-        if (perGpu > 1) {
-            int blocks = Math.max(1, Math.min(CustomAllReduceKernels.MAX_BLOCKS, minSms / perGpu));
-            return new Geometry(blocks, 512, perGpu, minSms);
-        }
-        return new Geometry(0, 512, perGpu, minSms);
+        // The kernels' default is one block per SM of the local GPU; the smallest SM count of the
+        // group makes it the same on every rank, divided among the ranks that share a GPU.
+        int blocks = Math.max(1, Math.min(CustomAllReduceKernels.MAX_BLOCKS, minSms / perGpu));
+        return new Geometry(blocks, 512, perGpu, minSms);
     }
 
     Geometry geometry() {

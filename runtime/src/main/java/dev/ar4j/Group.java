@@ -136,6 +136,37 @@ final class Group {
         return peerMemory.exchange(pointers, bytes);
     }
 
+    /**
+     * The collective step of an unregister: every rank says how large its buffer is and whether
+     * it is registered there; any disagreement is refused on every rank alike (so the group stays
+     * in step).
+     *
+     * @throws IllegalArgumentException naming the first rank that disagrees
+     */
+    void agreeUnregister(long bytes, boolean registeredHere) {
+        byte[][] all = rendezvous.allGather(key("unregister"),
+                java.nio.ByteBuffer.allocate(9).putLong(bytes).put((byte) (registeredHere ? 1 : 0)).array(), timeout);
+        for (int r = 0; r < all.length; r++) {
+            if (all[r].length != 9) {
+                throw new IllegalStateException("rank " + r + " sent a malformed unregister record (" + all[r].length
+                        + " bytes); run the same ar4j version on every rank");
+            }
+            java.nio.ByteBuffer rec = java.nio.ByteBuffer.wrap(all[r]);
+            long size = rec.getLong();
+            boolean registered = rec.get() != 0;
+            if (size != bytes) {
+                throw new IllegalArgumentException("unregister refused on every rank: rank " + r + " unregisters "
+                        + size + " bytes, rank " + rank + " " + bytes + "; unregister the buffers registered before, "
+                        + "in the same order");
+            }
+            if (!registered) {
+                throw new IllegalArgumentException("unregister refused on every rank: rank " + r + " has no such "
+                        + "registered buffer (" + bytes + " bytes); unregister each registered buffer once, in the "
+                        + "same order on every rank");
+            }
+        }
+    }
+
     /** This rank's staging buffer; null when the kernels are not set up. */
     DeviceBuffer staging() {
         return staging;

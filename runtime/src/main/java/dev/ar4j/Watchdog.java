@@ -44,6 +44,28 @@ final class Watchdog implements AutoCloseable {
         this.thread = Thread.ofPlatform().name(name).daemon(true).unstarted(this::run);
     }
 
+    /**
+     * What a communicator's watchdog polls: the kernels' timeout record and NCCL's asynchronous
+     * error, each under the containment lock (so that neither reads what an abort or close frees).
+     */
+    static List<Probe> probes(Containment containment, int rank, CustomKernelPath kernels, NcclPath nccl) {
+        List<Probe> probes = new java.util.ArrayList<>(2);
+        if (kernels != null) {
+            probes.add(() -> containment.whileOpen(() -> {
+                dev.ar4j.kernels.KernelTimeout t = kernels.readTimeout();
+                return t.timedOut() ? new Failure(FailureState.Kind.PEER_TIMEOUT, t.peer(),
+                        kernels.peerTimeoutMessage(t), null) : null;
+            }));
+        }
+        if (nccl != null) {
+            probes.add(() -> containment.whileOpen(() -> nccl.asyncError().map(e -> new Failure(
+                    FailureState.Kind.PEER_LOST, -1, "rank " + rank + ": NCCL reported an asynchronous error ("
+                    + e.getMessage() + "); a peer is probably gone or hung. This communicator is failed: close it "
+                    + "and build a new group", e)).orElse(null)));
+        }
+        return probes;
+    }
+
     void start() {
         thread.start();
     }

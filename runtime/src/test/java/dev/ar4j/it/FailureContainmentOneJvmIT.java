@@ -3,6 +3,9 @@ package dev.ar4j.it;
 import dev.ar4j.Communicator;
 import dev.ar4j.DType;
 import dev.ar4j.Health;
+import dev.ar4j.dispatch.Algorithm;
+import dev.ar4j.dispatch.AlgorithmPolicy;
+import dev.ar4j.dispatch.Decision;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
@@ -189,7 +192,10 @@ class FailureContainmentOneJvmIT {
                                 host.setAtIndex(ValueLayout.JAVA_FLOAT, i, rank + 1 + i);
                             }
                             b.copyFrom(host);
-                            comm.allReduce(b, DType.FLOAT32, stream);
+                            // One-stage reads the registered buffer in place: the zero-copy lookup decides.
+                            Decision d = comm.allReduce(b.address(), b.address(), 1024, DType.FLOAT32, stream.handle(),
+                                    AlgorithmPolicy.ONE_STAGE);
+                            assertEquals(Algorithm.ONE_STAGE, d.algorithm(), d.toString());
                             stream.synchronize();
                             comm.checkPeers();
                             b.copyTo(host);
