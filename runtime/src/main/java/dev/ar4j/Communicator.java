@@ -440,7 +440,7 @@ public final class Communicator implements AutoCloseable {
      * source of each value.
      */
     public String explain(long bytes, DType dtype) {
-        return Observation.explain(dispatchers.configured, kernels != null, bytes, dtype);
+        return Observation.explain(dispatchers.configured, kernels != null, nccl != null, bytes, dtype);
     }
 
     /** The decision for one call's shape. */

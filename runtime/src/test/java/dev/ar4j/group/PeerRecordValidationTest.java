@@ -84,4 +84,43 @@ class PeerRecordValidationTest {
         assertInstanceOf(IllegalStateException.class, e);
         assertTrue(e.getMessage().contains("rank 1") && e.getMessage().contains("own allocation"), e.getMessage());
     }
+
+    @Test
+    void inOneProcessAPointerOutsideThePeersAllocationIsRefused() throws Exception {
+        // Rank 1's allocation: [0x10000, +64 KiB). Rank 1 claims 4 KiB at its last 2 KiB.
+        DirectPeerMemory.RangeOf ranges = pointer -> {
+            if (pointer >= 0x10000 && pointer < 0x20000) {
+                return new long[] {0x10000, 0x10000};
+            }
+            if (pointer >= 0x40000 && pointer < 0x50000) {
+                return new long[] {0x40000, 0x10000};
+            }
+            throw new IllegalArgumentException("CUDA_ERROR_NOT_FOUND");
+        };
+        for (long[] claim : new long[][] {{0x1f800, 0}, {0x90000, 0}}) {
+            InProcessRendezvous group = InProcessRendezvous.create(2);
+            ExecutorService pool = Executors.newFixedThreadPool(2);
+            try {
+                Future<Throwable> rank0 = pool.submit(() -> attemptDirect(new DirectPeerMemory(group.forRank(0),
+                        TIMEOUT, ranges), 0x40000));
+                Future<Throwable> rank1 = pool.submit(() -> attemptDirect(new DirectPeerMemory(group.forRank(1),
+                        TIMEOUT, ranges), claim[0]));
+                rank1.get(30, TimeUnit.SECONDS);
+                Throwable e = rank0.get(30, TimeUnit.SECONDS);
+                assertInstanceOf(IllegalStateException.class, e, "0x" + Long.toHexString(claim[0]) + " was accepted");
+                assertTrue(e.getMessage().contains("rank 1") && e.getMessage().contains("refused"), e.getMessage());
+            } finally {
+                pool.shutdownNow();
+            }
+        }
+    }
+
+    private static Throwable attemptDirect(DirectPeerMemory memory, long pointer) {
+        try {
+            memory.exchange(pointer, BYTES);
+            return null;
+        } catch (RuntimeException e) {
+            return e;
+        }
+    }
 }
