@@ -84,6 +84,7 @@ final class IpcPeerMemory implements PeerMemory {
 
     private static Mapping openWithCuda(byte[] handle) {
         IpcMapping mapping = IpcMemHandle.fromBytes(handle).open();
+        long size = mappedSize(mapping.baseAddress());
         return new Mapping() {
             @Override
             public long base() {
@@ -92,7 +93,7 @@ final class IpcPeerMemory implements PeerMemory {
 
             @Override
             public long size() {
-                return AllocationRange.of(mapping.baseAddress()).byteSize();
+                return size;
             }
 
             @Override
@@ -101,6 +102,27 @@ final class IpcPeerMemory implements PeerMemory {
             }
         };
     }
+
+    /**
+     * The size of an opened peer allocation. Should the driver not answer for IPC-mapped memory,
+     * the bounds check cannot be made: that is said once (WARNING) instead of failing every
+     * exchange; negative offsets are still refused.
+     */
+    private static long mappedSize(long base) {
+        try {
+            return AllocationRange.of(base).byteSize();
+        } catch (RuntimeException e) {
+            if (SIZE_WARNED.compareAndSet(false, true)) {
+                System.getLogger(IpcPeerMemory.class.getName()).log(System.Logger.Level.WARNING,
+                        "cannot read the size of an IPC-mapped peer allocation (" + e.getMessage() + "); peer "
+                        + "records are checked for negative offsets only");
+            }
+            return Long.MAX_VALUE;
+        }
+    }
+
+    private static final java.util.concurrent.atomic.AtomicBoolean SIZE_WARNED =
+            new java.util.concurrent.atomic.AtomicBoolean();
 
     @Override
     public long[][] exchange(long[] pointers, long[] bytes) {
