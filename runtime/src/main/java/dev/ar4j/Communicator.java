@@ -50,8 +50,16 @@ import java.util.function.Consumer;
  * At build, every rank allocates its signal block and a staging buffer and shares them. An
  * unregistered input goes to the one-shot push kernel directly (no copy), or is copied into the
  * staging buffer for the one-stage and two-stage kernels. {@link #register} shares a buffer once
- * so that inputs inside it are reduced with no copy. Inside a CUDA graph capture, inputs are
- * recorded and shared when the {@link GraphCapture} scope closes.
+ * so that inputs inside it are reduced with no copy; {@link #unregister} ends that (collectively;
+ * a registered buffer found closed is no longer used zero-copy either). Inside a CUDA graph
+ * capture, inputs are recorded and shared when the {@link GraphCapture} scope closes, which also
+ * checks that every rank captured the same calls.
+ *
+ * <h2>One GPU, several ranks</h2>
+ * Ranks may share a GPU (in one JVM through {@link #localGroup} with a repeated ordinal, or in
+ * several JVMs): the custom kernels run there with a grid sized so that every rank's blocks are
+ * resident. NCCL refuses that, so build such a group with {@link Builder#nccl nccl(false)}; then a
+ * call that would need NCCL throws, naming its size and why.
  *
  * <h2>Threads and ordering</h2>
  * A communicator is used by one thread at a time, whose current CUDA device must be

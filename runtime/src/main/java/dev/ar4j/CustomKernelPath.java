@@ -161,14 +161,16 @@ final class CustomKernelPath implements AutoCloseable {
 
     /** Shares {@code buffer} with every rank and registers it (collective). */
     void register(DeviceBuffer buffer) {
-        // The exchange runs first on every rank, so that no peer is left waiting in it.
-        long[] pointers = group.share(new long[] {buffer.address()}, new long[] {buffer.byteSize()})[0];
-        if (retired.overlaps(buffer.address(), buffer.byteSize())) {
-            throw new IllegalStateException("cannot register " + buffer + " on rank " + group.rank + ": it overlaps a "
-                    + "buffer that was unregistered or closed before, and the kernel library cannot drop that "
-                    + "registration yet (it needs an ar4j_unregister_buffer entry); its old slot would be used with "
-                    + "stale peer pointers. Register buffers at new addresses, or build a new communicator");
+        boolean reusesRetired = retired.overlaps(buffer.address(), buffer.byteSize());
+        // Every rank learns whether any rank must refuse, so that all refuse alike and stay in step.
+        int refusing = group.agreeOnRefusal("register", reusesRetired);
+        if (refusing >= 0) {
+            throw new IllegalArgumentException("register refused on every rank: rank " + refusing + "'s buffer "
+                    + "overlaps a buffer that was unregistered or closed there before, and the kernel library cannot "
+                    + "drop that registration yet (it needs an ar4j_unregister_buffer entry); its old slot would be "
+                    + "used with stale peer pointers. Register buffers at new addresses, or build a new communicator");
         }
+        long[] pointers = group.share(new long[] {buffer.address()}, new long[] {buffer.byteSize()})[0];
         kernels.registerBuffer(pointers, buffer.byteSize());
         registered.add(buffer.address(), buffer.byteSize(), buffer);
     }

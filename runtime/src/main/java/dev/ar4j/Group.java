@@ -167,6 +167,25 @@ final class Group {
         }
     }
 
+    /**
+     * A collective yes/no: every rank says whether it must refuse the step {@code what}.
+     *
+     * @return the lowest rank that refuses, or -1 when none does (the same answer on every rank)
+     */
+    int agreeOnRefusal(String what, boolean refuseHere) {
+        byte[][] all = rendezvous.allGather(key(what + "-refusal"), new byte[] {(byte) (refuseHere ? 1 : 0)}, timeout);
+        for (int r = 0; r < all.length; r++) {
+            if (all[r].length != 1) {
+                throw new IllegalStateException("rank " + r + " sent a malformed " + what + " record; run the same "
+                        + "ar4j version on every rank");
+            }
+            if (all[r][0] != 0) {
+                return r;
+            }
+        }
+        return -1;
+    }
+
     /** This rank's staging buffer; null when the kernels are not set up. */
     DeviceBuffer staging() {
         return staging;

@@ -222,6 +222,69 @@ class FailureContainmentOneJvmIT {
     }
 
     @Test
+    void unregisteredBuffersAreStagedAndTheirAddressesAreNotReusedWrongly() throws Exception {
+        List<Communicator> group = twoRanksOnGpu0();
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            List<Future<String>> results = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                Communicator comm = group.get(r);
+                int rank = r;
+                results.add(pool.submit(() -> {
+                    Cuda.setDevice(0);
+                    try (CudaStream stream = CudaStream.create(); DeviceBuffer b = DeviceBuffer.allocate(8192);
+                         Arena arena = Arena.ofConfined()) {
+                        MemorySegment host = arena.allocate(8192);
+                        comm.register(b);
+                        comm.unregister(b);
+                        // Staged now, and still exact.
+                        for (int i = 0; i < 2048; i++) {
+                            host.setAtIndex(ValueLayout.JAVA_FLOAT, i, rank + 1);
+                        }
+                        b.copyFrom(host);
+                        comm.allReduce(b.address(), b.address(), 2048, DType.FLOAT32, stream.handle(),
+                                AlgorithmPolicy.ONE_STAGE);
+                        stream.synchronize();
+                        comm.checkPeers();
+                        b.copyTo(host);
+                        for (int i = 0; i < 2048; i++) {
+                            if (host.getAtIndex(ValueLayout.JAVA_FLOAT, i) != 3f) {
+                                return "element " + i + " is " + host.getAtIndex(ValueLayout.JAVA_FLOAT, i);
+                            }
+                        }
+                        // Registering the same address again is refused on every rank, and the group stays usable.
+                        try {
+                            comm.register(b);
+                            return "re-registering a retired address was accepted";
+                        } catch (IllegalArgumentException expected) {
+                            if (!expected.getMessage().contains("ar4j_unregister_buffer")) {
+                                return "unexpected refusal: " + expected.getMessage();
+                            }
+                        }
+                        if (!comm.health().isHealthy()) {
+                            return "a refused register failed the communicator: " + comm.health();
+                        }
+                        try {
+                            comm.unregister(b);
+                            return "unregistering twice was accepted";
+                        } catch (IllegalArgumentException expected) {
+                            return comm.health().isHealthy() ? "OK" : "unregister twice failed the group";
+                        }
+                    }
+                }));
+            }
+            for (int r = 0; r < 2; r++) {
+                assertEquals("OK", results.get(r).get(60, TimeUnit.SECONDS), "rank " + r);
+            }
+        } finally {
+            pool.shutdownNow();
+            for (Communicator c : group) {
+                c.close();
+            }
+        }
+    }
+
+    @Test
     void abortAndCloseRacingAllReduceNeverCrashTheJvm() throws Exception {
         Path log = Files.createTempFile("ar4j-close-race-", ".log");
         ChildJvm child = ChildJvm.start(CloseRaceChild.class, List.of(String.valueOf(RACE_ROUNDS), String.valueOf(SEED),
