@@ -199,7 +199,7 @@ abstract class BuilderSettings {
 
     /**
      * Whether the group sets up NCCL (default true; else system property
-     * {@value BuilderChecks#NCCL_PROPERTY}, environment {@value BuilderChecks#NCCL_ENV}). Without
+     * {@code ar4j.nccl}, environment {@code AR4J_NCCL}). Without
      * NCCL, every call the dispatcher would send to NCCL throws {@link IllegalStateException}
      * naming the size and why, instead of falling back silently: for ranks sharing one GPU
      * (which NCCL refuses), and for users who want a fallback to be an error.
@@ -211,8 +211,8 @@ abstract class BuilderSettings {
 
     /**
      * How often the watchdog polls the kernels' timeout record and NCCL's asynchronous error
-     * (default 100 ms; else system property {@value BuilderChecks#WATCHDOG_PROPERTY} or
-     * environment {@value BuilderChecks#WATCHDOG_ENV}, in milliseconds). Zero stops the
+     * (default 100 ms; else system property {@code ar4j.watchdog.interval.ms} or
+     * environment {@code AR4J_WATCHDOG_INTERVAL_MS}, in milliseconds). Zero stops the
      * polling (peer-loss reports from the rendezvous are still acted on).
      *
      * @param interval zero, or 1 ms to 60 s
