@@ -384,26 +384,16 @@ public final class Communicator implements AutoCloseable {
     // ---- failure --------------------------------------------------------------------------------
 
     /**
-     * Fails this communicator at once, from any thread: poisons the custom kernels, aborts NCCL,
-     * tells the listener, and closes the rendezvous connection this communicator made (so the
-     * peers learn of it); calls in flight return (bounded) and every later call throws
-     * {@link IllegalStateException}. Idempotent. Then {@link #close()} it.
+     * Fails this communicator at once, from any thread: poisons the custom kernels (which tells
+     * the peers' kernels too, once the poison word is connected), aborts NCCL and tells the
+     * listener; a call in flight gets up to 200 ms to leave before NCCL is aborted under it, and
+     * every later call throws {@link IllegalStateException}. Idempotent. Then {@link #close()} it.
      */
     public void abort() {
         String by = "rank " + group.rank + ": the communicator was aborted by thread '"
                 + Thread.currentThread().getName() + "'; close it and build a new group";
         containment.contain(new Failure(Kind.ABORTED, -1, by, null));
-        if (group.ownsRendezvous) {
-            // A rendezvous call in flight holds the rendezvous's lock: close it off this thread.
-            Thread.ofPlatform().daemon(true).name("ar4j-abort-rendezvous-rank-" + group.rank).start(() -> {
-                RuntimeException collector = new RuntimeException("closing the rendezvous after abort failed");
-                group.closeRendezvous(collector);
-                if (collector.getSuppressed().length > 0) {
-                    LOG.log(Level.WARNING, "ar4j rank " + group.rank + ": closing the rendezvous after abort failed",
-                            collector);
-                }
-            });
-        }
+        group.announceAbort(by);
     }
 
     /** What this communicator knows about its group now; any thread, cheap. */
