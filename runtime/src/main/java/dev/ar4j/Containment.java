@@ -72,7 +72,7 @@ final class Containment {
     /** Poisons the custom kernels; see {@link CustomKernelPath#poison} (the hook the kernel poison word plugs into). */
     private void poisonKernels(Failure failure) {
         if (kernels != null) {
-            kernels.poison(failure.message());
+            kernels.poison(failure.kind(), failure.message());
         }
     }
 

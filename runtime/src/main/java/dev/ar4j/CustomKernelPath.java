@@ -232,12 +232,24 @@ final class CustomKernelPath implements AutoCloseable {
      * Today's {@link CustomArContext} has no poison entry, so all this can do is remember the
      * reason (every later call is refused by the communicator anyway); a kernel already spinning
      * on a lost peer keeps spinning until the kernel timeout, and a replayed CUDA graph keeps
-     * running. With {@code ar4j_poison}: call it here ({@code kernels.poison()}: set the poison
-     * word in this rank's signal block and in every peer's), so every waiting kernel and every
-     * later replay writes NaN and returns.
+     * running. With {@code ar4j_poison} (ABI 0.3): {@code kernels.poison(kind == Kind.ABORTED ?
+     * CustomAllReduceKernels.POISON_ABORT : CustomAllReduceKernels.POISON_PEER_LOST)}, which sets
+     * the poison word in this rank's and every peer's signal block, so every waiting kernel and
+     * every later replay writes NaN and returns.
      */
-    void poison(String reason) {
-        poisoned = reason;
+    void poison(FailureState.Kind kind, String reason) {
+        poisoned = kind + ": " + reason;
+    }
+
+    /**
+     * GEOMETRY HOOK (coordinator: connect at merge). Called once every rank's context exists and
+     * is configured (after the group's "ready" barrier), before any all-reduce. With ABI 0.3:
+     * {@code kernels.checkGeometry()}, which compares the geometry every peer published with this
+     * one's. Today the geometry is agreed in Java before the contexts are made
+     * ({@link #agreeGeometry}), so there is nothing more to check.
+     */
+    void afterGroupReady() {
+        // Nothing today; see above.
     }
 
     /** Why the kernels were poisoned, or null. */

@@ -27,6 +27,9 @@ record GroupParts(Group group, Dispatchers dispatchers, NcclPath nccl, CustomKer
             }
             // Every context exists (and its push buffers are filled) before any rank launches.
             g.rendezvous.barrier(g.key("ready"), g.timeout);
+            if (custom != null) {
+                custom.afterGroupReady();
+            }
             return new GroupParts(g, d, ncclPath, custom);
         } catch (RuntimeException e) {
             new GroupParts(g, null, ncclPath, custom).closeAfterFailure(e);
