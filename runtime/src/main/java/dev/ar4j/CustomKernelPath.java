@@ -149,6 +149,8 @@ final class CustomKernelPath implements AutoCloseable {
             if (e.status() == CustomAllReduceKernels.STATUS_PEER_TIMEOUT) {
                 throw peerTimeout(kernels.readTimeout(false), e);
             }
+            // ABI 0.3 (coordinator): AR4J_ERROR_POISONED here becomes a PeerLostException naming
+            // readFailure().originRank(), so the caller's failure names the rank that gave up.
             throw e;
         }
     }
