@@ -1,0 +1,82 @@
+package dev.ar4j;
+
+import dev.ar4j.nccl.NcclCommunicator;
+import dev.ar4j.nccl.NcclException;
+import dev.ar4j.nccl.NcclUniqueId;
+
+import java.util.Optional;
+
+/**
+ * The NCCL path of one rank: the group's {@link NcclCommunicator} (owned, destroyed or aborted
+ * once) and the all-reduce calls routed to it.
+ */
+final class NcclPath implements AutoCloseable {
+
+    private final NcclCommunicator comm;
+
+    private NcclPath(NcclCommunicator comm) {
+        this.comm = comm;
+    }
+
+    /**
+     * Rank 0 makes the unique id, every rank joins (collective). The ranks meet in a bounded
+     * barrier first, so that a rank that is already gone is named here instead of hanging NCCL.
+     */
+    static NcclPath open(Group group) {
+        if (group.maxRanksPerGpu() > 1) {
+            // The same answer on every rank (it comes from the all-gathered peer records).
+            throw new IllegalStateException("rank " + group.rank + ": " + group.maxRanksPerGpu() + " ranks of this "
+                    + "group share one GPU, which NCCL refuses (\"Duplicate GPU detected\"); build the group with "
+                    + "nccl(false) (custom kernels only; calls they cannot take then throw), or give each rank its "
+                    + "own GPU");
+        }
+        byte[] id = group.rendezvous.broadcast(group.key("nccl-id"), 0,
+                group.rank == 0 ? NcclUniqueId.generate().toBytes() : null, group.timeout);
+        group.rendezvous.barrier(group.key("nccl-init"), group.timeout);
+        return new NcclPath(initRank(NcclUniqueId.fromBytes(id), group));
+    }
+
+    /**
+     * HOOK FOR NCCL NON-BLOCKING INIT (coordinator: connect at merge). Today's
+     * {@code ncclCommInitRank} blocks until every rank joins, with no deadline; the barrier before
+     * it bounds the common case (a rank that never came). Replace the body with
+     * {@code NcclCommunicator.initRank(id, group.worldSize, group.rank, group.timeout)} (the
+     * non-blocking init polled against the rendezvous deadline, aborted on expiry).
+     */
+    private static NcclCommunicator initRank(NcclUniqueId id, Group group) {
+        return NcclCommunicator.initRank(id, group.worldSize, group.rank);
+    }
+
+    void allReduce(long in, long out, long count, DType dtype, long stream) {
+        comm.allReduceSum(in, out, count, dtype, stream);
+    }
+
+    /** NCCL's asynchronous error (a peer died, a timeout), or empty; safe from the watchdog thread. */
+    Optional<NcclException> asyncError() {
+        return comm.isOpen() ? comm.asyncError() : Optional.empty();
+    }
+
+    /** Aborts the communicator ({@code ncclCommAbort}): unblocks its work; once. */
+    void abort() {
+        comm.abort();
+    }
+
+    /** The communicator, for benchmarks and interoperability; the path keeps ownership. */
+    NcclCommunicator communicator() {
+        return comm;
+    }
+
+    /** Destroys the communicator, or aborts it when the group failed (destroy could wait forever on a lost peer). */
+    void close(boolean failed) {
+        if (failed) {
+            comm.abort();
+        } else {
+            comm.close();
+        }
+    }
+
+    @Override
+    public void close() {
+        close(false);
+    }
+}
