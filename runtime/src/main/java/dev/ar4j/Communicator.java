@@ -371,6 +371,11 @@ public final class Communicator implements AutoCloseable {
             step.run();
         } catch (IllegalArgumentException e) {
             throw e;
+        } catch (dev.ar4j.rendezvous.RankLostException e) {
+            Failure lost = new Failure(Kind.PEER_LOST, e.rank(), "rank " + group.rank + ": " + call + " failed: "
+                    + e.getMessage() + "; this communicator is failed: close it and build a new group", e);
+            containment.contain(lost);
+            throw lost.toException();
         } catch (RuntimeException e) {
             containment.contain(new Failure(Kind.OUT_OF_STEP, -1, "rank " + group.rank + ": " + call + " failed ("
                     + e.getMessage() + "); the ranks may be out of step, so this communicator is failed: close it "

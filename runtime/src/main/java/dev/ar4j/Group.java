@@ -192,15 +192,14 @@ final class Group {
     }
 
     /**
-     * HOOK FOR A RENDEZVOUS-LEVEL ABORT (coordinator: connect at merge if wanted). Telling the
-     * peers that this rank gave up is the poison word's job; a rendezvous that can declare a rank
-     * lost would make their waits (register, capture close) end too: with the hardened
-     * rendezvous, {@code InProcessRendezvous.abort(rank, reason)} for a local group. A
-     * {@code TcpRendezvous} close says goodbye, which peers do not take as a loss, so nothing is
-     * closed here. Must not block (called from {@code abort()}).
+     * Tells the group that this rank gave up ({@link Rendezvous#abortRank}): for a local group the
+     * peers' rendezvous waits (register, capture close) end at once. The custom kernels learn it
+     * from the poison word, NCCL from its abort. A {@code TcpRendezvous} is not closed here: its
+     * close says goodbye, which peers do not take as a loss. Must not block (called from
+     * {@code abort()}).
      */
     void announceAbort(String reason) {
-        // Nothing today: the Rendezvous contract on main has no abort.
+        rendezvous.abortRank(reason);
     }
 
     /** Frees the shared buffers and the peer mappings, once; failures are added to {@code collector}. */

@@ -37,14 +37,19 @@ final class NcclPath implements AutoCloseable {
     }
 
     /**
-     * HOOK FOR NCCL NON-BLOCKING INIT (coordinator: connect at merge). Today's
-     * {@code ncclCommInitRank} blocks until every rank joins, with no deadline; the barrier before
-     * it bounds the common case (a rank that never came). Replace the body with
-     * {@code NcclCommunicator.initRank(id, group.worldSize, group.rank, group.timeout)} (the
-     * non-blocking init polled against the rendezvous deadline, aborted on expiry).
+     * The non-blocking {@code ncclCommInitRankConfig}, polled against the group's rendezvous
+     * deadline and aborted on expiry ({@code NcclTimeoutException} naming the rank); the wait also
+     * ends as soon as the rendezvous reports a lost rank.
      */
     private static NcclCommunicator initRank(NcclUniqueId id, Group group) {
-        return NcclCommunicator.initRank(id, group.worldSize, group.rank);
+        java.util.concurrent.atomic.AtomicBoolean lost = new java.util.concurrent.atomic.AtomicBoolean();
+        try (AutoCloseable subscription = group.rendezvous.onPeerLost((rank, reason) -> lost.set(true))) {
+            return NcclCommunicator.initRank(id, group.worldSize, group.rank, group.timeout, lost::get);
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException("rank " + group.rank + ": unsubscribing from the rendezvous failed: " + e, e);
+        }
     }
 
     void allReduce(long in, long out, long count, DType dtype, long stream) {
@@ -68,11 +73,7 @@ final class NcclPath implements AutoCloseable {
 
     /** Destroys the communicator, or aborts it when the group failed (destroy could wait forever on a lost peer). */
     void close(boolean failed) {
-        if (failed) {
-            comm.abort();
-        } else {
-            comm.close();
-        }
+        comm.destroyOrAbort(failed);
     }
 
     @Override

@@ -156,6 +156,11 @@ public final class InProcessRendezvous {
         }
 
         @Override
+        public void abortRank(String reason) {
+            abort(rank(), reason);
+        }
+
+        @Override
         public String toString() {
             return "InProcessRendezvous[rank " + rank() + " of " + worldSize() + "]";
         }
