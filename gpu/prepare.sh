@@ -26,8 +26,12 @@ make -s -C cuda BUILD_DIR="$PWD/$out/native" LIB_DIR="$PWD/$out/native" all
 [[ "$what" == native ]] && exit 0
 
 # Jars and test classes.
-mvn -B -ntp -q -DskipTests package
-cp cuda/target/ar4j-cuda-*.jar bindings/target/ar4j-bindings-*.jar runtime/target/ar4j-runtime-*.jar "$out/lib/"
+mvn -B -ntp -q -DskipTests -Dmaven.javadoc.skip=true -Dmaven.source.skip=true package
+rm -f "$out"/lib/ar4j-*-sources.jar "$out"/lib/ar4j-*-javadoc.jar
+version=$(sed -n 's|^  <version>\(.*\)</version>$|\1|p' pom.xml)   # the project's (the only 2-space-indented one)
+for module in cuda bindings runtime; do
+  cp "$module/target/ar4j-$module-$version.jar" "$out/lib/"   # not the -sources/-javadoc jars
+done
 rm -rf "$out/test-classes" && cp -r runtime/target/test-classes "$out/test-classes"
 if [[ -f benchmarks/target/benchmarks.jar ]]; then cp benchmarks/target/benchmarks.jar "$out/lib/"; fi
 junit_platform=1.14.1

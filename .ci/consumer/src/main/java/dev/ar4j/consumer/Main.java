@@ -55,7 +55,7 @@ public final class Main {
             System.out.println("copied " + values.length + " bf16 values to the GPU and back");
         } catch (Ar4jException e) {
             check(!available, "the probe said available, but: " + e);
-            System.out.println("caught " + e.getClass().getName() + ": " + firstLine(e));
+            System.out.println("caught " + e.getClass().getName() + " (an Ar4jException): " + firstLine(e));
         }
         System.out.println("consumer check OK");
     }
