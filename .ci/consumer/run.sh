@@ -20,3 +20,16 @@ java --enable-native-access=ALL-UNNAMED -cp "target/classpath-classes:$deps" \
 # The module path: the consumer's module requires dev.ar4j.runtime, which requires dev.ar4j.cuda.
 java --enable-native-access=dev.ar4j.runtime,dev.ar4j.bindings -p "target/classes:$deps" \
   -m dev.ar4j.consumer/dev.ar4j.consumer.Main "$version" "$commit" modulepath
+
+# Without the ar4j-cuda jar: on the class path, the loader's message names the jar; on the module
+# path, the JVM refuses to start, naming the module.
+deps_without_cuda=$(tr ':' '\n' <<<"$deps" | sed '/ar4j-cuda-/d' | paste -sd: -)
+[[ "$deps_without_cuda" != "$deps" ]] || { echo "consumer: no ar4j-cuda jar among the dependencies: $deps" >&2; exit 1; }
+java --enable-native-access=ALL-UNNAMED -cp "target/classpath-classes:$deps_without_cuda" \
+  dev.ar4j.consumer.Main without-cuda-jar
+if refusal=$(java -p "target/classes:$deps_without_cuda" -m dev.ar4j.consumer/dev.ar4j.consumer.Main x x x 2>&1); then
+  echo "consumer: the module path without dev.ar4j.cuda started: $refusal" >&2; exit 1
+fi
+[[ "$refusal" == *"Module dev.ar4j.cuda not found, required by dev.ar4j.runtime"* ]] \
+  || { echo "consumer: unexpected failure without dev.ar4j.cuda: $refusal" >&2; exit 1; }
+echo "without dev.ar4j.cuda on the module path: ${refusal%%$'\n'*}"

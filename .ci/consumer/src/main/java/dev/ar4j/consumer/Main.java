@@ -4,6 +4,7 @@ import dev.ar4j.Ar4j;
 import dev.ar4j.Ar4jException;
 import dev.ar4j.DType;
 import dev.ar4j.HostData;
+import dev.ar4j.NativeLibraryException;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 
@@ -24,6 +25,10 @@ public final class Main {
     }
 
     public static void main(String[] args) {
+        if (args[0].equals("without-cuda-jar")) {
+            withoutTheCudaJar();
+            return;
+        }
         String expectedVersion = args[0];
         String expectedCommit = args[1];
         boolean modulePath = args[2].equals("modulepath");
@@ -56,6 +61,19 @@ public final class Main {
         } catch (Ar4jException e) {
             check(!available, "the probe said available, but: " + e);
             System.out.println("caught " + e.getClass().getName() + " (an Ar4jException): " + firstLine(e));
+        }
+        System.out.println("consumer check OK");
+    }
+
+    /** On the class path without the ar4j-cuda jar: loading the kernels fails, naming the jar. */
+    private static void withoutTheCudaJar() {
+        try {
+            dev.ar4j.kernels.CustomAllReduceKernels.abiVersion();
+            check(false, "the kernels loaded without the ar4j-cuda jar");
+        } catch (NativeLibraryException e) {
+            check(e.getMessage().contains("the ar4j-cuda jar (module dev.ar4j.cuda): not on the class path"),
+                    "the diagnosis names the missing jar: " + e.getMessage());
+            System.out.println("without the ar4j-cuda jar: " + e.attempts());
         }
         System.out.println("consumer check OK");
     }
