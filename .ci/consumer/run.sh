@@ -32,4 +32,4 @@ if refusal=$(java -p "target/classes:$deps_without_cuda" -m dev.ar4j.consumer/de
 fi
 [[ "$refusal" == *"Module dev.ar4j.cuda not found, required by dev.ar4j.runtime"* ]] \
   || { echo "consumer: unexpected failure without dev.ar4j.cuda: $refusal" >&2; exit 1; }
-echo "without dev.ar4j.cuda on the module path: ${refusal%%$'\n'*}"
+echo "without dev.ar4j.cuda on the module path, the JVM refuses: Module dev.ar4j.cuda not found, required by dev.ar4j.runtime"

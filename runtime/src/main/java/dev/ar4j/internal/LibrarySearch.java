@@ -328,6 +328,11 @@ final class LibrarySearch {
         if (library == Library.CUDA_DRIVER) {
             message.append(" libcuda.so.1 comes with the NVIDIA driver; machines without a GPU driver have none.");
         }
+        if (library == Library.CUSTOM_ALL_REDUCE) {
+            message.append(" The copy in the ar4j-cuda jar is extracted into -D").append(NativeCache.PROPERTY)
+                    .append(" (or ").append(NativeCache.ENVIRONMENT_VARIABLE)
+                    .append("): a writable directory on a file system not mounted noexec.");
+        }
         NativeLibraryException exception = new NativeLibraryException(library.name(), message.toString(), attempts.lines,
                 null);
         attempts.failures.forEach(exception::addSuppressed);

@@ -6,12 +6,15 @@ import java.net.URL;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.HexFormat;
 import java.util.Objects;
 import java.util.function.UnaryOperator;
@@ -21,7 +24,9 @@ import java.util.function.UnaryOperator;
  * {@code <root>/<sha256 of the bytes>/<file name>}, shared by every JVM of the user. A library is
  * written once, by whichever JVM comes first: into a temporary file in the same directory, forced
  * to disk, then moved atomically to its name, so a concurrent JVM sees either no file or the whole
- * file; every use checks the file's hash before it is loaded. Nothing is written to
+ * file; every use checks the file's hash before it is loaded. A temporary file left by a writer
+that was killed is deleted by a later writer once it is {@link #ABANDONED_AFTER} old. Nothing is
+written to
  * {@code java.io.tmpdir}, so a JVM killed with {@code kill -9} leaves nothing there.
  *
  * <p>The root is the system property {@value #PROPERTY}, else the environment variable
@@ -34,6 +39,14 @@ final class NativeCache {
 
     /** The environment variable naming the cache root (after the property). */
     static final String ENVIRONMENT_VARIABLE = "AR4J_NATIVE_CACHE_DIR";
+
+    /** The suffix of the temporary file a writer renames into place. */
+    static final String PART_SUFFIX = ".part";
+
+    /** How old another writer's temporary file must be to count as abandoned. */
+    static final Duration ABANDONED_AFTER = Duration.ofMinutes(10);
+
+    private static final System.Logger LOG = System.getLogger(NativeCache.class.getName());
 
     private final Path root;
     private final String rootSource;
@@ -110,7 +123,8 @@ final class NativeCache {
             return new Entry(file, sha256, false);
         }
         Files.createDirectories(dir);
-        Path temporary = Files.createTempFile(dir, "." + fileName + ".", ".part");
+        deleteAbandonedParts(dir, fileName);
+        Path temporary = Files.createTempFile(dir, "." + fileName + ".", PART_SUFFIX);
         try {
             try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.WRITE)) {
                 ByteBuffer buffer = ByteBuffer.wrap(bytes);
@@ -134,6 +148,27 @@ final class NativeCache {
                     + "; something else writes to " + dir);
         }
         return new Entry(file, sha256, true);
+    }
+
+    /**
+     * Deletes the temporary files of writers that died before their rename (a JVM killed while
+     * it wrote): those older than {@link #ABANDONED_AFTER}, so that a live writer's is kept.
+     */
+    static void deleteAbandonedParts(Path dir, String fileName) {
+        Instant cutoff = Instant.now().minus(ABANDONED_AFTER);
+        try (DirectoryStream<Path> parts = Files.newDirectoryStream(dir, "." + fileName + ".*" + PART_SUFFIX)) {
+            for (Path part : parts) {
+                try {
+                    if (Files.getLastModifiedTime(part).toInstant().isBefore(cutoff)) {
+                        Files.deleteIfExists(part);
+                    }
+                } catch (IOException e) {
+                    LOG.log(System.Logger.Level.DEBUG, () -> "cannot delete the abandoned " + part + ": " + e);
+                }
+            }
+        } catch (IOException e) {
+            LOG.log(System.Logger.Level.DEBUG, () -> "cannot list " + dir + ": " + e);
+        }
     }
 
     static String sha256(byte[] bytes) {

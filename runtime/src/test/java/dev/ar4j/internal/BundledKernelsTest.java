@@ -32,6 +32,16 @@ class BundledKernelsTest {
         assertTrue(why.contains("dev.ar4j:ar4j-cuda"), why);
     }
 
+    @Test
+    void aFailedKernelsLoadNamesTheCacheSetting() {
+        LibrarySearch.Attempts attempts = new LibrarySearch.Attempts();
+        attempts.note("ar4j-cuda jar resource x", "UnsatisfiedLinkError: failed to map segment from shared object");
+        String message = LibrarySearch.failure(NativeLibraries.Library.CUSTOM_ALL_REDUCE, attempts, null).getMessage();
+        assertTrue(message.contains("1. ar4j-cuda jar resource x: UnsatisfiedLinkError"), message);
+        assertTrue(message.contains("-Dar4j.native.cacheDir (or AR4J_NATIVE_CACHE_DIR): a writable directory on a"
+                + " file system not mounted noexec"), message);
+    }
+
     /** The check: a JVM that loaded the kernels and is killed leaves nothing in its temp directory. */
     @Test
     void aKilledJvmLeavesNothingInItsTempDirectoryAndTheNextReusesTheCache(@TempDir Path dir) throws Exception {

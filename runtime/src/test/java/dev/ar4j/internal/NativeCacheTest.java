@@ -60,6 +60,19 @@ class NativeCacheTest {
     }
 
     @Test
+    void aKilledWritersPartFileIsDeletedOnceAbandonedAndALiveOnesIsKept(@TempDir Path root) throws IOException {
+        byte[] bytes = library(1000, 6);
+        Path dir = Files.createDirectories(root.resolve(NativeCache.sha256(bytes)));
+        Path abandoned = Files.writeString(dir.resolve(".libx.so.123" + NativeCache.PART_SUFFIX), "half");
+        Files.setLastModifiedTime(abandoned, java.nio.file.attribute.FileTime.from(
+                java.time.Instant.now().minus(NativeCache.ABANDONED_AFTER).minusSeconds(60)));
+        Path live = Files.writeString(dir.resolve(".libx.so.456" + NativeCache.PART_SUFFIX), "being written");
+        new NativeCache(root, "test").store(bytes, "libx.so");
+        assertFalse(Files.exists(abandoned), "the abandoned part file is deleted");
+        assertTrue(Files.exists(live), "a recent part file may belong to a live writer: kept");
+    }
+
+    @Test
     void concurrentFirstUsesAgreeAndLeaveNoPartialFiles(@TempDir Path root) throws Exception {
         byte[] bytes = library(4 << 20, 4);
         int threads = 8;
