@@ -497,6 +497,21 @@ public final class Communicator implements AutoCloseable {
         return nccl.communicator();
     }
 
+    /**
+     * The other collectives of this group, through NCCL: all-gather, reduce-scatter, broadcast,
+     * reduce, send/recv and all-reduce with any reduction, for every dtype the installed NCCL
+     * supports (see {@link dev.ar4j.nccl.NcclCollectives}); group them with
+     * {@link dev.ar4j.nccl.NcclGroup#start()}. Arguments are checked as strictly as
+     * {@code allReduce}'s. The watchdog, {@link #abort()} and {@link #close()} cover these calls too.
+     *
+     * @return the collectives of this group's NCCL communicator
+     * @throws IllegalStateException when the communicator failed, is closed, or was built with
+     *                               {@code nccl(false)}
+     */
+    public dev.ar4j.nccl.NcclCollectives collectives() {
+        return nccl().collectives();
+    }
+
     /** Whether the group has an NCCL communicator (false when built with {@code nccl(false)}). */
     public boolean hasNccl() {
         return nccl != null;
