@@ -146,8 +146,13 @@ struct Params {
 // serialization attribute may start before the previous kernel in its stream has finished;
 // griddepcontrol.wait blocks until that kernel completed and its memory is visible, so it
 // precedes every access to the signal block, the push state, the input and the output.
-// launch_dependents lets the next such kernel start its own prologue early: always safe,
-// because that kernel waits in griddepcontrol.wait for this grid's completion. Both are no-ops
+// launch_dependents lets the next such kernel launch early; its memory safety never depends on
+// the placement (that kernel waits in griddepcontrol.wait for this grid's completion), but its
+// residency does: the next kernel's blocks hold SM slots while they wait, and this kernel's
+// peers (other ranks' kernels on the same GPU, when ranks share one) may still need slots. So a
+// block triggers only after its last wait for a peer: from then on it finishes by itself and
+// frees its slots. (Triggered at entry, 8 ranks sharing one H200 deadlocked until the deadline:
+// push_kernel<*, 8> fits 2 blocks per SM, 264 in all, and 8 ranks need 256.) Both are no-ops
 // in a kernel launched without the attribute.
 
 __device__ __forceinline__ void pdl_wait() {
@@ -458,7 +463,6 @@ __device__ __forceinline__ void fill_output_nan(const Params &p) {
 template <typename T, int WS, bool kInPlace>
 __global__ void __launch_bounds__(1024) one_stage_kernel(Params p) {
     pdl_wait();
-    pdl_launch_dependents();
     __shared__ int abort_flag;
     uint32_t counter = 0;
     if (threadIdx.x < WS) counter = p.self->counters[blockIdx.x][threadIdx.x];
@@ -498,6 +502,7 @@ __global__ void __launch_bounds__(1024) one_stage_kernel(Params p) {
     }
     final_barrier<WS>(p, counter, ordinal);
     __syncthreads();
+    pdl_launch_dependents();  // no wait follows
     if (threadIdx.x == 0) leave_block(p, ticket);
 }
 
@@ -514,7 +519,6 @@ __global__ void __launch_bounds__(1024) one_stage_kernel(Params p) {
 template <typename T, int WS>
 __global__ void __launch_bounds__(1024) two_stage_kernel(Params p) {
     pdl_wait();
-    pdl_launch_dependents();
     __shared__ int abort_flag;
     uint32_t counter = 0;
     if (threadIdx.x < WS) counter = p.self->counters[blockIdx.x][threadIdx.x];
@@ -545,6 +549,7 @@ __global__ void __launch_bounds__(1024) two_stage_kernel(Params p) {
         fill_output_nan<T>(p);
         return;
     }
+    pdl_launch_dependents();  // the last wait is behind: stage 2 only copies
 
 #pragma unroll
     for (int k = 1; k < WS; ++k) {
@@ -641,7 +646,6 @@ template <typename T, int WS>
 __global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
     using Tr = PackTraits<T>;
     pdl_wait();
-    pdl_launch_dependents();
     __shared__ unsigned long long s_generation;
     __shared__ int s_abort;
     PushState *state = &p.self->push[blockIdx.x];
@@ -708,6 +712,7 @@ __global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
         fill_output_nan<T>(p);  // the context is failed from here on; its state is left as is
         return;
     }
+    pdl_launch_dependents();  // every poll is done: the rest needs no peer
 
     // 3. Refill the previous generation's buffer (every peer's data in it was consumed).
     const uint4 empty = make_uint4(kSentinelWord, kSentinelWord, kSentinelWord, kSentinelWord);

@@ -17,7 +17,8 @@
 // 2. Graph capture: unregistered inputs recorded during capture, registered afterwards in
 //    capture order, replayed with fresh inputs.
 // 3. Validation: bad arguments on a live context return the documented status.
-// 3b. PDL: a quick correctness matrix and the graph test again with programmatic dependent launch.
+// 3b. PDL: a quick correctness matrix and the graph test again with programmatic dependent launch,
+//     and dependent calls (allreduce(allreduce(x))) eagerly and in a graph.
 // 4. Timeout: one rank never calls; the others must return within the deadline, name it and
 //    leave NaN in the output.
 // 5. Timing: both algorithms per size, CUDA graph of many all-reduces, CUDA events, median;
@@ -735,6 +736,64 @@ void run_concurrent(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &s
     CHECK_AR(ar4j_context_destroy(ctx));
 }
 
+// PDL on, dependent calls: y = allreduce(x), z = allreduce(y), z must be ws * sum(x), eagerly
+// and in a graph. The second kernel reads what the first wrote, so this fails if a kernel
+// touched its input before griddepcontrol.wait. fp32 keeps ws * 8 * 16 exact.
+void run_pdl_chain(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, std::barrier<> &sync) {
+    CHECK_AR(ar4j_set_pdl(ctx, 1));
+    const int dtype = AR4J_DTYPE_FLOAT32;
+    const size_t count = 21504 + 376, bytes = count * 4;
+    char *x = static_cast<char *>(sh.inputs[rank]);
+    char *y = x + (8u << 20);  // registered too: 1-/2-stage read it from every rank
+    char *z = static_cast<char *>(sh.outputs[rank]);
+    std::vector<float> mine, other, ref;
+    std::vector<uint8_t> in_bytes, ref_bytes, got(bytes);
+    for (int algo : {AR4J_ALGO_ONE_SHOT_PUSH, AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE}) {
+        for (int graph = 0; graph < 2; ++graph) {
+            const uint64_t seed = sh.seed + 7100 + algo * 2 + graph;
+            make_input(seed, rank, count, mine);
+            ref.assign(count, 0.0f);
+            for (int r = 0; r < sh.ws; ++r) {
+                make_input(seed, r, count, other);
+                for (size_t i = 0; i < count; ++i) ref[i] += other[i];
+            }
+            for (float &v : ref) v *= static_cast<float>(sh.ws);
+            encode(dtype, mine, in_bytes);
+            encode(dtype, ref, ref_bytes);
+            CHECK_CUDA(cudaMemcpyAsync(x, in_bytes.data(), bytes, cudaMemcpyHostToDevice, stream));
+            CHECK_CUDA(cudaMemsetAsync(y, 0x11, bytes, stream));
+            CHECK_CUDA(cudaMemsetAsync(z, 0x11, bytes, stream));
+            CHECK_CUDA(cudaStreamSynchronize(stream));
+            sync.arrive_and_wait();  // every rank's x is in place
+            if (graph == 0) {
+                CHECK_AR(ar4j_all_reduce(ctx, algo, dtype, x, y, count, stream));
+                CHECK_AR(ar4j_all_reduce(ctx, algo, dtype, y, z, count, stream));
+                CHECK_CUDA(cudaStreamSynchronize(stream));
+            } else {
+                cudaGraph_t g;
+                cudaGraphExec_t exec;
+                CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+                CHECK_AR(ar4j_all_reduce(ctx, algo, dtype, x, y, count, stream));
+                CHECK_AR(ar4j_all_reduce(ctx, algo, dtype, y, z, count, stream));
+                CHECK_CUDA(cudaStreamEndCapture(stream, &g));
+                CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+                CHECK_CUDA(cudaGraphLaunch(exec, stream));
+                CHECK_CUDA(cudaStreamSynchronize(stream));
+                CHECK_CUDA(cudaGraphExecDestroy(exec));
+                CHECK_CUDA(cudaGraphDestroy(g));
+            }
+            CHECK_CUDA(cudaMemcpy(got.data(), z, bytes, cudaMemcpyDeviceToHost));
+            size_t wrong = 0;
+            for (size_t b = 0; b < bytes; b += 4) wrong += std::memcmp(&got[b], &ref_bytes[b], 4) != 0;
+            record(wrong == 0, "rank " + std::to_string(rank) + " pdl chain " + algo_name(algo) +
+                                   (graph ? " graph" : " eager") + ": allreduce(allreduce(x)) " + std::to_string(wrong) +
+                                   " of " + std::to_string(count) + " elements wrong");
+            sync.arrive_and_wait();  // nobody rewrites x or y while a peer still reads them
+        }
+    }
+    CHECK_AR(ar4j_set_pdl(ctx, 0));
+}
+
 // PDL off and on: CUDA graph of `iters` all-reduces, median of `reps`, per algorithm and size.
 // Runs also with ranks sharing a GPU (then the absolute times are distorted by the sharing).
 void run_pdl_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, std::barrier<> &sync) {
@@ -1016,6 +1075,7 @@ int main(int argc, char **argv) {
                 run_graph(sh, rank, ctx, stream, sync);
                 CHECK_AR(ar4j_set_pdl(ctx, 0));
                 sync.arrive_and_wait();
+                run_pdl_chain(sh, rank, ctx, stream, sync);
                 if (rank == 0) {
                     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                     std::printf("correctness, graph and validation done in %.1f s: %d passed, %d failed so far\n", s,
