@@ -5,6 +5,10 @@
 // 9 replays, microseconds per all-reduce as rank 0 sees it. Sharing a GPU distorts absolute times.
 //
 //   ar4j_graph_timing [--ranks N] [--label TEXT]
+//
+// Not built by the Makefile; next to a built library (as the device runs of 2026-12-01 did):
+//   nvcc -O2 -std=c++20 -Iinclude -o DIR/ar4j_graph_timing test/graph_timing.cu -LDIR -lar4j_custom_ar \
+//        -Xlinker -rpath -Xlinker '$ORIGIN' -lcudart -lpthread
 
 #include <cuda_runtime.h>
 
