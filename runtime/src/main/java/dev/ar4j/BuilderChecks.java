@@ -17,6 +17,8 @@ final class BuilderChecks {
     static final String NCCL_PROPERTY = "ar4j.nccl";
     /** Environment variable turning NCCL off ({@code 0}/{@code false}) or on. */
     static final String NCCL_ENV = "AR4J_NCCL";
+    static final String PDL_PROPERTY = "ar4j.pdl";
+    static final String PDL_ENV = "AR4J_PDL";
     /** System property: the watchdog interval in milliseconds (0 = no polling). */
     static final String WATCHDOG_PROPERTY = "ar4j.watchdog.interval.ms";
     /** Environment variable: the watchdog interval in milliseconds (0 = no polling). */
@@ -40,6 +42,7 @@ final class BuilderChecks {
     static void validate(BuilderSettings b) {
         b.dispatchConfig();
         ncclEnabled(b);
+        pdlEnabled(b);
         watchdogInterval(b);
         if (b.rank >= 0 && b.worldSize >= 1 && b.rank >= b.worldSize) {
             throw new IllegalArgumentException("rank " + b.rank + " is out of range for world size " + b.worldSize
@@ -99,17 +102,27 @@ final class BuilderChecks {
 
     /** Builder, then {@value #NCCL_PROPERTY}, then {@value #NCCL_ENV}, then true. */
     static boolean ncclEnabled(BuilderSettings b) {
-        if (b.ncclEnabled != null) {
-            return b.ncclEnabled;
-        }
-        String v = setting(b, NCCL_PROPERTY, NCCL_ENV);
+        return b.ncclEnabled != null ? b.ncclEnabled : flag(b, NCCL_PROPERTY, NCCL_ENV, true);
+    }
+
+    /**
+     * Builder, then {@value #PDL_PROPERTY}, then {@value #PDL_ENV}, then true. The kernels use
+     * programmatic dependent launch only on compute capability 9.0 and newer; elsewhere the
+     * setting changes nothing.
+     */
+    static boolean pdlEnabled(BuilderSettings b) {
+        return b.pdlEnabled != null ? b.pdlEnabled : flag(b, PDL_PROPERTY, PDL_ENV, true);
+    }
+
+    private static boolean flag(BuilderSettings b, String property, String env, boolean byDefault) {
+        String v = setting(b, property, env);
         if (v == null) {
-            return true;
+            return byDefault;
         }
         return switch (v.trim().toLowerCase(java.util.Locale.ROOT)) {
             case "1", "true", "on", "yes" -> true;
             case "0", "false", "off", "no" -> false;
-            default -> throw new IllegalArgumentException(source(b, NCCL_PROPERTY, NCCL_ENV) + " = '" + v
+            default -> throw new IllegalArgumentException(source(b, property, env) + " = '" + v
                     + "' is not accepted; use one of 1, true, on, yes, 0, false, off, no");
         };
     }

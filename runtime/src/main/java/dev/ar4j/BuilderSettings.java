@@ -46,6 +46,7 @@ abstract class BuilderSettings {
     int launchBlocks = -1;
     int launchThreads = -1;
     Boolean ncclEnabled;
+    Boolean pdlEnabled;
     Duration watchdogInterval;
     FailureListener failureListener;
 
@@ -206,6 +207,22 @@ abstract class BuilderSettings {
      */
     public Communicator.Builder nccl(boolean enabled) {
         this.ncclEnabled = enabled;
+        return self();
+    }
+
+    /**
+     * Whether the custom kernels use programmatic dependent launch on GPUs of compute capability
+     * 9.0 and newer (default true; else system property {@code ar4j.pdl}, environment
+     * {@code AR4J_PDL}, each {@code 0|1|false|true|off|on}): a kernel then starts while the
+     * previous one on the stream finishes and waits ({@code griddepcontrol.wait}) before its first
+     * dependent access, which saves a few hundred nanoseconds a call in CUDA graphs. Older GPUs are
+     * unaffected.
+     *
+     * @param enabled false to launch the kernels plainly
+     * @return this builder
+     */
+    public Communicator.Builder pdl(boolean enabled) {
+        this.pdlEnabled = enabled;
         return self();
     }
 

@@ -148,7 +148,7 @@ public final class Communicator implements AutoCloseable {
             LOG.log(Level.INFO, "ar4j rank " + g.rank + "/" + g.worldSize + " on GPU " + g.device + ": "
                     + g.topology.describe()
                     + (kernels == null ? "; custom kernels not set up" : "; custom kernels ready (grid "
-                    + kernels.geometry() + ")") + (nccl == null ? "; NCCL off" : "") + "; " + d.config.describe());
+                    + kernels.geometry() + ", PDL " + (kernels.pdlActive() ? "on" : "off") + ")") + (nccl == null ? "; NCCL off" : "") + "; " + d.config.describe());
         }
     }
 

@@ -8,6 +8,7 @@ import dev.ar4j.group.RegisteredRanges;
 import dev.ar4j.kernels.CustomAllReduceKernels;
 import dev.ar4j.kernels.CustomArContext;
 import dev.ar4j.kernels.CustomArException;
+import dev.ar4j.kernels.KernelFailure;
 import dev.ar4j.kernels.KernelTimeout;
 
 import java.lang.System.Logger.Level;
@@ -56,7 +57,7 @@ final class CustomKernelPath implements AutoCloseable {
      * is closed; the group's buffers stay with the group, which the caller closes.
      */
     static CustomKernelPath open(Group group, long stagingBytes, int maxRegistrations, long kernelTimeoutNanos,
-                                 int launchBlocks, int launchThreads) {
+                                 int launchBlocks, int launchThreads, boolean pdl) {
         Geometry geometry = agreeGeometry(group, launchBlocks, launchThreads);
         long signalBytes = CustomAllReduceKernels.signalSize(stagingBytes);
         long[][] shared = group.openSharedBuffers(signalBytes, stagingBytes);
@@ -66,6 +67,7 @@ final class CustomKernelPath implements AutoCloseable {
             if (geometry.maxBlocks() > 0) {
                 ctx.setLaunchConfig(geometry.maxBlocks(), geometry.threads());
             }
+            ctx.setPdl(pdl);
             ctx.registerBuffer(shared[1], stagingBytes);
             RegisteredRanges ranges = new RegisteredRanges();
             ranges.add(group.staging().address(), stagingBytes, group.staging());
@@ -120,6 +122,11 @@ final class CustomKernelPath implements AutoCloseable {
         return geometry;
     }
 
+    /** Whether the kernels launch with programmatic dependent launch (asked for, and the GPU has it). */
+    boolean pdlActive() {
+        return kernels.pdlActive();
+    }
+
     /**
      * Whether [in, in + bytes) lies in a registered, open buffer (the staging buffer included).
      * A registered buffer found closed is retired here: the call goes through the staging buffer.
@@ -149,8 +156,12 @@ final class CustomKernelPath implements AutoCloseable {
             if (e.status() == CustomAllReduceKernels.STATUS_PEER_TIMEOUT) {
                 throw peerTimeout(kernels.readTimeout(false), e);
             }
-            // ABI 0.3 (coordinator): AR4J_ERROR_POISONED here becomes a PeerLostException naming
-            // readFailure().originRank(), so the caller's failure names the rank that gave up.
+            if (e.status() == CustomAllReduceKernels.STATUS_POISONED) {
+                FailureState.Failure f = readFailure();
+                if (f != null) {
+                    throw f.withCause(e).toException();
+                }
+            }
             throw e;
         }
     }
@@ -229,29 +240,64 @@ final class CustomKernelPath implements AutoCloseable {
     }
 
     /**
-     * POISON HOOK (coordinator: connect the kernel poison word here). Called once, under the
+     * Poisons the kernels: sets the poison word in this rank's and every peer's signal block
+     * ({@code ar4j_poison}), so every waiting kernel, on every rank, and every later call or CUDA
+     * graph replay writes NaN over its whole output and returns. Called once, under the
      * containment lock, when this communicator fails or is aborted; the context is still open.
-     * Today's {@link CustomArContext} has no poison entry, so all this can do is remember the
-     * reason (every later call is refused by the communicator anyway); a kernel already spinning
-     * on a lost peer keeps spinning until the kernel timeout, and a replayed CUDA graph keeps
-     * running. With {@code ar4j_poison} (ABI 0.3): {@code kernels.poison(kind == Kind.ABORTED ?
-     * CustomAllReduceKernels.POISON_ABORT : CustomAllReduceKernels.POISON_PEER_LOST)}, which sets
-     * the poison word in this rank's and every peer's signal block, so every waiting kernel and
-     * every later replay writes NaN and returns.
+     * Does not wait for the running kernels. A poison already set (a kernel that timed out, a
+     * peer's) is kept: the first cause wins.
      */
     void poison(FailureState.Kind kind, String reason) {
         poisoned = kind + ": " + reason;
+        int code = kind == FailureState.Kind.ABORTED ? CustomAllReduceKernels.POISON_ABORT
+                : CustomAllReduceKernels.POISON_PEER_LOST;
+        try {
+            kernels.poison(code);
+        } catch (RuntimeException e) {
+            // The communicator is failing anyway; the peers then learn of it from their deadline.
+            LOG.log(Level.WARNING, "ar4j rank " + group.rank + ": poisoning the custom kernels failed (" + e
+                    + "); peers' kernels will end at their kernel timeout instead", e);
+        }
     }
 
     /**
-     * GEOMETRY HOOK (coordinator: connect at merge). Called once every rank's context exists and
-     * is configured (after the group's "ready" barrier), before any all-reduce. With ABI 0.3:
-     * {@code kernels.checkGeometry()}, which compares the geometry every peer published with this
-     * one's. Today the geometry is agreed in Java before the contexts are made
-     * ({@link #agreeGeometry}), so there is nothing more to check.
+     * What the kernels recorded, as a failure of the communicator, or null when they are healthy:
+     * a peer's poison names the rank that gave up; this rank's own timeout names the peer it
+     * waited for; a geometry mismatch or two overlapping launches are "out of step". One small
+     * copy on the context's private stream: safe from the watchdog thread.
+     */
+    FailureState.Failure readFailure() {
+        KernelFailure f = kernels.readFailure();
+        if (!f.failed()) {
+            return null;
+        }
+        String what = "rank " + group.rank + ": the custom kernels failed: " + f.describe();
+        if (f.timeout().timedOut()) {
+            return new FailureState.Failure(FailureState.Kind.PEER_TIMEOUT, f.timeout().peer(),
+                    peerTimeoutMessage(f.timeout()) + " (" + f.describe() + ")", null);
+        }
+        if (f.geometryMismatch() || (f.poisoned() && (f.reason() == CustomAllReduceKernels.POISON_GEOMETRY
+                || f.reason() == CustomAllReduceKernels.POISON_CONCURRENT_USE))) {
+            return new FailureState.Failure(FailureState.Kind.OUT_OF_STEP, f.poisoned() ? f.originRank() : f.geometryPeer(),
+                    what + "; their outputs are NaN. This communicator is unusable: close it and build a new group",
+                    null);
+        }
+        if (f.poisoned() && f.reason() == CustomAllReduceKernels.POISON_TIMEOUT) {
+            return new FailureState.Failure(FailureState.Kind.PEER_TIMEOUT, f.peer(), what + "; its outputs are NaN. "
+                    + "This communicator is unusable: close it and build a new group", null);
+        }
+        return new FailureState.Failure(FailureState.Kind.PEER_LOST, f.originRank(), what + "; every output since is "
+                + "NaN. This communicator is unusable: close it and build a new group", null);
+    }
+
+    /**
+     * Called once every rank's context exists and is configured (after the group's "ready"
+     * barrier), before any all-reduce: the kernels compare the launch geometry every peer
+     * published in its signal block with this one's ({@code ar4j_check_geometry}); a difference
+     * (a rank of another ar4j version, say) fails the build naming the peer and both geometries.
      */
     void afterGroupReady() {
-        // Nothing today; see above.
+        kernels.checkGeometry();
     }
 
     /** Why the kernels were poisoned, or null. */

@@ -24,6 +24,11 @@ final class FailureState {
     /** One failure: its kind, the rank it names (-1 if none), the message and the first exception. */
     record Failure(Kind kind, int peer, String message, Throwable cause) {
 
+        /** The same failure, with {@code cause} as its cause. */
+        Failure withCause(Throwable newCause) {
+            return new Failure(kind, peer, message, newCause);
+        }
+
         /** A fresh exception for a call that finds the communicator failed. */
         RuntimeException toException() {
             return switch (kind) {

@@ -23,7 +23,7 @@ record GroupParts(Group group, Dispatchers dispatchers, NcclPath nccl, CustomKer
             }
             if (g.customKernelsPossible()) {
                 custom = CustomKernelPath.open(g, b.stagingBytes, b.maxRegistrations, b.kernelTimeout.toNanos(),
-                        b.launchBlocks, b.launchThreads);
+                        b.launchBlocks, b.launchThreads, BuilderChecks.pdlEnabled(b));
             }
             // Every context exists (and its push buffers are filled) before any rank launches.
             g.rendezvous.barrier(g.key("ready"), g.timeout);

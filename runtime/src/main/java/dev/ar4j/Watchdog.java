@@ -51,14 +51,9 @@ final class Watchdog implements AutoCloseable {
     static List<Probe> probes(Containment containment, int rank, CustomKernelPath kernels, NcclPath nccl) {
         List<Probe> probes = new java.util.ArrayList<>(2);
         if (kernels != null) {
-            // FAILURE-READ HOOK (coordinator, ABI 0.3): read kernels' readFailure() instead of
-            // readTimeout() here, so that a peer's poison is seen too: poisoned -> PEER_LOST naming
-            // originRank(); own timeout -> PEER_TIMEOUT naming peer(); geometry mismatch -> OUT_OF_STEP.
-            probes.add(() -> containment.whileOpen(() -> {
-                dev.ar4j.kernels.KernelTimeout t = kernels.readTimeout();
-                return t.timedOut() ? new Failure(FailureState.Kind.PEER_TIMEOUT, t.peer(),
-                        kernels.peerTimeoutMessage(t), null) : null;
-            }));
+            // The kernels' failure record: a peer's poison, this rank's own timeout, a geometry
+            // mismatch or overlapping launches (CustomKernelPath.readFailure maps each).
+            probes.add(() -> containment.whileOpen(kernels::readFailure));
         }
         if (nccl != null) {
             probes.add(() -> containment.whileOpen(() -> nccl.asyncError().map(e -> new Failure(
