@@ -1,8 +1,10 @@
 /**
  * Checks the jars as JPMS modules: run by .ci/run with the java source launcher on the module
- * path (dev.ar4j.runtime, dev.ar4j.bindings, automatic dev.ar4j.cuda). It loads cudart, NCCL and
- * the kernels library through the runtime's loader, checks that the internal packages are not
- * exported, and exits non-zero on any failure.
+ * path (dev.ar4j.runtime, dev.ar4j.bindings, dev.ar4j.cuda), with only dev.ar4j.runtime named in
+ * --add-modules (the source file itself is in the unnamed module): dev.ar4j.cuda must be resolved
+ * because the runtime requires it. It loads cudart, NCCL and the kernels library through the
+ * runtime's loader, checks that the internal packages are not exported, and exits non-zero on any
+ * failure.
  */
 public class ModulePathCheck {
     public static void main(String[] args) {
@@ -12,13 +14,17 @@ public class ModulePathCheck {
         require(!runtime.isExported("dev.ar4j.group") && !runtime.isExported("dev.ar4j.internal"),
                 "internal packages must not be exported");
         require(runtime.isNativeAccessEnabled(), "native access enabled for dev.ar4j.runtime");
+        Module cuda = ModuleLayer.boot().findModule("dev.ar4j.cuda").orElse(null);
+        require(cuda != null, "dev.ar4j.cuda is resolved without --add-modules dev.ar4j.cuda");
+        require(!cuda.getDescriptor().isAutomatic(), "dev.ar4j.cuda is a named (not automatic) module");
+        require(runtime.canRead(cuda), "dev.ar4j.runtime reads dev.ar4j.cuda");
         int abi = dev.ar4j.kernels.CustomAllReduceKernels.abiVersion();
         String status = dev.ar4j.kernels.CustomAllReduceKernels.statusName(8);
         require(status.equals("AR4J_ERROR_NOT_REGISTERED"), "status 8 is " + status);
         String nccl = dev.ar4j.nccl.Nccl.versionString();
         int cudart = dev.ar4j.cuda.Cuda.runtimeVersion();
-        System.out.println("module path: dev.ar4j.runtime OK (kernels ABI " + abi + ", NCCL " + nccl + ", CUDA runtime "
-                + cudart + ")");
+        System.out.println("module path: dev.ar4j.runtime OK (dev.ar4j.cuda resolved by requires; kernels ABI " + abi
+                + ", NCCL " + nccl + ", CUDA runtime " + cudart + ", ar4j " + dev.ar4j.Ar4j.version() + ")");
     }
 
     private static void require(boolean ok, String what) {

@@ -9,6 +9,14 @@ cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 java=.gpu/jre/bin/java
 [[ -x "$java" ]] || { echo "run-its: $java missing; run gpu/prepare.sh on the build machine and carry .gpu" >&2; exit 2; }
+# Java 25 or newer, or a message naming it and JAVA_HOME (not a raw UnsupportedClassVersionError).
+require_java() {  # $1: the java launcher, $2: how to fix it
+  local text major=0
+  text=$("$1" -version 2>&1) || { echo "run-its: $1 does not run ($text). $2" >&2; exit 2; }
+  [[ "$text" =~ version\ \"([0-9]+) ]] && major=${BASH_REMATCH[1]}
+  (( major >= 25 )) || { echo "run-its: ar4j needs Java 25 or newer, but $1 is Java $major. $2" >&2; exit 2; }
+}
+require_java "$java" "Rebuild .gpu/jre with gpu/prepare.sh under a JDK 25 (JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64) and carry .gpu again."
 cp=".gpu/test-classes:$(ls .gpu/lib/ar4j-*.jar | tr '\n' ':')"
 launchers=(.gpu/lib/junit-platform-console-standalone-*.jar); launcher=${launchers[0]}
 selection=("$@")

@@ -17,6 +17,14 @@ export NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-lo}"
 java=.gpu/jre/bin/java
 jar=.gpu/lib/benchmarks.jar
 [[ -x "$java" ]] || { echo "run-perf: $java missing; run gpu/prepare.sh on the build machine and carry .gpu" >&2; exit 2; }
+# Java 25 or newer, or a message naming it and JAVA_HOME (not a raw UnsupportedClassVersionError).
+require_java() {  # $1: the java launcher, $2: how to fix it
+  local text major=0
+  text=$("$1" -version 2>&1) || { echo "run-perf: $1 does not run ($text). $2" >&2; exit 2; }
+  [[ "$text" =~ version\ \"([0-9]+) ]] && major=${BASH_REMATCH[1]}
+  (( major >= 25 )) || { echo "run-perf: ar4j needs Java 25 or newer, but $1 is Java $major. $2" >&2; exit 2; }
+}
+require_java "$java" "Rebuild .gpu/jre with gpu/prepare.sh under a JDK 25 (JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64) and carry .gpu again."
 [[ -f "$jar" ]] || { echo "run-perf: $jar missing; run gpu/prepare.sh on the build machine (it copies benchmarks/target/benchmarks.jar) and carry .gpu" >&2; exit 2; }
 out="${OUT:-./ar4j-perf-out}"
 mkdir -p "$out"

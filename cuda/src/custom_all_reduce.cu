@@ -3,6 +3,8 @@
 // the caller names the algorithm.
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -65,13 +67,29 @@ struct ar4j_context {
     int used_slots = 0;
     std::vector<Registration> registrations;  // sorted by base
     std::vector<PendingInput> pending;
-    unsigned long long *error_host = nullptr;    // host-mapped
+    // Host-mapped: [0] this rank's timeout record, [1] the first poison value its kernels saw or set.
+    unsigned long long *error_host = nullptr;
     unsigned long long *error_device = nullptr;  // its device view
     uint64_t deadline_ns = 0;
     int max_blocks = 0;  // set at create: one block per SM, at most AR4J_MAX_BLOCKS
     int threads = 512;
     int last_cuda_error = 0;
-    bool failed = false;
+    std::atomic<bool> failed{false};  // this rank's kernels timed out
+    bool launched = false;  // the first ar4j_all_reduce was accepted: geometry and seeds are frozen
+    bool pdl = false;       // ar4j_set_pdl
+    bool pdl_capable = false;  // compute capability >= 9.0 and the kernels built for it
+    // Geometry agreement (ar4j_check_geometry): 0 unchecked, 1 agreed, 2 mismatch.
+    std::atomic<int> geometry_state{0};
+    std::atomic<int> mismatch_peer{-1};
+    std::atomic<unsigned long long> mismatch_word{0};
+    // Host-side failure state, readable from any thread.
+    std::atomic<bool> poisoned{false};
+    std::atomic<bool> in_call{false};  // an entry point that changes the context is running
+    // Side channel for host copies that must not wait for the kernels (geometry, poison, reads):
+    // a private non-blocking stream, pinned staging, one user at a time.
+    std::mutex side_mutex;
+    cudaStream_t side = nullptr;
+    unsigned long long *staging = nullptr;  // pinned, kStagingWords words
 };
 
 namespace {
@@ -116,33 +134,124 @@ const Registration *find_registration(const ar4j_context *ctx, const void *p) {
     return nullptr;
 }
 
+// Launches kernel<<<blocks, threads>>>(p) on stream, with programmatic stream serialization
+// (PDL) when asked: the kernels call griddepcontrol.wait before their first dependent access.
+template <typename Kernel>
+cudaError_t launch_kernel(Kernel kernel, int blocks, int threads, cudaStream_t stream, bool pdl, const Params &p) {
+    if (!pdl) {
+        kernel<<<blocks, threads, 0, stream>>>(p);
+        return cudaGetLastError();
+    }
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(blocks));
+    config.blockDim = dim3(static_cast<unsigned>(threads));
+    config.dynamicSmemBytes = 0;
+    config.stream = stream;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, kernel, p);
+}
+
 template <typename T, int WS>
 cudaError_t launch_typed(int32_t algorithm, bool in_place, const Params &p, int blocks, int threads,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, bool pdl) {
     if (algorithm == AR4J_ALGO_ONE_STAGE) {
-        if (in_place) {
-            ar4j::one_stage_kernel<T, WS, true><<<blocks, threads, 0, stream>>>(p);
-        } else {
-            ar4j::one_stage_kernel<T, WS, false><<<blocks, threads, 0, stream>>>(p);
-        }
-    } else if (algorithm == AR4J_ALGO_TWO_STAGE) {
-        ar4j::two_stage_kernel<T, WS><<<blocks, threads, 0, stream>>>(p);
-    } else {
-        ar4j::push_kernel<T, WS><<<ar4j::kPushBlocks, ar4j::kPushThreads, 0, stream>>>(p);
+        if (in_place) return launch_kernel(ar4j::one_stage_kernel<T, WS, true>, blocks, threads, stream, pdl, p);
+        return launch_kernel(ar4j::one_stage_kernel<T, WS, false>, blocks, threads, stream, pdl, p);
     }
-    return cudaGetLastError();
+    if (algorithm == AR4J_ALGO_TWO_STAGE) {
+        return launch_kernel(ar4j::two_stage_kernel<T, WS>, blocks, threads, stream, pdl, p);
+    }
+    return launch_kernel(ar4j::push_kernel<T, WS>, ar4j::kPushBlocks, ar4j::kPushThreads, stream, pdl, p);
 }
 
 template <typename T>
 cudaError_t launch_ws(int ws, int32_t algorithm, bool in_place, const Params &p, int blocks, int threads,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, bool pdl) {
     switch (ws) {
-        case 2: return launch_typed<T, 2>(algorithm, in_place, p, blocks, threads, stream);
-        case 4: return launch_typed<T, 4>(algorithm, in_place, p, blocks, threads, stream);
-        case 6: return launch_typed<T, 6>(algorithm, in_place, p, blocks, threads, stream);
-        case 8: return launch_typed<T, 8>(algorithm, in_place, p, blocks, threads, stream);
+        case 2: return launch_typed<T, 2>(algorithm, in_place, p, blocks, threads, stream, pdl);
+        case 4: return launch_typed<T, 4>(algorithm, in_place, p, blocks, threads, stream, pdl);
+        case 6: return launch_typed<T, 6>(algorithm, in_place, p, blocks, threads, stream, pdl);
+        case 8: return launch_typed<T, 8>(algorithm, in_place, p, blocks, threads, stream, pdl);
         default: return cudaErrorInvalidValue;  // unreachable: validated at create
     }
+}
+
+// Marks an entry point that changes the context as running; a second one at the same time
+// (another host thread) is refused with AR4J_ERROR_CONCURRENT_USE instead of racing.
+struct CallGuard {
+    ar4j_context *ctx;
+    bool owned;
+    explicit CallGuard(ar4j_context *c) : ctx(c), owned(!c->in_call.exchange(true, std::memory_order_acquire)) {}
+    ~CallGuard() {
+        if (owned) ctx->in_call.store(false, std::memory_order_release);
+    }
+};
+
+// The launch geometry word a context publishes in its Signal: a tag, the 1-/2-stage
+// (max_blocks, threads) and the push grid this library was built with.
+unsigned long long geometry_word(int max_blocks, int threads) {
+    return (0xA4ull << 56) | ((unsigned long long)(max_blocks & 0xffff) << 40) |
+           ((unsigned long long)(threads & 0xffff) << 24) | ((unsigned long long)(ar4j::kPushBlocks & 0xfff) << 12) |
+           (unsigned long long)(ar4j::kPushThreads & 0xfff);
+}
+
+constexpr int kStagingWords = 2 * kMaxRanks;
+
+// The side-channel copies may run while this thread captures a stream (the first call of a
+// context inside a graph capture checks the geometry) or while another thread captures in
+// global mode (a watchdog's ar4j_poison): relaxed capture mode for this thread allows them.
+struct RelaxedCapture {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+    ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+};
+
+// Copies between host staging and device words on the side stream and waits for the copies
+// only (never for the kernels: the stream is non-blocking). Caller holds side_mutex.
+cudaError_t side_copy(ar4j_context *ctx, void *dst, const void *src, size_t bytes) {
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, ctx->side);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->side);
+    return e;
+}
+
+cudaError_t publish_geometry(ar4j_context *ctx) {
+    std::lock_guard<std::mutex> lock(ctx->side_mutex);
+    RelaxedCapture relaxed;
+    DeviceScope scope(ctx->device);
+    if (!scope.ok) return scope.error;
+    ctx->staging[0] = geometry_word(ctx->max_blocks, ctx->threads);
+    return side_copy(ctx, &ctx->self->geometry, ctx->staging, sizeof(unsigned long long));
+}
+
+// Writes `value` into the poison word of every rank's Signal that holds none yet.
+cudaError_t poison_all(ar4j_context *ctx, unsigned long long value) {
+    std::lock_guard<std::mutex> lock(ctx->side_mutex);
+    RelaxedCapture relaxed;
+    DeviceScope scope(ctx->device);
+    if (!scope.ok) return scope.error;
+    const int ws = ctx->world_size;
+    cudaError_t e = cudaSuccess;
+    for (int r = 0; r < ws && e == cudaSuccess; ++r) {
+        e = cudaMemcpyAsync(ctx->staging + r, &ctx->peers[r]->poison, sizeof(unsigned long long), cudaMemcpyDefault,
+                            ctx->side);
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->side);
+    for (int r = 0; r < ws && e == cudaSuccess; ++r) {
+        ctx->staging[kMaxRanks + r] = value;
+        if (ctx->staging[r] == 0) {
+            e = cudaMemcpyAsync(&ctx->peers[r]->poison, ctx->staging + kMaxRanks + r, sizeof(unsigned long long),
+                                cudaMemcpyDefault, ctx->side);
+        }
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->side);
+    volatile unsigned long long *seen = ctx->error_host + 1;
+    if (*seen == 0) *seen = ctx->staging[ctx->rank] != 0 ? ctx->staging[ctx->rank] : value;
+    ctx->poisoned.store(true);
+    return e;
 }
 
 }  // namespace
@@ -169,6 +278,10 @@ AR4J_API const char *ar4j_status_name(int status) {
         case AR4J_ERROR_PEER_TIMEOUT: return "AR4J_ERROR_PEER_TIMEOUT";
         case AR4J_ERROR_LAUNCH_CONFIG: return "AR4J_ERROR_LAUNCH_CONFIG";
         case AR4J_ERROR_INVALID_ARGUMENT: return "AR4J_ERROR_INVALID_ARGUMENT";
+        case AR4J_ERROR_GEOMETRY_MISMATCH: return "AR4J_ERROR_GEOMETRY_MISMATCH";
+        case AR4J_ERROR_POISONED: return "AR4J_ERROR_POISONED";
+        case AR4J_ERROR_CONCURRENT_USE: return "AR4J_ERROR_CONCURRENT_USE";
+        case AR4J_ERROR_ALREADY_LAUNCHED: return "AR4J_ERROR_ALREADY_LAUNCHED";
         default: return "AR4J_UNKNOWN_STATUS";
     }
 }
@@ -203,11 +316,23 @@ AR4J_API const char *ar4j_status_message(int status) {
         case AR4J_ERROR_LAUNCH_CONFIG:
             return "blocks must be in [1, 128] and threads a multiple of 32 in [32, 1024]";
         case AR4J_ERROR_INVALID_ARGUMENT: return "an argument is outside its documented range";
+        case AR4J_ERROR_GEOMETRY_MISMATCH:
+            return "a peer publishes a different launch geometry (blocks, threads or push grid) or none; every rank "
+                   "must call ar4j_set_launch_config with the same values before the group's first call (see "
+                   "ar4j_read_failure)";
+        case AR4J_ERROR_POISONED:
+            return "the group is poisoned: a rank gave up, aborted or detected misuse; outputs of its kernels are NaN; "
+                   "dispose the context and make a new group (see ar4j_read_failure)";
+        case AR4J_ERROR_CONCURRENT_USE:
+            return "another thread is inside a call on this context; a context is used by one host thread at a time";
+        case AR4J_ERROR_ALREADY_LAUNCHED:
+            return "the context has launched already; launch geometry and debug seeds are accepted only before the "
+                   "first all-reduce";
         default: return "unknown status code";
     }
 }
 
-AR4J_API int ar4j_abi_version(void) { return 200; }
+AR4J_API int ar4j_abi_version(void) { return 300; }
 
 AR4J_API size_t ar4j_signal_size(size_t max_bytes) {
     return ar4j::push_area_offset(max_bytes) + ar4j::kPushAreaBytes;
@@ -253,32 +378,43 @@ AR4J_API int ar4j_context_create(ar4j_context **out, const void *const *signals,
     }
     ctx->self = ctx->peers[rank];
 
-    e = cudaMalloc(&ctx->slots, sizeof(RankPtrs) * static_cast<size_t>(max_buffers));
+    int major = 0;
+    e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    if (e == cudaSuccess && major >= 9) {
+        // PDL needs griddepcontrol in the kernels, i.e. machine code built for sm_90 or newer.
+        cudaFuncAttributes attr;
+        e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<float, 2>);
+        if (e == cudaSuccess) ctx->pdl_capable = attr.binaryVersion >= 90;
+    }
+    if (e == cudaSuccess) e = cudaMalloc(&ctx->slots, sizeof(RankPtrs) * static_cast<size_t>(max_buffers));
     if (e == cudaSuccess) {
-        e = cudaHostAlloc(&ctx->error_host, sizeof(unsigned long long), cudaHostAllocMapped);
+        e = cudaHostAlloc(&ctx->error_host, 2 * sizeof(unsigned long long), cudaHostAllocMapped);
     }
     if (e == cudaSuccess) {
-        *ctx->error_host = 0;
+        ctx->error_host[0] = 0;
+        ctx->error_host[1] = 0;
         e = cudaHostGetDevicePointer(reinterpret_cast<void **>(&ctx->error_device), ctx->error_host, 0);
     }
+    if (e == cudaSuccess) e = cudaHostAlloc(&ctx->staging, kStagingWords * sizeof(unsigned long long), cudaHostAllocDefault);
+    // A private stream, so that unrelated work on the device (other ranks' kernels sharing it,
+    // say) is not waited for; the highest priority, so that a poison is not queued behind work.
+    int least = 0, greatest = 0;
+    if (e == cudaSuccess) e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+    if (e == cudaSuccess) e = cudaStreamCreateWithPriority(&ctx->side, cudaStreamNonBlocking, greatest);
     if (e == cudaSuccess) {
-        // Push state to zero, push buffers to the sentinel; peers write into them only after
-        // every rank created its context. A private stream, so that unrelated work on the
-        // device (other ranks' kernels sharing it, say) is not waited for.
-        cudaStream_t init = nullptr;
-        e = cudaStreamCreateWithFlags(&init, cudaStreamNonBlocking);
+        // Launch accounting and push state to zero, push buffers to the sentinel, this rank's
+        // geometry published; peers write into the push buffers only after every rank created
+        // its context.
+        e = cudaMemsetAsync(ctx->self->push, 0, sizeof(ctx->self->push), ctx->side);
+        if (e == cudaSuccess) e = cudaMemsetAsync(ctx->self->blocks, 0, sizeof(ctx->self->blocks), ctx->side);
         if (e == cudaSuccess) {
-            e = cudaMemsetAsync(ctx->self->push, 0, sizeof(ctx->self->push), init);
-            if (e == cudaSuccess) {
-                uint32_t *area = reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(ctx->self) +
-                                                              ar4j::push_area_offset(max_bytes));
-                ar4j::fill_words<<<256, 256, 0, init>>>(area, ar4j::kPushAreaBytes / 4, ar4j::kSentinelWord);
-                e = cudaGetLastError();
-            }
-            if (e == cudaSuccess) e = cudaStreamSynchronize(init);
-            cudaError_t d = cudaStreamDestroy(init);
-            if (e == cudaSuccess) e = d;
+            uint32_t *area = reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(ctx->self) +
+                                                          ar4j::push_area_offset(max_bytes));
+            ar4j::fill_words<<<256, 256, 0, ctx->side>>>(area, ar4j::kPushAreaBytes / 4, ar4j::kSentinelWord);
+            e = cudaGetLastError();
         }
+        if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->side);
+        if (e == cudaSuccess) e = publish_geometry(ctx);
     }
     if (e != cudaSuccess) {
         ar4j_context_destroy(ctx);
@@ -295,6 +431,8 @@ AR4J_API int ar4j_context_destroy(ar4j_context *ctx) {
         DeviceScope scope(ctx->device);
         if (ctx->slots != nullptr && cudaFree(ctx->slots) != cudaSuccess) status = AR4J_ERROR_CUDA;
         if (ctx->error_host != nullptr && cudaFreeHost(ctx->error_host) != cudaSuccess) status = AR4J_ERROR_CUDA;
+        if (ctx->staging != nullptr && cudaFreeHost(ctx->staging) != cudaSuccess) status = AR4J_ERROR_CUDA;
+        if (ctx->side != nullptr && cudaStreamDestroy(ctx->side) != cudaSuccess) status = AR4J_ERROR_CUDA;
     }
     delete ctx;
     return status;
@@ -306,8 +444,13 @@ AR4J_API int ar4j_set_launch_config(ar4j_context *ctx, int32_t max_blocks, int32
         (threads % 32) != 0) {
         return AR4J_ERROR_LAUNCH_CONFIG;
     }
+    CallGuard guard(ctx);
+    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    if (ctx->launched || ctx->geometry_state.load() != 0) return AR4J_ERROR_ALREADY_LAUNCHED;
     ctx->max_blocks = max_blocks;
     ctx->threads = threads;
+    cudaError_t e = publish_geometry(ctx);
+    if (e != cudaSuccess) return cuda_failed(ctx, e);
     return AR4J_SUCCESS;
 }
 
@@ -332,6 +475,8 @@ AR4J_API int ar4j_register_buffer(ar4j_context *ctx, const void *const *ptrs, si
         if (!aligned16(ptrs[r])) return AR4J_ERROR_MISALIGNED;
     }
     if (bytes == 0) return AR4J_ERROR_EMPTY;
+    CallGuard guard(ctx);
+    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
     const uintptr_t base = reinterpret_cast<uintptr_t>(ptrs[ctx->rank]);
     if (base + bytes < base) return AR4J_ERROR_TOO_LARGE;
     for (const Registration &r : ctx->registrations) {
@@ -353,12 +498,63 @@ AR4J_API int ar4j_registered_count(const ar4j_context *ctx, int32_t *out) {
     return AR4J_SUCCESS;
 }
 
-static bool poll_failed(ar4j_context *ctx) {
-    if (!ctx->failed) {
-        const volatile unsigned long long *w = ctx->error_host;
-        if (*w != 0) ctx->failed = true;
+// The failure this rank already knows of without a device access: its own kernels' timeout
+// record, a poison they saw or set (host-mapped words), or one set from the host.
+static int known_failure(ar4j_context *ctx) {
+    const volatile unsigned long long *w = ctx->error_host;
+    if (w[0] != 0) ctx->failed.store(true, std::memory_order_relaxed);
+    if (ctx->failed.load(std::memory_order_relaxed)) return AR4J_ERROR_PEER_TIMEOUT;
+    if (w[1] != 0) ctx->poisoned.store(true);
+    if (ctx->poisoned.load(std::memory_order_relaxed)) return AR4J_ERROR_POISONED;
+    return AR4J_SUCCESS;
+}
+
+// Compares every peer's published geometry with this context's, once. Caller holds the CallGuard.
+static int check_geometry(ar4j_context *ctx) {
+    const int state = ctx->geometry_state.load();
+    if (state == 1) return AR4J_SUCCESS;
+    if (state == 2) return AR4J_ERROR_GEOMETRY_MISMATCH;
+    const unsigned long long mine = geometry_word(ctx->max_blocks, ctx->threads);
+    int bad = -1;
+    unsigned long long theirs = 0;
+    {
+        std::lock_guard<std::mutex> lock(ctx->side_mutex);
+        RelaxedCapture relaxed;
+        DeviceScope scope(ctx->device);
+        if (!scope.ok) return cuda_failed(ctx, scope.error);
+        cudaError_t e = cudaSuccess;
+        for (int r = 0; r < ctx->world_size && e == cudaSuccess; ++r) {
+            e = cudaMemcpyAsync(ctx->staging + r, &ctx->peers[r]->geometry, sizeof(unsigned long long),
+                                cudaMemcpyDefault, ctx->side);
+        }
+        if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->side);
+        if (e != cudaSuccess) return cuda_failed(ctx, e);
+        for (int r = 0; r < ctx->world_size; ++r) {
+            if (ctx->staging[r] != mine) {
+                bad = r;
+                theirs = ctx->staging[r];
+                break;
+            }
+        }
     }
-    return ctx->failed;
+    if (bad < 0) {
+        ctx->geometry_state.store(1);
+        return AR4J_SUCCESS;
+    }
+    ctx->mismatch_peer.store(bad);
+    ctx->mismatch_word.store(theirs);
+    ctx->geometry_state.store(2);
+    // Peers that checked before a late publication would otherwise wait out their deadline.
+    cudaError_t e = poison_all(ctx, ar4j::make_poison(ctx->rank, AR4J_POISON_GEOMETRY, bad, 0xffff));
+    if (e != cudaSuccess) ctx->last_cuda_error = static_cast<int>(e);
+    return AR4J_ERROR_GEOMETRY_MISMATCH;
+}
+
+AR4J_API int ar4j_check_geometry(ar4j_context *ctx) {
+    if (ctx == nullptr) return AR4J_ERROR_NULL_POINTER;
+    CallGuard guard(ctx);
+    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    return check_geometry(ctx);
 }
 
 AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const void *in, void *out,
@@ -378,7 +574,16 @@ AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype
     const uintptr_t ia = reinterpret_cast<uintptr_t>(in), oa = reinterpret_cast<uintptr_t>(out);
     const bool in_place = ia == oa;
     if (!in_place && ia < oa + bytes && oa < ia + bytes) return AR4J_ERROR_INVALID_ARGUMENT;
-    if (poll_failed(ctx)) return AR4J_ERROR_PEER_TIMEOUT;
+    CallGuard guard(ctx);
+    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    // A geometry mismatch is named as such on every call (it also poisoned the group).
+    if (ctx->geometry_state.load(std::memory_order_relaxed) == 2) return AR4J_ERROR_GEOMETRY_MISMATCH;
+    int failure = known_failure(ctx);
+    if (failure != AR4J_SUCCESS) return failure;
+    if (ctx->geometry_state.load(std::memory_order_relaxed) != 1) {
+        failure = check_geometry(ctx);
+        if (failure != AR4J_SUCCESS) return failure;
+    }
     if (algorithm == AR4J_ALGO_TWO_STAGE && bytes > ctx->max_bytes) return AR4J_ERROR_TOO_LARGE;
 
     if (algorithm == AR4J_ALGO_ONE_SHOT_PUSH && bytes > ar4j::kPushMaxBytes) return AR4J_ERROR_TOO_LARGE;
@@ -429,15 +634,17 @@ AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype
     if (blocks < 1) blocks = 1;
     if (blocks > ctx->max_blocks) blocks = ctx->max_blocks;
 
+    const bool pdl = ctx->pdl && ctx->pdl_capable;
+    ctx->launched = true;
     switch (dtype) {
         case AR4J_DTYPE_FLOAT32:
-            e = launch_ws<float>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s);
+            e = launch_ws<float>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s, pdl);
             break;
         case AR4J_DTYPE_FLOAT16:
-            e = launch_ws<__half>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s);
+            e = launch_ws<__half>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s, pdl);
             break;
         default:
-            e = launch_ws<__nv_bfloat16>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s);
+            e = launch_ws<__nv_bfloat16>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s, pdl);
             break;
     }
     if (e != cudaSuccess) return cuda_failed(ctx, e);
@@ -459,6 +666,8 @@ AR4J_API int ar4j_graph_pending_inputs(const ar4j_context *ctx, void **out, int3
 
 AR4J_API int ar4j_register_graph_inputs(ar4j_context *ctx, const void *const *ptrs, int32_t n) {
     if (ctx == nullptr || ptrs == nullptr) return AR4J_ERROR_NULL_POINTER;
+    CallGuard guard(ctx);
+    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
     if (n < 0 || static_cast<size_t>(n) != ctx->pending.size()) return AR4J_ERROR_GRAPH_COUNT;
     const int ws = ctx->world_size;
     for (int32_t i = 0; i < n; ++i) {
@@ -504,4 +713,104 @@ AR4J_API int ar4j_read_timeout(ar4j_context *ctx, ar4j_timeout_info *out, int32_
 
 AR4J_API int ar4j_last_cuda_error(const ar4j_context *ctx) {
     return ctx == nullptr ? create_cuda_error : ctx->last_cuda_error;
+}
+
+AR4J_API int ar4j_poison(ar4j_context *ctx, int32_t reason) {
+    if (ctx == nullptr) return AR4J_ERROR_NULL_POINTER;
+    if (reason < 1 || reason > 255) return AR4J_ERROR_INVALID_ARGUMENT;
+    cudaError_t e = poison_all(ctx, ar4j::make_poison(ctx->rank, reason, 0xff, 0xffff));
+    if (e != cudaSuccess) return cuda_failed(ctx, e);
+    return AR4J_SUCCESS;
+}
+
+AR4J_API int ar4j_read_failure(ar4j_context *ctx, ar4j_failure_info *out) {
+    if (ctx == nullptr || out == nullptr) return AR4J_ERROR_NULL_POINTER;
+    std::memset(out, 0, sizeof(*out));
+    unsigned long long word = 0;
+    {
+        std::lock_guard<std::mutex> lock(ctx->side_mutex);
+        RelaxedCapture relaxed;
+        DeviceScope scope(ctx->device);
+        if (!scope.ok) return cuda_failed(ctx, scope.error);
+        cudaError_t e = side_copy(ctx, ctx->staging, &ctx->self->poison, sizeof(unsigned long long));
+        if (e != cudaSuccess) return cuda_failed(ctx, e);
+        word = ctx->staging[0];
+    }
+    const volatile unsigned long long *w = ctx->error_host;
+    const unsigned long long timeout = w[0];
+    if (word == 0) word = w[1];  // set here by ar4j_poison or by a kernel before a copy landed
+    out->poison_word = word;
+    out->origin_rank = -1;
+    out->reason = 0;
+    out->peer = -1;
+    out->block = -1;
+    if ((word >> 63) != 0) {
+        ctx->poisoned.store(true);
+        out->poisoned = 1;
+        out->origin_rank = static_cast<int32_t>((word >> 56) & 0x7f);
+        out->reason = static_cast<int32_t>((word >> 48) & 0xff);
+        const int peer = static_cast<int>((word >> 40) & 0xff);
+        const int block = static_cast<int>(word & 0xffff);
+        out->peer = peer == 0xff ? -1 : peer;
+        out->block = block == 0xffff ? -1 : block;
+    }
+    if ((timeout >> 63) != 0) {
+        ctx->failed.store(true);
+        out->timeout.timed_out = 1;
+        out->timeout.peer = static_cast<int32_t>((timeout >> 56) & 0x7f);
+        out->timeout.barrier = static_cast<int32_t>((timeout >> 48) & 0xff);
+        out->timeout.block = static_cast<int32_t>((timeout >> 32) & 0xffff);
+        out->timeout.flag = static_cast<uint32_t>(timeout & 0xffffffffu);
+    }
+    const int gstate = ctx->geometry_state.load();
+    out->geometry_mismatch = gstate == 2 ? 1 : 0;
+    out->geometry_peer = gstate == 2 ? ctx->mismatch_peer.load() : -1;
+    const unsigned long long g = ctx->mismatch_word.load();
+    out->local_max_blocks = ctx->max_blocks;
+    out->local_threads = ctx->threads;
+    if (gstate == 2 && (g >> 56) == 0xA4) {
+        out->peer_max_blocks = static_cast<int32_t>((g >> 40) & 0xffff);
+        out->peer_threads = static_cast<int32_t>((g >> 24) & 0xffff);
+        out->peer_push_blocks = static_cast<int32_t>((g >> 12) & 0xfff);
+        out->peer_push_threads = static_cast<int32_t>(g & 0xfff);
+    }
+    out->local_push_blocks = ar4j::kPushBlocks;
+    out->local_push_threads = ar4j::kPushThreads;
+    return AR4J_SUCCESS;
+}
+
+AR4J_API int ar4j_set_pdl(ar4j_context *ctx, int32_t enabled) {
+    if (ctx == nullptr) return AR4J_ERROR_NULL_POINTER;
+    if (enabled != 0 && enabled != 1) return AR4J_ERROR_INVALID_ARGUMENT;
+    CallGuard guard(ctx);
+    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    ctx->pdl = enabled == 1;
+    return AR4J_SUCCESS;
+}
+
+AR4J_API int ar4j_pdl_active(const ar4j_context *ctx, int32_t *out) {
+    if (ctx == nullptr || out == nullptr) return AR4J_ERROR_NULL_POINTER;
+    *out = ctx->pdl && ctx->pdl_capable ? 1 : 0;
+    return AR4J_SUCCESS;
+}
+
+AR4J_API int ar4j_debug_seed_push_generation(ar4j_context *ctx, uint64_t generation) {
+    if (ctx == nullptr) return AR4J_ERROR_NULL_POINTER;
+    CallGuard guard(ctx);
+    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    if (ctx->launched) return AR4J_ERROR_ALREADY_LAUNCHED;
+    std::vector<ar4j::PushState> state(kMaxBlocks);
+    for (auto &st : state) {
+        st.generation = generation;
+        st.prev_packs = 0;
+        st.reserved = 0;
+    }
+    std::lock_guard<std::mutex> lock(ctx->side_mutex);
+    RelaxedCapture relaxed;
+    DeviceScope scope(ctx->device);
+    if (!scope.ok) return cuda_failed(ctx, scope.error);
+    // Pageable source: cudaMemcpyAsync stages it before returning; the synchronise covers the copy.
+    cudaError_t e = side_copy(ctx, ctx->self->push, state.data(), sizeof(ar4j::PushState) * kMaxBlocks);
+    if (e != cudaSuccess) return cuda_failed(ctx, e);
+    return AR4J_SUCCESS;
 }

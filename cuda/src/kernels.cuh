@@ -22,10 +22,19 @@
 //    from a peer is stored (to the output, scratch or shared memory) before the barrier, so
 //    the loads have returned before the flag is written.
 //
-// Bounded waits: a waiting thread reads %globaltimer only after 256 unsuccessful polls and
-// then every 1024 polls, so a fast barrier never touches the clock. When the wait exceeds
-// the context's deadline it records (peer, block, barrier, flag) in a host-mapped error
-// word and the whole block returns.
+// Bounded waits: every 64 unsuccessful polls a waiting thread reads its Signal's poison word;
+// it reads %globaltimer only after 256 polls and then every 1024 polls, so a fast barrier never
+// touches the clock. When the wait exceeds the context's deadline it records (peer, block,
+// barrier, flag) in a host-mapped error word and poisons the group (its own Signal and every
+// peer's); a block that gives up, for either reason, writes NaN over the whole output and
+// returns, block-uniformly (after a __syncthreads, never before one).
+//
+// Entry protocol (every kernel, thread 0, after griddepcontrol.wait): take a ticket for the
+// block index (atomicAdd) and read `done` and the poison word, all in flight together with the
+// block's first loads. Poisoned, or done != ticket (another launch of this context runs the same
+// block: two streams or graphs at once), and the block stores nothing any peer reads and writes
+// NaN. Measured cost (2 ranks sharing one H200, CUDA graph): about 0.3 us per push call, which
+// programmatic dependent launch more than recovers.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -38,11 +47,36 @@ namespace ar4j {
 constexpr int kMaxRanks = 8;
 constexpr int kMaxBlocks = 128;
 
-// Per-block state of the one-shot push kernel (see push_kernel).
+// Per-block state of the one-shot push kernel (see push_kernel). The generation is 64-bit:
+// it selects buffer generation % 3, and a 32-bit counter would break that at 2^32 (not a
+// multiple of 3), returning the previous call's data. 2^64 launches are out of reach.
 struct PushState {
-    uint32_t generation;  // push launches completed by this block
-    uint32_t prev_packs;  // packs per slot written by the previous push launch
+    unsigned long long generation;  // push launches completed by this block index
+    uint32_t prev_packs;            // packs per slot written by the previous push launch
+    uint32_t reserved;
 };
+
+// Per-block-index launch accounting, shared by every algorithm: thread 0 of block b takes a
+// ticket at entry (atomicAdd) and stores done = ticket + 1 when the block finished. A launch
+// that finds done != ticket overlaps another launch of this context at the same block (two
+// streams, two graphs replaying at once): it poisons the group (AR4J_POISON_CONCURRENT_USE).
+struct BlockState {
+    unsigned long long ticket;
+    unsigned long long done;
+};
+
+// Poison word (one per Signal, 64 bits; 0 = healthy). A rank that gives up or aborts writes it
+// into its own Signal and every peer's; every kernel reads it at entry and while waiting, and a
+// poisoned kernel writes NaN over its whole output and returns. Layout (the host decodes the
+// same): bit 63 set, 56..62 origin rank, 48..55 reason (AR4J_POISON_*), 40..47 the peer waited
+// for (0xff: none), 0..15 the CUDA block (0xffff: none).
+constexpr int kPoisonTimeout = 1;
+constexpr int kPoisonConcurrentUse = 4;
+
+__host__ __device__ constexpr unsigned long long make_poison(int origin, int reason, int peer, int block) {
+    return (1ull << 63) | ((unsigned long long)(origin & 0x7f) << 56) | ((unsigned long long)(reason & 0xff) << 48) |
+           ((unsigned long long)(peer & 0xff) << 40) | (unsigned long long)(block & 0xffff);
+}
 
 struct Signal {
     // flags[b][s]: written by rank s (remotely) when its block b reaches a barrier.
@@ -50,6 +84,13 @@ struct Signal {
     // counters[b][t]: this rank's barrier count for block b, as kept by waiting thread t.
     uint32_t counters[kMaxBlocks][kMaxRanks];
     PushState push[kMaxBlocks];
+    BlockState blocks[kMaxBlocks];
+    // Written by peers and by the host; alone in its 128-byte line.
+    alignas(128) unsigned long long poison;
+    unsigned long long pad0[15];
+    // This context's launch geometry as published by the host (see ar4j_check_geometry).
+    alignas(128) unsigned long long geometry;
+    unsigned long long pad1[15];
 };
 
 // Signal block layout: [control | 2-stage scratch (max_bytes) | push buffers].
@@ -95,13 +136,39 @@ struct Params {
     int64_t npacks;                 // number of 16-byte packs
     int rank;
     uint64_t deadline_ns;
-    unsigned long long *error_word; // device view of host-mapped memory
+    unsigned long long *error_word; // device view of host-mapped memory: [0] timeout record, [1] poison seen
     const uint4 *local_in;          // push kernel: this rank's input (no registration needed)
     size_t push_offset;             // push kernel: byte offset of the push buffers in a Signal
 };
 
 // ---------------------------------------------------------------------------------------
-// Flags, clock and error word.
+// Programmatic dependent launch (sm_90+). A kernel launched with the programmatic stream
+// serialization attribute may start before the previous kernel in its stream has finished;
+// griddepcontrol.wait blocks until that kernel completed and its memory is visible, so it
+// precedes every access to the signal block, the push state, the input and the output.
+// launch_dependents lets the next such kernel launch early; its memory safety never depends on
+// the placement (that kernel waits in griddepcontrol.wait for this grid's completion), but its
+// residency does: the next kernel's blocks hold SM slots while they wait, and this kernel's
+// peers (other ranks' kernels on the same GPU, when ranks share one) may still need slots. So a
+// block triggers only after its last wait for a peer: from then on it finishes by itself and
+// frees its slots. (Triggered at entry, 8 ranks sharing one H200 deadlocked until the deadline:
+// push_kernel<*, 8> fits 2 blocks per SM, 264 in all, and 8 ranks need 256.) Both are no-ops
+// in a kernel launched without the attribute.
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
+// Flags, clock, poison and the error words.
 
 __device__ __forceinline__ void store_flag_relaxed(uint32_t *p, uint32_t v) {
     asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -129,41 +196,14 @@ __device__ __forceinline__ uint64_t global_timer_ns() {
     return t;
 }
 
-__device__ __forceinline__ unsigned long long load_error_word(const unsigned long long *p) {
+__device__ __forceinline__ unsigned long long load_u64_relaxed(const unsigned long long *p) {
     unsigned long long v;
     asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
 
-// Error word layout (host decodes the same): bit 63 valid, 56..62 peer, 48..55 barrier
-// ordinal, 32..47 block, 0..31 expected flag value.
-__device__ __forceinline__ void record_timeout(const Params &p, int peer, int ordinal, uint32_t flag) {
-    unsigned long long w = (1ull << 63) | ((unsigned long long)(peer & 0x7f) << 56) |
-                           ((unsigned long long)(ordinal & 0xff) << 48) |
-                           ((unsigned long long)(blockIdx.x & 0xffff) << 32) | flag;
-    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p.error_word), "l"(w) : "memory");
-}
-
-// Waits until *flag has reached `expected` (wrap-around safe). False if it gave up.
-template <bool kAcquire>
-__device__ __forceinline__ bool wait_flag(const uint32_t *flag, uint32_t expected, const Params &p,
-                                          int peer, int ordinal) {
-    uint32_t polls = 0;
-    uint64_t since = 0;
-    while (true) {
-        uint32_t v = kAcquire ? load_flag_acquire(flag) : load_flag_relaxed(flag);
-        if ((int32_t)(v - expected) >= 0) return true;
-        ++polls;
-        if (polls == 256) {
-            since = global_timer_ns();
-        } else if (polls > 256 && (polls & 1023u) == 0) {
-            if (global_timer_ns() - since > p.deadline_ns) {
-                record_timeout(p, peer, ordinal, expected);
-                return false;
-            }
-            if (load_error_word(p.error_word) != 0) return false;  // another block gave up
-        }
-    }
+__device__ __forceinline__ void store_u64_relaxed(unsigned long long *p, unsigned long long v) {
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
 // p.peers[i] for a run-time i without copying the parameter array to local memory.
@@ -177,13 +217,101 @@ __device__ __forceinline__ Signal *peer_signal(const Params &p, int i) {
     return s;
 }
 
+// Notes in the host-mapped word that this rank's kernels saw (or set) poison `v`; the first value stays.
+__device__ __forceinline__ void note_poison(const Params &p, unsigned long long v) {
+    if (load_u64_relaxed(p.error_word + 1) == 0) store_u64_relaxed(p.error_word + 1, v);
+}
+
+// Poisons this rank's Signal and every peer's (a value already there stays: the first cause wins).
+template <int WS>
+__device__ __forceinline__ void poison_group(const Params &p, unsigned long long v) {
+#pragma unroll
+    for (int r = 0; r < WS; ++r) {
+        unsigned long long *w = &peer_signal<WS>(p, r)->poison;
+        if (load_u64_relaxed(w) == 0) store_u64_relaxed(w, v);
+    }
+    __threadfence_system();
+    note_poison(p, v);
+}
+
+// Error word layout (host decodes the same): bit 63 valid, 56..62 peer, 48..55 barrier
+// ordinal, 32..47 block, 0..31 expected flag value. Then the group is poisoned.
+template <int WS>
+__device__ __forceinline__ void record_timeout(const Params &p, int peer, int ordinal, uint32_t flag) {
+    unsigned long long w = (1ull << 63) | ((unsigned long long)(peer & 0x7f) << 56) |
+                           ((unsigned long long)(ordinal & 0xff) << 48) |
+                           ((unsigned long long)(blockIdx.x & 0xffff) << 32) | flag;
+    if (load_u64_relaxed(p.error_word) == 0) store_u64_relaxed(p.error_word, w);
+    poison_group<WS>(p, make_poison(p.rank, kPoisonTimeout, peer, blockIdx.x));
+}
+
+// Called by a waiting thread every 64 polls: false if the wait must give up, because the group
+// is poisoned or (timer started at 256 polls, read every 1024) the deadline passed.
+template <int WS>
+__device__ __forceinline__ bool keep_waiting(const Params &p, uint32_t polls, uint64_t &since, int peer, int ordinal,
+                                             uint32_t flag) {
+    const unsigned long long v = load_u64_relaxed(&p.self->poison);
+    if (v != 0) {
+        note_poison(p, v);
+        return false;
+    }
+    if (polls == 256) {
+        since = global_timer_ns();
+    } else if (polls > 256 && (polls & 1023u) == 0 && global_timer_ns() - since > p.deadline_ns) {
+        record_timeout<WS>(p, peer, ordinal, flag);
+        return false;
+    }
+    return true;
+}
+
+// Waits until *flag has reached `expected` (wrap-around safe). False if it gave up.
+template <int WS, bool kAcquire>
+__device__ __forceinline__ bool wait_flag(const uint32_t *flag, uint32_t expected, const Params &p,
+                                          int peer, int ordinal) {
+    uint32_t polls = 0;
+    uint64_t since = 0;
+    while (true) {
+        uint32_t v = kAcquire ? load_flag_acquire(flag) : load_flag_relaxed(flag);
+        if ((int32_t)(v - expected) >= 0) return true;
+        ++polls;
+        if ((polls & 63u) == 0 && !keep_waiting<WS>(p, polls, since, peer, ordinal, expected)) return false;
+    }
+}
+
+// Entry of every kernel, by thread 0 after griddepcontrol.wait: takes this launch's ticket for
+// the block index and reads the poison word (both in flight together). Returns 0 if the launch
+// may go on, else non-zero (poisoned, or overlapping another launch of this context).
+template <int WS>
+__device__ __forceinline__ int enter_block(const Params &p, unsigned long long &ticket) {
+    BlockState *b = &p.self->blocks[blockIdx.x];
+    ticket = atomicAdd(&b->ticket, 1ull);
+    const unsigned long long done = *reinterpret_cast<volatile unsigned long long *>(&b->done);
+    const unsigned long long v = load_u64_relaxed(&p.self->poison);
+    if (v != 0) {
+        note_poison(p, v);
+        return 1;
+    }
+    if (done != ticket) {
+        poison_group<WS>(p, make_poison(p.rank, kPoisonConcurrentUse, 0xff, blockIdx.x));
+        return 2;
+    }
+    return 0;
+}
+
+// Thread 0, after a __syncthreads() that follows all of the block's work.
+__device__ __forceinline__ void leave_block(const Params &p, unsigned long long ticket) {
+    *reinterpret_cast<volatile unsigned long long *>(&p.self->blocks[blockIdx.x].done) = ticket + 1;
+}
+
 // A barrier among the same block index of every rank. Threads 0..WS-1 each handle one
-// peer. Returns false (for the whole block) if any wait gave up.
+// peer. Returns false (for the whole block) if any wait gave up, or if *abort_flag was already
+// set before it (thread 0's enter_block() result, before the start barrier): then the block
+// stores no flag, so a poisoned or overlapping launch changes nothing a peer reads.
 template <int WS, bool kAcqRel>
 __device__ __forceinline__ bool block_barrier(const Params &p, uint32_t &counter, int ordinal,
                                               volatile int *abort_flag) {
     __syncthreads();
-    if (threadIdx.x < WS) {
+    if (threadIdx.x < WS && *abort_flag == 0) {
         const int peer = threadIdx.x;
         const uint32_t next = ++counter;
         uint32_t *remote = &peer_signal<WS>(p, peer)->flags[blockIdx.x][p.rank];
@@ -192,7 +320,7 @@ __device__ __forceinline__ bool block_barrier(const Params &p, uint32_t &counter
         } else {
             store_flag_relaxed(remote, next);
         }
-        if (!wait_flag<kAcqRel>(&p.self->flags[blockIdx.x][peer], next, p, peer, ordinal)) {
+        if (!wait_flag<WS, kAcqRel>(&p.self->flags[blockIdx.x][peer], next, p, peer, ordinal)) {
             *abort_flag = 1;
         }
     }
@@ -201,7 +329,8 @@ __device__ __forceinline__ bool block_barrier(const Params &p, uint32_t &counter
 }
 
 // The last barrier of a launch: after it, no peer reads this rank's input any more.
-// It also saves the counters for the next launch.
+// It also saves the counters for the next launch. False if a wait gave up (the output is
+// complete and exact then; the group is poisoned).
 template <int WS>
 __device__ __forceinline__ void final_barrier(const Params &p, uint32_t counter, int ordinal) {
     __syncthreads();
@@ -209,7 +338,7 @@ __device__ __forceinline__ void final_barrier(const Params &p, uint32_t counter,
         const int peer = threadIdx.x;
         const uint32_t next = counter + 1;
         store_flag_relaxed(&peer_signal<WS>(p, peer)->flags[blockIdx.x][p.rank], next);
-        wait_flag<false>(&p.self->flags[blockIdx.x][peer], next, p, peer, ordinal);
+        wait_flag<WS, false>(&p.self->flags[blockIdx.x][peer], next, p, peer, ordinal);
         p.self->counters[blockIdx.x][peer] = next;
     }
 }
@@ -306,20 +435,46 @@ __device__ __forceinline__ void load_sources(const Params &p, const uint4 *(&src
 }
 
 // ---------------------------------------------------------------------------------------
+// NaN: what a poisoned or failed launch leaves in its output. The whole output, from every
+// block that gives up (blocks that completed before may have left exact values): never a
+// plausible number.
+
+template <typename T>
+struct NanWord;
+template <>
+struct NanWord<float> { static constexpr uint32_t kValue = 0x7fc00000u; };
+template <>
+struct NanWord<__half> { static constexpr uint32_t kValue = 0x7e007e00u; };
+template <>
+struct NanWord<__nv_bfloat16> { static constexpr uint32_t kValue = 0x7fc07fc0u; };
+
+template <typename T>
+__device__ __forceinline__ void fill_output_nan(const Params &p) {
+    const uint32_t w = NanWord<T>::kValue;
+    const uint4 nan = make_uint4(w, w, w, w);
+    for (int64_t i = threadIdx.x; i < p.npacks; i += blockDim.x) p.out[i] = nan;
+}
+
+// ---------------------------------------------------------------------------------------
 // 1-stage: every rank reads all inputs and reduces everything.
 // kInPlace: out aliases this rank's input, which peers are still reading; each grid-stride
 // round is reduced into registers, then a barrier, then written.
 
 template <typename T, int WS, bool kInPlace>
 __global__ void __launch_bounds__(1024) one_stage_kernel(Params p) {
+    pdl_wait();
     __shared__ int abort_flag;
-    if (threadIdx.x == 0) abort_flag = 0;
     uint32_t counter = 0;
     if (threadIdx.x < WS) counter = p.self->counters[blockIdx.x][threadIdx.x];
     const uint4 *src[WS];
     load_sources<WS>(p, src);
+    unsigned long long ticket = 0;
+    if (threadIdx.x == 0) abort_flag = enter_block<WS>(p, ticket);  // in flight with the loads above
 
-    if (!block_barrier<WS, false>(p, counter, 0, &abort_flag)) return;
+    if (!block_barrier<WS, false>(p, counter, 0, &abort_flag)) {
+        fill_output_nan<T>(p);
+        return;
+    }
 
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -338,11 +493,17 @@ __global__ void __launch_bounds__(1024) one_stage_kernel(Params p) {
         for (int64_t k = 0; k < rounds; ++k) {
             const int64_t i = k * stride + first;
             if (i < p.npacks) staged[threadIdx.x] = reduce_pack<T, WS>(src, i);
-            if (!block_barrier<WS, false>(p, counter, ordinal++, &abort_flag)) return;
+            if (!block_barrier<WS, false>(p, counter, ordinal++, &abort_flag)) {
+                fill_output_nan<T>(p);
+                return;
+            }
             if (i < p.npacks) p.out[i] = staged[threadIdx.x];
         }
     }
     final_barrier<WS>(p, counter, ordinal);
+    __syncthreads();
+    pdl_launch_dependents();  // no wait follows
+    if (threadIdx.x == 0) leave_block(p, ticket);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -357,19 +518,24 @@ __global__ void __launch_bounds__(1024) one_stage_kernel(Params p) {
 
 template <typename T, int WS>
 __global__ void __launch_bounds__(1024) two_stage_kernel(Params p) {
+    pdl_wait();
     __shared__ int abort_flag;
-    if (threadIdx.x == 0) abort_flag = 0;
     uint32_t counter = 0;
     if (threadIdx.x < WS) counter = p.self->counters[blockIdx.x][threadIdx.x];
     const uint4 *src[WS];
     load_sources<WS>(p, src);
+    unsigned long long ticket = 0;
+    if (threadIdx.x == 0) abort_flag = enter_block<WS>(p, ticket);  // in flight with the loads above
 
     const int64_t part = p.npacks / WS;
     const int64_t my_start = (int64_t)p.rank * part;
     const int64_t my_size = (p.rank == WS - 1) ? p.npacks - my_start : part;
     uint4 *scratch = reinterpret_cast<uint4 *>(reinterpret_cast<char *>(p.self) + kScratchOffset);
 
-    if (!block_barrier<WS, false>(p, counter, 0, &abort_flag)) return;
+    if (!block_barrier<WS, false>(p, counter, 0, &abort_flag)) {
+        fill_output_nan<T>(p);
+        return;
+    }
 
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -379,7 +545,11 @@ __global__ void __launch_bounds__(1024) two_stage_kernel(Params p) {
         p.out[my_start + i] = r;
     }
 
-    if (!block_barrier<WS, true>(p, counter, 1, &abort_flag)) return;
+    if (!block_barrier<WS, true>(p, counter, 1, &abort_flag)) {
+        fill_output_nan<T>(p);
+        return;
+    }
+    pdl_launch_dependents();  // the last wait is behind: stage 2 only copies
 
 #pragma unroll
     for (int k = 1; k < WS; ++k) {
@@ -393,6 +563,8 @@ __global__ void __launch_bounds__(1024) two_stage_kernel(Params p) {
         }
     }
     if (threadIdx.x < WS) p.self->counters[blockIdx.x][threadIdx.x] = counter;
+    __syncthreads();
+    if (threadIdx.x == 0) leave_block(p, ticket);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -404,6 +576,8 @@ __global__ void __launch_bounds__(1024) two_stage_kernel(Params p) {
 // a peer writes generation g only after it has received this rank's generation g-1 data,
 // which this rank sent after its launch g-2 (which refilled buffer g % 3) completed.
 // Every launch uses the same fixed grid, so per-block generation counters stay in step.
+// The generation is read only after the entry checks (poison, overlap): a launch that must not
+// run stores nothing into any peer's buffers.
 
 template <typename T>
 struct Sentinel;
@@ -450,46 +624,54 @@ __device__ __forceinline__ uint4 load_volatile_pack(const uint4 *p) {
     return v;
 }
 
-__device__ __forceinline__ uint4 *push_slot(Signal *owner, size_t push_offset, uint32_t generation, int slot) {
+__device__ __forceinline__ uint4 *push_slot(Signal *owner, size_t push_offset, unsigned long long generation, int slot) {
     return reinterpret_cast<uint4 *>(reinterpret_cast<char *>(owner) + push_offset +
                                      ((size_t)(generation % kPushGenerations) * kMaxRanks + slot) * kPushMaxBytes);
 }
 
 // Polls until the pack holds no sentinel word. False if it gave up.
-template <typename T>
+template <typename T, int WS>
 __device__ __forceinline__ bool poll_pack(const uint4 *p, uint4 &v, const Params &params, int peer) {
-    v = load_volatile_pack(p);
-    if (!pack_empty<T>(v)) return true;
     uint32_t polls = 0;
     uint64_t since = 0;
     while (true) {
         v = load_volatile_pack(p);
         if (!pack_empty<T>(v)) return true;
         ++polls;
-        if (polls == 256) {
-            since = global_timer_ns();
-        } else if (polls > 256 && (polls & 1023u) == 0) {
-            if (global_timer_ns() - since > params.deadline_ns) {
-                record_timeout(params, peer, 0xff, 0);
-                return false;
-            }
-            if (load_error_word(params.error_word) != 0) return false;
-        }
+        if ((polls & 63u) == 0 && !keep_waiting<WS>(params, polls, since, peer, 0xff, 0)) return false;
     }
 }
 
 template <typename T, int WS>
 __global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
     using Tr = PackTraits<T>;
+    pdl_wait();
+    __shared__ unsigned long long s_generation;
+    __shared__ int s_abort;
     PushState *state = &p.self->push[blockIdx.x];
-    const uint32_t generation = state->generation;
-    const uint32_t prev_packs = state->prev_packs;
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    // The first input pack is loaded before the barrier, in flight with thread 0's entry checks
+    // (a read only; nothing is stored before the checks passed).
+    uint4 first_in = make_uint4(0, 0, 0, 0);
+    if (first < p.npacks) first_in = p.local_in[first];
+    const uint32_t prev_packs = state->prev_packs;
+    unsigned long long ticket = 0;
+    if (threadIdx.x == 0) {
+        const unsigned long long g = state->generation;  // in flight with enter_block's accesses
+        s_abort = enter_block<WS>(p, ticket);
+        s_generation = g;
+    }
+    __syncthreads();
+    if (s_abort != 0) {
+        fill_output_nan<T>(p);
+        return;
+    }
+    const unsigned long long generation = s_generation;
 
     // 1. Push this rank's input into slot `rank` of every peer's current buffer.
     for (int64_t i = first; i < p.npacks; i += stride) {
-        const uint4 v = clean_pack<T>(p.local_in[i]);
+        const uint4 v = clean_pack<T>(i == first ? first_in : p.local_in[i]);
 #pragma unroll
         for (int k = 1; k < WS; ++k) {
             const int peer = (p.rank + k) % WS;
@@ -504,13 +686,13 @@ __global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
         // All slots' loads are issued together; only those still empty are polled.
 #pragma unroll
         for (int s = 0; s < WS; ++s) {
-            v[s] = s == p.rank ? clean_pack<T>(p.local_in[i])
+            v[s] = s == p.rank ? clean_pack<T>(i == first ? first_in : p.local_in[i])
                                : load_volatile_pack(push_slot(p.self, p.push_offset, generation, s) + i);
         }
 #pragma unroll
         for (int s = 0; s < WS; ++s) {
             if (s != p.rank && ok && pack_empty<T>(v[s])) {
-                ok = poll_pack<T>(push_slot(p.self, p.push_offset, generation, s) + i, v[s], p, s);
+                ok = poll_pack<T, WS>(push_slot(p.self, p.push_offset, generation, s) + i, v[s], p, s);
             }
         }
         if (!ok) break;
@@ -525,21 +707,27 @@ __global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
         }
         p.out[i] = Tr::pack(acc);
     }
-    if (!ok) return;  // the context is failed from here on; its state is left as is
+    // Block-uniform: every thread reaches this barrier, also those whose wait gave up.
+    if (__syncthreads_or(!ok)) {
+        fill_output_nan<T>(p);  // the context is failed from here on; its state is left as is
+        return;
+    }
+    pdl_launch_dependents();  // every poll is done: the rest needs no peer
 
     // 3. Refill the previous generation's buffer (every peer's data in it was consumed).
     const uint4 empty = make_uint4(kSentinelWord, kSentinelWord, kSentinelWord, kSentinelWord);
-    const uint32_t previous = generation + kPushGenerations - 1;
+    const unsigned long long previous = generation + kPushGenerations - 1;
     for (int s = 0; s < WS; ++s) {
         if (s == p.rank) continue;
         uint4 *slot = push_slot(p.self, p.push_offset, previous, s);
         for (int64_t i = first; i < (int64_t)prev_packs; i += stride) slot[i] = empty;
     }
 
-    __syncthreads();  // every thread has read the state above
+    __syncthreads();  // every thread has read the state above and finished its work
     if (threadIdx.x == 0) {
         state->generation = generation + 1;
         state->prev_packs = (uint32_t)p.npacks;
+        leave_block(p, ticket);
     }
 }
 

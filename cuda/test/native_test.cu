@@ -2,12 +2,14 @@
 // process (peer pointers), on 2, 4, 6 or 8 GPUs of one host.
 //
 //   ar4j_native_test [--gpus N] [--quick] [--no-timing] [--timing-only] [--seed S]
-//                    [--blocks B --threads T] [--ranks N] [--call-overhead]
+//                    [--blocks B --threads T] [--ranks N] [--no-pdl-timing] [--call-overhead]
 //
 // --ranks N runs a world of N ranks on fewer GPUs (rank r on GPU r % gpus, several contexts per
 // GPU): it exercises the world-size-4/6/8 code paths for correctness and the timeout on a
-// 2-GPU machine. Timing is skipped then (the ranks share GPUs), and the 1-/2-stage grid is
-// kept small so that every rank's blocks are resident together.
+// 2-GPU machine, or on one GPU (--gpus 1). Timing is skipped then (the ranks share GPUs), except
+// the PDL on/off comparison, and the 1-/2-stage grid is kept small so that every rank's blocks
+// are resident together. Checks that cannot run there (the wrong-device check on one GPU) are
+// reported as SKIP, never as passed or failed.
 //
 // 1. Correctness: 1-stage, 2-stage and push x fp32/fp16/bf16 x element counts 8 .. 2097152 (powers of
 //    two and +376 tails) x out-of-place/in-place, random integer-valued inputs (exact sums),
@@ -15,8 +17,16 @@
 // 2. Graph capture: unregistered inputs recorded during capture, registered afterwards in
 //    capture order, replayed with fresh inputs.
 // 3. Validation: bad arguments on a live context return the documented status.
-// 4. Timeout: one rank never calls; the others must return within the deadline and name it.
-// 5. Timing: both algorithms per size, CUDA graph of many all-reduces, CUDA events, median.
+// 3b. PDL: a quick correctness matrix and the graph test again with programmatic dependent launch,
+//     and dependent calls (allreduce(allreduce(x))) eagerly and in a graph.
+// 4. Timeout: one rank never calls; the others must return within the deadline, name it and
+//    leave NaN in the output.
+// 5. Timing: both algorithms per size, CUDA graph of many all-reduces, CUDA events, median;
+//    then PDL off against on (also with ranks sharing a GPU).
+// 6. Failure containment: the push generation seeded below 2^32 with a late rank (exact across
+//    the wrap); launch geometry mismatch refused; ar4j_poison from a watchdog thread while
+//    kernels run; a rank that stops inside a graph (NaN for every later replay, naming it); one
+//    context on two streams at once (detected, NaN).
 // Exit code 0 only if every check passed; the last line is "N passed, N failed".
 
 #include <cuda_bf16.h>
@@ -46,6 +56,7 @@ namespace {
 std::mutex g_print;
 std::atomic<int> g_passed{0};
 std::atomic<int> g_failed{0};
+std::atomic<int> g_skipped{0};
 
 #define CHECK_CUDA(call)                                                                          \
     do {                                                                                          \
@@ -53,7 +64,8 @@ std::atomic<int> g_failed{0};
         if (e_ != cudaSuccess) {                                                                  \
             std::fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #call,        \
                          cudaGetErrorName(e_), cudaGetErrorString(e_));                           \
-            std::exit(2);                                                                         \
+            std::fflush(stdout);                                                                  \
+            std::_Exit(2);  /* other threads keep running: no exit handlers */                \
         }                                                                                         \
     } while (0)
 
@@ -63,7 +75,8 @@ std::atomic<int> g_failed{0};
         if (s_ != AR4J_SUCCESS) {                                                                 \
             std::fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #call,        \
                          ar4j_status_name(s_), ar4j_status_message(s_));                          \
-            std::exit(2);                                                                         \
+            std::fflush(stdout);                                                                  \
+            std::_Exit(2);  /* other threads keep running: no exit handlers */                \
         }                                                                                         \
     } while (0)
 
@@ -75,6 +88,12 @@ void record(bool ok, const std::string &what) {
         std::lock_guard<std::mutex> lock(g_print);
         std::printf("FAIL %s\n", what.c_str());
     }
+}
+
+void skip(const std::string &what) {
+    g_skipped++;
+    std::lock_guard<std::mutex> lock(g_print);
+    std::printf("SKIP %s\n", what.c_str());
 }
 
 const char *dtype_name(int d) {
@@ -123,6 +142,7 @@ struct Shared {
     bool quick = false;
     bool timing_enabled = true;
     bool timing_only = false;
+    bool pdl_timing = true;
     int blocks = 0;   // 0: the library's default launch configuration
     int threads = 0;
     int gpus = 0;     // ranks are spread over the GPUs: rank r drives GPU r % gpus
@@ -138,7 +158,7 @@ std::vector<size_t> correctness_counts(bool quick) {
     return counts;
 }
 
-void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream) {
+void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, bool quick, const char *tag) {
     const int ws = sh.ws;
     std::vector<float> mine, other, ref;
     std::vector<uint8_t> in_bytes, ref_bytes, got;
@@ -148,7 +168,7 @@ void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t strea
     for (int dtype : dtypes) {
         for (int algo : algos) {
             for (int in_place = 0; in_place < 2; ++in_place) {
-                for (size_t count : correctness_counts(sh.quick)) {
+                for (size_t count : correctness_counts(quick)) {
                     ++case_id;
                     const size_t bytes = count * esize(dtype);
                     if ((bytes % 16) != 0 || bytes > sh.max_bytes) continue;
@@ -170,7 +190,7 @@ void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t strea
                     int st = ar4j_all_reduce(ctx, algo, dtype, in, out, count, stream);
                     CHECK_CUDA(cudaStreamSynchronize(stream));
                     char what[160];
-                    std::snprintf(what, sizeof what, "rank %d %s %s %s count %zu", rank, algo_name(algo),
+                    std::snprintf(what, sizeof what, "rank %d%s %s %s %s count %zu", rank, tag, algo_name(algo),
                                   dtype_name(dtype), in_place ? "in-place" : "out-of-place", count);
                     if (st != AR4J_SUCCESS) {
                         record(false, std::string(what) + ": " + ar4j_status_name(st));
@@ -323,22 +343,45 @@ void run_validation(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream
     expect(ar4j_set_launch_config(ctx, 36, 500), AR4J_ERROR_LAUNCH_CONFIG, "500 threads");
     const void *ptrs[8] = {in, in, in, in, in, in, in, in};
     expect(ar4j_register_buffer(ctx, ptrs, 1024), AR4J_ERROR_ALREADY_REGISTERED, "overlapping registration");
-    const int other = (sh.device_of(rank) + 1) % sh.gpus;
-    CHECK_CUDA(cudaSetDevice(other));
-    expect(ar4j_all_reduce(ctx, 1, 0, in, out, 4, stream), AR4J_ERROR_WRONG_DEVICE, "wrong device");
-    CHECK_CUDA(cudaSetDevice(sh.device_of(rank)));
+    if (sh.gpus > 1) {
+        const int other = (sh.device_of(rank) + 1) % sh.gpus;
+        CHECK_CUDA(cudaSetDevice(other));
+        expect(ar4j_all_reduce(ctx, 1, 0, in, out, 4, stream), AR4J_ERROR_WRONG_DEVICE, "wrong device");
+        CHECK_CUDA(cudaSetDevice(sh.device_of(rank)));
+    } else {
+        skip("rank " + std::to_string(rank) + " validation wrong device: one GPU, there is no other device to be on");
+    }
+    // Entry points of ABI 0.3 (the context has launched by now).
+    expect(ar4j_set_launch_config(ctx, 16, 512), AR4J_ERROR_ALREADY_LAUNCHED, "launch config after the first call");
+    expect(ar4j_debug_seed_push_generation(ctx, 5), AR4J_ERROR_ALREADY_LAUNCHED, "debug seed after the first call");
+    expect(ar4j_check_geometry(ctx), AR4J_SUCCESS, "geometry agreed");
+    expect(ar4j_poison(ctx, 0), AR4J_ERROR_INVALID_ARGUMENT, "poison reason 0");
+    expect(ar4j_poison(ctx, 256), AR4J_ERROR_INVALID_ARGUMENT, "poison reason 256");
+    expect(ar4j_poison(nullptr, AR4J_POISON_ABORT), AR4J_ERROR_NULL_POINTER, "poison null context");
+    expect(ar4j_set_pdl(ctx, 2), AR4J_ERROR_INVALID_ARGUMENT, "pdl 2");
+    expect(ar4j_read_failure(ctx, nullptr), AR4J_ERROR_NULL_POINTER, "read failure into null");
+    ar4j_failure_info healthy;
+    expect(ar4j_read_failure(ctx, &healthy), AR4J_SUCCESS, "read failure");
+    record(healthy.poisoned == 0 && healthy.origin_rank == -1 && healthy.timeout.timed_out == 0 &&
+               healthy.geometry_mismatch == 0 && healthy.poison_word == 0,
+           "rank " + std::to_string(rank) + " validation: a healthy context reads no failure");
     ar4j_context *bad = nullptr;
     expect(ar4j_context_create(&bad, sh.signals.data(), 0, 3, sh.max_bytes, 4, 1000), AR4J_ERROR_WORLD_SIZE, "world size 3");
     expect(ar4j_context_create(&bad, sh.signals.data(), sh.ws, sh.ws, sh.max_bytes, 4, 1000), AR4J_ERROR_RANK, "rank == ws");
     expect(ar4j_context_create(&bad, sh.signals.data(), 0, sh.ws, sh.max_bytes, 4, 0), AR4J_ERROR_DEADLINE, "deadline 0");
 }
 
-// Rank `missing` never calls; everyone else must return within the deadline and name it.
-void run_timeout(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync, int algo) {
-    const int missing = sh.ws - 1;
-    const uint64_t deadline_ns = 200ull * 1000 * 1000;  // 200 ms
-    ar4j_context *ctx = nullptr;
-    // Fresh signal blocks so the main context's flags are untouched.
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+// ---- failure containment (ABI 0.3) ------------------------------------------------------
+
+// A fresh group on sh.timeout_signals (zeroed), one context per rank with the given deadline,
+// sh.inputs registered, launch geometry `blocks` (0: the test's default). Every rank's context
+// exists (and is configured) when this returns.
+ar4j_context *fresh_group(Shared &sh, int rank, std::barrier<> &sync, uint64_t deadline_ns, int blocks = 0) {
     if (rank == 0) {
         for (int r = 0; r < sh.ws; ++r) {
             CHECK_CUDA(cudaSetDevice(sh.device_of(r)));
@@ -348,40 +391,466 @@ void run_timeout(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync
         CHECK_CUDA(cudaSetDevice(sh.device_of(rank)));
     }
     sync.arrive_and_wait();
-    CHECK_AR(ar4j_context_create(&ctx, sh.timeout_signals.data(), rank, sh.ws, sh.max_bytes, 4, deadline_ns));
-    const void *ptrs[8];
-    for (int r = 0; r < sh.ws; ++r) ptrs[r] = sh.inputs[r];
-    CHECK_AR(ar4j_register_buffer(ctx, ptrs, sh.max_bytes));
-    if (sh.blocks > 0) CHECK_AR(ar4j_set_launch_config(ctx, sh.blocks, sh.threads > 0 ? sh.threads : 512));
+    ar4j_context *ctx = nullptr;
+    CHECK_AR(ar4j_context_create(&ctx, sh.timeout_signals.data(), rank, sh.ws, sh.max_bytes, 8, deadline_ns));
+    CHECK_AR(ar4j_register_buffer(ctx, sh.inputs.data(), sh.max_bytes));
+    if (blocks == 0) blocks = sh.blocks;
+    if (blocks > 0) CHECK_AR(ar4j_set_launch_config(ctx, blocks, sh.threads > 0 ? sh.threads : 512));
     sync.arrive_and_wait();  // every context exists (push buffers filled) before anyone launches
-    if (rank != missing) {
-        auto t0 = std::chrono::steady_clock::now();
-        CHECK_AR(ar4j_all_reduce(ctx, algo, AR4J_DTYPE_BFLOAT16, sh.inputs[rank], sh.outputs[rank], 21504, stream));
-        cudaError_t e = cudaStreamSynchronize(stream);
-        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        ar4j_timeout_info info;
-        CHECK_AR(ar4j_read_timeout(ctx, &info, 0));
-        int next = ar4j_all_reduce(ctx, algo, AR4J_DTYPE_BFLOAT16, sh.inputs[rank], sh.outputs[rank], 21504, stream);
-        char what[256];
-        std::snprintf(what, sizeof what,
-                      "rank %d %s timeout: stream sync %s after %.1f ms, timed_out=%d peer=%d block=%d barrier=%d, next call %s",
-                      rank, algo_name(algo), cudaGetErrorName(e), ms, info.timed_out, info.peer, info.block,
-                      info.barrier, ar4j_status_name(next));
-        {
-            std::lock_guard<std::mutex> lock(g_print);
-            std::printf("%s\n", what);
+    return ctx;
+}
+
+uint16_t nan_half(int dtype) { return dtype == AR4J_DTYPE_FLOAT16 ? 0x7e00 : 0x7fc0; }
+
+// Number of elements of `bytes` at dev that are not the kernels' NaN for dtype.
+size_t count_not_nan(const void *dev, size_t bytes, int dtype) {
+    std::vector<uint8_t> h(bytes);
+    CHECK_CUDA(cudaMemcpy(h.data(), dev, bytes, cudaMemcpyDeviceToHost));
+    size_t bad = 0;
+    if (dtype == AR4J_DTYPE_FLOAT32) {
+        for (size_t i = 0; i + 4 <= bytes; i += 4) {
+            uint32_t w;
+            std::memcpy(&w, &h[i], 4);
+            bad += w != 0x7fc00000u;
         }
-        record(e == cudaSuccess && info.timed_out == 1 && info.peer == missing && ms < 5000.0 &&
-                   next == AR4J_ERROR_PEER_TIMEOUT,
+    } else {
+        for (size_t i = 0; i + 2 <= bytes; i += 2) {
+            uint16_t w;
+            std::memcpy(&w, &h[i], 2);
+            bad += w != nan_half(dtype);
+        }
+    }
+    return bad;
+}
+
+std::string describe(const ar4j_failure_info &f) {
+    char b[256];
+    std::snprintf(b, sizeof b, "poisoned=%d origin=%d reason=%d peer=%d block=%d own-timeout=%d (peer %d)", f.poisoned,
+                  f.origin_rank, f.reason, f.peer, f.block, f.timeout.timed_out, f.timeout.peer);
+    return b;
+}
+
+void say(const std::string &line) {
+    std::lock_guard<std::mutex> lock(g_print);
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Rank `missing` never calls; everyone else must return within the deadline, name it, and
+// leave NaN in the output; the next call fails.
+void run_timeout(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync, int algo) {
+    const int missing = sh.ws - 1;
+    const uint64_t deadline_ns = 200ull * 1000 * 1000;  // 200 ms
+    ar4j_context *ctx = fresh_group(sh, rank, sync, deadline_ns);
+    const int dtype = AR4J_DTYPE_BFLOAT16;
+    const size_t count = 21504, bytes = count * 2;
+    if (rank != missing) {
+        CHECK_CUDA(cudaMemsetAsync(sh.outputs[rank], 0x11, bytes, stream));
+        auto t0 = std::chrono::steady_clock::now();
+        CHECK_AR(ar4j_all_reduce(ctx, algo, dtype, sh.inputs[rank], sh.outputs[rank], count, stream));
+        cudaError_t e = cudaStreamSynchronize(stream);
+        double ms = ms_since(t0);
+        ar4j_failure_info info;
+        CHECK_AR(ar4j_read_failure(ctx, &info));
+        int next = ar4j_all_reduce(ctx, algo, dtype, sh.inputs[rank], sh.outputs[rank], count, stream);
+        const size_t not_nan = count_not_nan(sh.outputs[rank], bytes, dtype);
+        char what[400];
+        std::snprintf(what, sizeof what, "rank %d %s timeout: stream sync %s after %.1f ms, %s, %zu non-NaN, next call %s",
+                      rank, algo_name(algo), cudaGetErrorName(e), ms, describe(info).c_str(), not_nan,
+                      ar4j_status_name(next));
+        say(what);
+        record(e == cudaSuccess && info.poisoned == 1 && info.reason == AR4J_POISON_TIMEOUT && info.peer == missing &&
+                   ms < 5000.0 && not_nan == 0 && (next == AR4J_ERROR_PEER_TIMEOUT || next == AR4J_ERROR_POISONED),
                what);
     }
     sync.arrive_and_wait();
     CHECK_AR(ar4j_context_destroy(ctx));
 }
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+// The push generation seeded just below 2^32 (2^32 is not a multiple of the 3 buffer
+// generations: a 32-bit counter returned the previous call's data at the wrap), one rank
+// launching each call 0.5 ms late: every call across the wrap must be exact.
+void run_wrap(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync) {
+    ar4j_context *ctx = fresh_group(sh, rank, sync, 10ull * 1000 * 1000 * 1000);
+    const uint64_t first = (1ull << 32) - 6;
+    CHECK_AR(ar4j_debug_seed_push_generation(ctx, first));
+    sync.arrive_and_wait();
+    const int late = sh.ws - 1;
+    const int calls = 14;
+    int exact = 0;
+    std::vector<float> mine, other, ref;
+    std::vector<uint8_t> in_bytes, ref_bytes, got;
+    for (int k = 0; k < calls; ++k) {
+        const int dtype = (k % 2) == 0 ? AR4J_DTYPE_BFLOAT16 : AR4J_DTYPE_FLOAT32;
+        const size_t count = 4096, bytes = count * esize(dtype);
+        make_input(sh.seed + 9000 + k, rank, count, mine);
+        ref.assign(count, 0.0f);
+        for (int r = 0; r < sh.ws; ++r) {
+            make_input(sh.seed + 9000 + k, r, count, other);
+            for (size_t i = 0; i < count; ++i) ref[i] += other[i];
+        }
+        encode(dtype, mine, in_bytes);
+        encode(dtype, ref, ref_bytes);
+        CHECK_CUDA(cudaMemcpyAsync(sh.graph_inputs[rank], in_bytes.data(), bytes, cudaMemcpyHostToDevice, stream));
+        CHECK_CUDA(cudaMemsetAsync(sh.outputs[rank], 0x11, bytes, stream));
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        if (rank == late) std::this_thread::sleep_for(std::chrono::microseconds(500));
+        int st = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, sh.graph_inputs[rank], sh.outputs[rank], count, stream);
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        got.resize(bytes);
+        CHECK_CUDA(cudaMemcpy(got.data(), sh.outputs[rank], bytes, cudaMemcpyDeviceToHost));
+        size_t wrong = 0;
+        for (size_t b = 0; b < bytes; b += esize(dtype)) wrong += std::memcmp(&got[b], &ref_bytes[b], esize(dtype)) != 0;
+        exact += st == AR4J_SUCCESS && wrong == 0;
+        record(st == AR4J_SUCCESS && wrong == 0,
+               "rank " + std::to_string(rank) + " push wrap: call at generation " + std::to_string(first + k) + " " +
+                   dtype_name(dtype) + ": " + ar4j_status_name(st) + ", " + std::to_string(wrong) + " of " +
+                   std::to_string(count) + " elements wrong");
+    }
+    say("rank " + std::to_string(rank) + " push wrap: generations " + std::to_string(first) + ".." +
+        std::to_string(first + calls - 1) + " (2^32 = " + std::to_string(1ull << 32) + "), rank " + std::to_string(late) +
+        " 0.5 ms late each call: " + std::to_string(exact) + " of " + std::to_string(calls) + " calls exact");
+    sync.arrive_and_wait();
+    CHECK_AR(ar4j_context_destroy(ctx));
+}
+
+// Even ranks configure 16 blocks, odd ranks 8: the first call is refused on every rank with
+// AR4J_ERROR_GEOMETRY_MISMATCH (no kernel launched), and so is every later one.
+void run_geometry(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync) {
+    const int blocks = (rank % 2) == 0 ? 16 : 8;
+    ar4j_context *ctx = fresh_group(sh, rank, sync, 10ull * 1000 * 1000 * 1000, blocks);
+    const int st1 = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_STAGE, AR4J_DTYPE_BFLOAT16, sh.inputs[rank], sh.outputs[rank], 21504, stream);
+    const int st2 = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, AR4J_DTYPE_BFLOAT16, sh.inputs[rank], sh.outputs[rank], 21504, stream);
+    const int st3 = ar4j_check_geometry(ctx);
+    const int st4 = ar4j_set_launch_config(ctx, 16, 512);
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    ar4j_failure_info info;
+    CHECK_AR(ar4j_read_failure(ctx, &info));
+    const int expected_peer = (rank % 2) == 0 ? 1 : 0;
+    char what[400];
+    std::snprintf(what, sizeof what,
+                  "rank %d geometry %d blocks against peers': calls %s, %s, check %s, reconfigure %s; mismatch=%d peer=%d "
+                  "(%d x %d against local %d x %d), %s",
+                  rank, blocks, ar4j_status_name(st1), ar4j_status_name(st2), ar4j_status_name(st3), ar4j_status_name(st4),
+                  info.geometry_mismatch, info.geometry_peer, info.peer_max_blocks, info.peer_threads,
+                  info.local_max_blocks, info.local_threads, describe(info).c_str());
+    say(what);
+    record(st1 == AR4J_ERROR_GEOMETRY_MISMATCH && st2 == AR4J_ERROR_GEOMETRY_MISMATCH &&
+               st3 == AR4J_ERROR_GEOMETRY_MISMATCH && st4 == AR4J_ERROR_ALREADY_LAUNCHED && info.geometry_mismatch == 1 &&
+               info.geometry_peer == expected_peer && info.peer_max_blocks == (expected_peer % 2 == 0 ? 16 : 8) &&
+               info.local_max_blocks == blocks && info.poisoned == 1 && info.reason == AR4J_POISON_GEOMETRY,
+           what);
+    sync.arrive_and_wait();
+    CHECK_AR(ar4j_context_destroy(ctx));
+}
+
+// Rank 1 never launches; its watchdog thread poisons the group 50 ms after the others launched
+// (a 10 s deadline): the others' running kernels end with NaN at once and name rank 1.
+void run_host_poison(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync) {
+    ar4j_context *ctx = fresh_group(sh, rank, sync, 10ull * 1000 * 1000 * 1000);
+    const int aborter = 1;
+    const int dtype = AR4J_DTYPE_BFLOAT16;
+    const size_t count = 21504, bytes = count * 2;
+    char *out = static_cast<char *>(sh.outputs[rank]);
+    CHECK_CUDA(cudaMemset(out, 0x11, (2u << 20)));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    sync.arrive_and_wait();
+    if (rank != aborter) {
+        auto t0 = std::chrono::steady_clock::now();
+        CHECK_AR(ar4j_all_reduce(ctx, AR4J_ALGO_ONE_STAGE, dtype, sh.inputs[rank], out, count, stream));
+        CHECK_AR(ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, sh.graph_inputs[rank], out + (1 << 20), count, stream));
+        sync.arrive_and_wait();  // launched
+        cudaError_t e = cudaStreamSynchronize(stream);
+        const double ms = ms_since(t0);
+        ar4j_failure_info info;
+        CHECK_AR(ar4j_read_failure(ctx, &info));
+        const int next = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, sh.graph_inputs[rank], out, count, stream);
+        const size_t a = count_not_nan(out, bytes, dtype), b = count_not_nan(out + (1 << 20), bytes, dtype);
+        char what[400];
+        std::snprintf(what, sizeof what,
+                      "rank %d host poison by rank %d: kernels ended %s after %.1f ms (deadline 10 s), %s, non-NaN %zu + %zu, "
+                      "next call %s",
+                      rank, aborter, cudaGetErrorName(e), ms, describe(info).c_str(), a, b, ar4j_status_name(next));
+        say(what);
+        record(e == cudaSuccess && ms < 2000.0 && info.poisoned == 1 && info.origin_rank == aborter &&
+                   info.reason == AR4J_POISON_ABORT && a == 0 && b == 0 && next == AR4J_ERROR_POISONED,
+               what);
+    } else {
+        sync.arrive_and_wait();  // the others launched
+        int st = -1;
+        double poison_ms = 0;
+        std::thread watchdog([&]() {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            auto t0 = std::chrono::steady_clock::now();
+            st = ar4j_poison(ctx, AR4J_POISON_ABORT);  // while the peers' kernels spin
+            poison_ms = ms_since(t0);
+        });
+        watchdog.join();
+        const int again = ar4j_poison(ctx, AR4J_POISON_PEER_LOST);
+        const int next = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, sh.graph_inputs[rank], out, count, stream);
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        ar4j_failure_info info;
+        CHECK_AR(ar4j_read_failure(ctx, &info));
+        char what[400];
+        std::snprintf(what, sizeof what,
+                      "rank %d ar4j_poison from a watchdog thread while peers' kernels run: %s in %.2f ms; again %s; next "
+                      "call %s; %s",
+                      rank, ar4j_status_name(st), poison_ms, ar4j_status_name(again), ar4j_status_name(next),
+                      describe(info).c_str());
+        say(what);
+        record(st == AR4J_SUCCESS && poison_ms < 1000.0 && again == AR4J_SUCCESS && next == AR4J_ERROR_POISONED &&
+                   info.poisoned == 1 && info.origin_rank == aborter && info.reason == AR4J_POISON_ABORT,
+               what);
+    }
+    sync.arrive_and_wait();
+    CHECK_AR(ar4j_context_destroy(ctx));
+}
+
+// A graph of 1-stage, 2-stage and push, replayed exactly once; then rank `missing` stops: the
+// others' replay times out in its first kernel and every kernel after it (and every later
+// replay, on every rank, the missing one's too) writes NaN, naming the missing rank.
+void run_poison_graph(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync) {
+    const int missing = sh.ws - 1;
+    ar4j_context *ctx = fresh_group(sh, rank, sync, 200ull * 1000 * 1000);
+    const int dtype = AR4J_DTYPE_BFLOAT16;
+    struct Call { int algo; size_t in_off; size_t count; size_t out_off; };
+    const Call calls[] = {{AR4J_ALGO_ONE_STAGE, 0, 21504, 0},
+                          {AR4J_ALGO_TWO_STAGE, 1 << 20, 131072 + 376, 1 << 20},
+                          {AR4J_ALGO_ONE_SHOT_PUSH, 2 << 20, 21504, 2 << 20}};
+    char *in = static_cast<char *>(sh.inputs[rank]);
+    char *out = static_cast<char *>(sh.outputs[rank]);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    for (const Call &c : calls) CHECK_AR(ar4j_all_reduce(ctx, c.algo, dtype, in + c.in_off, out + c.out_off, c.count, stream));
+    CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    std::vector<float> mine, other, ref;
+    std::vector<uint8_t> bytes_in, ref_bytes, got;
+    size_t wrong = 0;
+    for (const Call &c : calls) {
+        make_input(sh.seed + 4242 + c.algo, rank, c.count, mine);
+        encode(dtype, mine, bytes_in);
+        CHECK_CUDA(cudaMemcpy(in + c.in_off, bytes_in.data(), bytes_in.size(), cudaMemcpyHostToDevice));
+    }
+    sync.arrive_and_wait();
+    CHECK_CUDA(cudaGraphLaunch(exec, stream));
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    for (const Call &c : calls) {
+        ref.assign(c.count, 0.0f);
+        for (int r = 0; r < sh.ws; ++r) {
+            make_input(sh.seed + 4242 + c.algo, r, c.count, other);
+            for (size_t i = 0; i < c.count; ++i) ref[i] += other[i];
+        }
+        encode(dtype, ref, ref_bytes);
+        got.resize(ref_bytes.size());
+        CHECK_CUDA(cudaMemcpy(got.data(), out + c.out_off, got.size(), cudaMemcpyDeviceToHost));
+        for (size_t b = 0; b < got.size(); ++b) wrong += got[b] != ref_bytes[b];
+    }
+    record(wrong == 0, "rank " + std::to_string(rank) + " poison graph: healthy replay exact (" + std::to_string(wrong) +
+                           " wrong bytes)");
+    sync.arrive_and_wait();  // everyone checked before inputs or outputs change
+
+    auto replay_nan = [&](const char *which) {
+        // Stream-ordered, no device-wide synchronisation: on a shared GPU that would wait for the
+        // other ranks' (spinning) replays and make this rank the late one.
+        CHECK_CUDA(cudaMemsetAsync(out, 0x11, 4u << 20, stream));
+        auto t0 = std::chrono::steady_clock::now();
+        CHECK_CUDA(cudaGraphLaunch(exec, stream));
+        cudaError_t e = cudaStreamSynchronize(stream);
+        const double ms = ms_since(t0);
+        size_t not_nan = 0;
+        for (const Call &c : calls) not_nan += count_not_nan(out + c.out_off, c.count * 2, dtype);
+        ar4j_failure_info info;
+        CHECK_AR(ar4j_read_failure(ctx, &info));
+        char what[400];
+        std::snprintf(what, sizeof what, "rank %d poison graph, %s: replay ended %s after %.1f ms, %zu non-NaN elements, %s",
+                      rank, which, cudaGetErrorName(e), ms, not_nan, describe(info).c_str());
+        say(what);
+        record(e == cudaSuccess && not_nan == 0 && info.poisoned == 1 && info.reason == AR4J_POISON_TIMEOUT &&
+                   info.peer == missing && ms < 5000.0,
+               what);
+        return ms;
+    };
+    if (rank != missing) {
+        replay_nan("rank stopped (deadline 200 ms)");
+        const double again = replay_nan("replay after the failure");
+        record(again < 100.0, "rank " + std::to_string(rank) + " poison graph: a replay of a poisoned group ends at once (" +
+                                  std::to_string(again) + " ms)");
+        const int next = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, in, out, 21504, stream);
+        record(next == AR4J_ERROR_PEER_TIMEOUT || next == AR4J_ERROR_POISONED,
+               "rank " + std::to_string(rank) + " poison graph: next eager call " + ar4j_status_name(next));
+    }
+    sync.arrive_and_wait();
+    if (rank == missing) replay_nan("the stopped rank replays late");
+    sync.arrive_and_wait();
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(graph));
+    CHECK_AR(ar4j_context_destroy(ctx));
+}
+
+// Rank 0 launches on two streams at once (its first launch waits for the peers, which launch
+// 100 ms later): the overlap is found by the kernels, poisons the group, and every output is NaN.
+void run_concurrent(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync, int algo) {
+    ar4j_context *ctx = fresh_group(sh, rank, sync, 10ull * 1000 * 1000 * 1000);
+    cudaStream_t second;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking));
+    const int dtype = AR4J_DTYPE_BFLOAT16;
+    const size_t count = 21504, bytes = count * 2;
+    char *in = static_cast<char *>(algo == AR4J_ALGO_ONE_SHOT_PUSH ? sh.graph_inputs[rank] : sh.inputs[rank]);
+    char *out = static_cast<char *>(sh.outputs[rank]);
+    CHECK_CUDA(cudaMemset(out, 0x11, 2u << 20));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    sync.arrive_and_wait();
+    size_t not_nan = 0;
+    int st1 = AR4J_SUCCESS, st2 = AR4J_SUCCESS;
+    auto t0 = std::chrono::steady_clock::now();
+    if (rank == 0) {
+        st1 = ar4j_all_reduce(ctx, algo, dtype, in, out, count, stream);
+        st2 = ar4j_all_reduce(ctx, algo, dtype, in + (1 << 20), out + (1 << 20), count, second);
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        CHECK_CUDA(cudaStreamSynchronize(second));
+        not_nan = count_not_nan(out, bytes, dtype) + count_not_nan(out + (1 << 20), bytes, dtype);
+    } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        st1 = ar4j_all_reduce(ctx, algo, dtype, in, out, count, stream);
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        not_nan = count_not_nan(out, bytes, dtype);
+    }
+    const double ms = ms_since(t0);
+    ar4j_failure_info info;
+    CHECK_AR(ar4j_read_failure(ctx, &info));
+    char what[400];
+    std::snprintf(what, sizeof what, "rank %d %s on two streams at once (rank 0): launches %s/%s, done in %.1f ms, %zu non-NaN, %s",
+                  rank, algo_name(algo), ar4j_status_name(st1), ar4j_status_name(st2), ms, not_nan, describe(info).c_str());
+    say(what);
+    record(st1 == AR4J_SUCCESS && st2 == AR4J_SUCCESS && not_nan == 0 && info.poisoned == 1 && info.origin_rank == 0 &&
+               info.reason == AR4J_POISON_CONCURRENT_USE && ms < 3000.0,
+           what);
+    sync.arrive_and_wait();
+    CHECK_CUDA(cudaStreamDestroy(second));
+    CHECK_AR(ar4j_context_destroy(ctx));
+}
+
+// PDL on, dependent calls: y = allreduce(x), z = allreduce(y), z must be ws * sum(x), eagerly
+// and in a graph. The second kernel reads what the first wrote, so this fails if a kernel
+// touched its input before griddepcontrol.wait. fp32 keeps ws * 8 * 16 exact.
+void run_pdl_chain(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, std::barrier<> &sync) {
+    CHECK_AR(ar4j_set_pdl(ctx, 1));
+    const int dtype = AR4J_DTYPE_FLOAT32;
+    const size_t count = 21504 + 376, bytes = count * 4;
+    char *x = static_cast<char *>(sh.inputs[rank]);
+    char *y = x + (8u << 20);  // registered too: 1-/2-stage read it from every rank
+    char *z = static_cast<char *>(sh.outputs[rank]);
+    std::vector<float> mine, other, ref;
+    std::vector<uint8_t> in_bytes, ref_bytes, got(bytes);
+    for (int algo : {AR4J_ALGO_ONE_SHOT_PUSH, AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE}) {
+        for (int graph = 0; graph < 2; ++graph) {
+            const uint64_t seed = sh.seed + 7100 + algo * 2 + graph;
+            make_input(seed, rank, count, mine);
+            ref.assign(count, 0.0f);
+            for (int r = 0; r < sh.ws; ++r) {
+                make_input(seed, r, count, other);
+                for (size_t i = 0; i < count; ++i) ref[i] += other[i];
+            }
+            for (float &v : ref) v *= static_cast<float>(sh.ws);
+            encode(dtype, mine, in_bytes);
+            encode(dtype, ref, ref_bytes);
+            CHECK_CUDA(cudaMemcpyAsync(x, in_bytes.data(), bytes, cudaMemcpyHostToDevice, stream));
+            CHECK_CUDA(cudaMemsetAsync(y, 0x11, bytes, stream));
+            CHECK_CUDA(cudaMemsetAsync(z, 0x11, bytes, stream));
+            CHECK_CUDA(cudaStreamSynchronize(stream));
+            sync.arrive_and_wait();  // every rank's x is in place
+            if (graph == 0) {
+                CHECK_AR(ar4j_all_reduce(ctx, algo, dtype, x, y, count, stream));
+                CHECK_AR(ar4j_all_reduce(ctx, algo, dtype, y, z, count, stream));
+                CHECK_CUDA(cudaStreamSynchronize(stream));
+            } else {
+                cudaGraph_t g;
+                cudaGraphExec_t exec;
+                CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+                CHECK_AR(ar4j_all_reduce(ctx, algo, dtype, x, y, count, stream));
+                CHECK_AR(ar4j_all_reduce(ctx, algo, dtype, y, z, count, stream));
+                CHECK_CUDA(cudaStreamEndCapture(stream, &g));
+                CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+                CHECK_CUDA(cudaGraphLaunch(exec, stream));
+                CHECK_CUDA(cudaStreamSynchronize(stream));
+                CHECK_CUDA(cudaGraphExecDestroy(exec));
+                CHECK_CUDA(cudaGraphDestroy(g));
+            }
+            CHECK_CUDA(cudaMemcpy(got.data(), z, bytes, cudaMemcpyDeviceToHost));
+            size_t wrong = 0;
+            for (size_t b = 0; b < bytes; b += 4) wrong += std::memcmp(&got[b], &ref_bytes[b], 4) != 0;
+            record(wrong == 0, "rank " + std::to_string(rank) + " pdl chain " + algo_name(algo) +
+                                   (graph ? " graph" : " eager") + ": allreduce(allreduce(x)) " + std::to_string(wrong) +
+                                   " of " + std::to_string(count) + " elements wrong");
+            sync.arrive_and_wait();  // nobody rewrites x or y while a peer still reads them
+        }
+    }
+    CHECK_AR(ar4j_set_pdl(ctx, 0));
+}
+
+// PDL off and on: CUDA graph of `iters` all-reduces, median of `reps`, per algorithm and size.
+// Runs also with ranks sharing a GPU (then the absolute times are distorted by the sharing).
+void run_pdl_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, std::barrier<> &sync) {
+    const int iters = 50, reps = 9;
+    const size_t sizes[] = {1024, 16384, 43008, 262144};
+    const int algos[] = {AR4J_ALGO_ONE_SHOT_PUSH, AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE};
+    cudaEvent_t start, stop;
+    CHECK_CUDA(cudaEventCreate(&start));
+    CHECK_CUDA(cudaEventCreate(&stop));
+    if (rank == 0) {
+        std::printf("\n# PDL timing: bf16, out-of-place, %d all-reduces per CUDA graph, median of %d, us per all-reduce, rank 0;"
+                    " %d ranks on %d GPU(s)%s\n", iters, reps, sh.ws, sh.gpus,
+                    sh.ws > sh.gpus ? " (ranks share a GPU: absolute times are distorted)" : "");
+        std::printf("%10s %8s %10s %10s %8s\n", "bytes", "algo", "pdl_off", "pdl_on", "on/off");
+    }
+    for (size_t bytes : sizes) {
+        for (int algo : algos) {
+            double us[2];
+            for (int pdl = 0; pdl < 2; ++pdl) {
+                CHECK_AR(ar4j_set_pdl(ctx, pdl));
+                cudaGraph_t graph;
+                cudaGraphExec_t exec;
+                CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+                for (int i = 0; i < iters; ++i) {
+                    CHECK_AR(ar4j_all_reduce(ctx, algo, AR4J_DTYPE_BFLOAT16, sh.inputs[rank], sh.outputs[rank], bytes / 2, stream));
+                }
+                CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+                CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+                for (int w = 0; w < 3; ++w) CHECK_CUDA(cudaGraphLaunch(exec, stream));
+                CHECK_CUDA(cudaStreamSynchronize(stream));
+                std::vector<double> samples;
+                for (int r = 0; r < reps; ++r) {
+                    sync.arrive_and_wait();
+                    CHECK_CUDA(cudaEventRecord(start, stream));
+                    CHECK_CUDA(cudaGraphLaunch(exec, stream));
+                    CHECK_CUDA(cudaEventRecord(stop, stream));
+                    CHECK_CUDA(cudaEventSynchronize(stop));
+                    float ms = 0;
+                    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+                    samples.push_back(ms * 1000.0 / iters);
+                }
+                us[pdl] = median(samples);
+                CHECK_CUDA(cudaGraphExecDestroy(exec));
+                CHECK_CUDA(cudaGraphDestroy(graph));
+            }
+            if (rank == 0) {
+                std::printf("%10zu %8s %10.2f %10.2f %8.3f\n", bytes, algo_name(algo), us[0], us[1], us[1] / us[0]);
+                std::fflush(stdout);
+            }
+        }
+    }
+    CHECK_AR(ar4j_set_pdl(ctx, 0));
+    ar4j_failure_info info;
+    CHECK_AR(ar4j_read_failure(ctx, &info));
+    record(info.poisoned == 0 && info.timeout.timed_out == 0, "rank " + std::to_string(rank) + " PDL timing ran without failures");
+    CHECK_CUDA(cudaEventDestroy(start));
+    CHECK_CUDA(cudaEventDestroy(stop));
 }
 
 // Times `iters` all-reduces captured in one graph; returns microseconds per all-reduce.
@@ -500,13 +969,14 @@ int main(int argc, char **argv) {
         else if (a == "--quick") sh.quick = true;
         else if (a == "--no-timing") sh.timing_enabled = false;
         else if (a == "--timing-only") sh.timing_only = true;
+        else if (a == "--no-pdl-timing") sh.pdl_timing = false;
         else if (a == "--seed" && i + 1 < argc) sh.seed = std::strtoull(argv[++i], nullptr, 10);
         else if (a == "--call-overhead") return run_call_overhead();
         else if (a == "--blocks" && i + 1 < argc) sh.blocks = std::atoi(argv[++i]);
         else if (a == "--threads" && i + 1 < argc) sh.threads = std::atoi(argv[++i]);
         else {
             std::fprintf(stderr,
-                         "usage: %s [--gpus N] [--quick] [--no-timing] [--timing-only] [--seed S] [--blocks B --threads T] [--ranks N] [--call-overhead]\n",
+                         "usage: %s [--gpus N] [--quick] [--no-timing] [--timing-only] [--seed S] [--blocks B --threads T] [--ranks N] [--no-pdl-timing] [--call-overhead]\n",
                          argv[0]);
             return 2;
         }
@@ -584,13 +1054,28 @@ int main(int argc, char **argv) {
             sync.arrive_and_wait();  // every context exists (push buffers filled) before anyone launches
             if (!sh.timing_only) {
                 auto t0 = std::chrono::steady_clock::now();
-                run_correctness(sh, rank, ctx, stream);
+                run_correctness(sh, rank, ctx, stream, sh.quick, "");
                 sync.arrive_and_wait();
                 run_push_sentinels(sh, rank, ctx, stream);
                 sync.arrive_and_wait();
                 run_graph(sh, rank, ctx, stream, sync);
                 run_validation(sh, rank, ctx, stream);
                 sync.arrive_and_wait();
+                // The same with programmatic dependent launch, eager and in a graph.
+                CHECK_AR(ar4j_set_pdl(ctx, 1));
+                int32_t active = -1;
+                CHECK_AR(ar4j_pdl_active(ctx, &active));
+                cudaDeviceProp prop;
+                CHECK_CUDA(cudaGetDeviceProperties(&prop, sh.device_of(rank)));
+                record(active == (prop.major >= 9 ? 1 : 0),
+                       "rank " + std::to_string(rank) + " PDL active " + std::to_string(active) + " on sm_" +
+                           std::to_string(prop.major) + std::to_string(prop.minor));
+                run_correctness(sh, rank, ctx, stream, true, " pdl");
+                sync.arrive_and_wait();
+                run_graph(sh, rank, ctx, stream, sync);
+                CHECK_AR(ar4j_set_pdl(ctx, 0));
+                sync.arrive_and_wait();
+                run_pdl_chain(sh, rank, ctx, stream, sync);
                 if (rank == 0) {
                     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                     std::printf("correctness, graph and validation done in %.1f s: %d passed, %d failed so far\n", s,
@@ -600,16 +1085,25 @@ int main(int argc, char **argv) {
             }
             if (sh.timing_enabled) run_timing(sh, rank, ctx, stream, sync);
             sync.arrive_and_wait();
+            if (sh.pdl_timing) run_pdl_timing(sh, rank, ctx, stream, sync);
+            sync.arrive_and_wait();
             if (!sh.timing_only) {
                 run_timeout(sh, rank, stream, sync, AR4J_ALGO_ONE_STAGE);
                 run_timeout(sh, rank, stream, sync, AR4J_ALGO_TWO_STAGE);
                 run_timeout(sh, rank, stream, sync, AR4J_ALGO_ONE_SHOT_PUSH);
+                run_wrap(sh, rank, stream, sync);
+                run_geometry(sh, rank, stream, sync);
+                run_host_poison(sh, rank, stream, sync);
+                run_poison_graph(sh, rank, stream, sync);
+                run_concurrent(sh, rank, stream, sync, AR4J_ALGO_ONE_SHOT_PUSH);
+                run_concurrent(sh, rank, stream, sync, AR4J_ALGO_ONE_STAGE);
             }
             CHECK_AR(ar4j_context_destroy(ctx));
             CHECK_CUDA(cudaStreamDestroy(stream));
         });
     }
     for (auto &t : threads) t.join();
+    if (g_skipped.load() > 0) std::printf("%d skipped (see SKIP lines)\n", g_skipped.load());
     std::printf("%d passed, %d failed\n", g_passed.load(), g_failed.load());
     return g_failed.load() == 0 ? 0 : 1;
 }

@@ -12,8 +12,19 @@
  * corresponding pointer on every rank. Kernels read peers' inputs directly (1-stage),
  * or reduce a slice each and gather the slices (2-stage).
  *
- * Threading: a context is used by one host thread at a time. Calls on different
- * contexts are independent.
+ * Threading: a context is used by one host thread at a time; a second thread entering
+ * ar4j_all_reduce, a registration or a setter while another is inside is refused with
+ * AR4J_ERROR_CONCURRENT_USE. Exceptions, callable from any thread at any time (a watchdog),
+ * also while kernels run: ar4j_poison, ar4j_read_failure, ar4j_status_name/message.
+ * Calls on different contexts are independent.
+ *
+ * Failure containment: every rank's signal block holds a poison word. A kernel that gives up
+ * waiting (deadline), a host that calls ar4j_poison, or a kernel that finds itself overlapping
+ * another launch of the same context (two streams or two graphs at once) poisons the group: it
+ * writes the word into its own and every peer's signal block. Every kernel reads the word at
+ * entry and while waiting; a poisoned kernel writes NaN over its whole output and returns, so
+ * a CUDA-graph replay after a failure yields NaN, never plausible numbers. A poisoned group
+ * stays poisoned: dispose the contexts and make a new group.
  */
 #ifndef AR4J_CUSTOM_ALL_REDUCE_H
 #define AR4J_CUSTOM_ALL_REDUCE_H
@@ -46,7 +57,22 @@ enum ar4j_status {
     AR4J_ERROR_CUDA = 16,              /* a CUDA runtime call failed: see ar4j_last_cuda_error() */
     AR4J_ERROR_PEER_TIMEOUT = 17,      /* a kernel gave up waiting for a peer: see ar4j_read_timeout() */
     AR4J_ERROR_LAUNCH_CONFIG = 18,     /* block/thread counts outside the accepted ranges */
-    AR4J_ERROR_INVALID_ARGUMENT = 19   /* another argument outside its documented range */
+    AR4J_ERROR_INVALID_ARGUMENT = 19,  /* another argument outside its documented range */
+    AR4J_ERROR_GEOMETRY_MISMATCH = 20, /* a peer published another launch geometry (or none): see ar4j_read_failure */
+    AR4J_ERROR_POISONED = 21,          /* the group is poisoned (a rank gave up, aborted or was misused): see ar4j_read_failure */
+    AR4J_ERROR_CONCURRENT_USE = 22,    /* another host thread is inside a call on this context */
+    AR4J_ERROR_ALREADY_LAUNCHED = 23   /* launch geometry / debug seed after the first ar4j_all_reduce */
+};
+
+/* Why a group was poisoned (ar4j_failure_info.reason). 1 and 4 are set by the kernels, 5 by
+ * ar4j_all_reduce / ar4j_check_geometry; ar4j_poison takes any reason in [1, 255], these
+ * named ones or the caller's own. */
+enum ar4j_poison_reason {
+    AR4J_POISON_TIMEOUT = 1,         /* a kernel of origin_rank gave up waiting for `peer` */
+    AR4J_POISON_ABORT = 2,           /* origin_rank's host aborted the group */
+    AR4J_POISON_PEER_LOST = 3,       /* origin_rank's host learnt that a peer is gone */
+    AR4J_POISON_CONCURRENT_USE = 4,  /* a launch of origin_rank overlapped another launch of its context */
+    AR4J_POISON_GEOMETRY = 5         /* origin_rank found that `peer` publishes another launch geometry */
 };
 
 /* Element types. Half types are accumulated in fp32. */
@@ -86,13 +112,29 @@ typedef struct ar4j_timeout_info {
     uint32_t reserved;
 } ar4j_timeout_info;
 
+/* What ar4j_read_failure reports. -1 marks "none" in the rank and block fields. */
+typedef struct ar4j_failure_info {
+    int32_t poisoned;        /* 1 if the group is poisoned (then origin_rank and reason are set) */
+    int32_t origin_rank;     /* the rank that poisoned it first, as far as this rank's signal block says */
+    int32_t reason;          /* AR4J_POISON_* (or the caller's code given to ar4j_poison) */
+    int32_t peer;            /* TIMEOUT: the rank that was waited for; GEOMETRY: the differing rank */
+    int32_t block;           /* TIMEOUT, CONCURRENT_USE: the CUDA block that found it */
+    int32_t geometry_mismatch; /* 1 if this context found a peer with another launch geometry */
+    int32_t geometry_peer;   /* that peer */
+    int32_t local_max_blocks, local_threads, local_push_blocks, local_push_threads;
+    int32_t peer_max_blocks, peer_threads, peer_push_blocks, peer_push_threads; /* 0 if it published none */
+    ar4j_timeout_info timeout; /* this rank's own kernels' timeout record (as ar4j_read_timeout) */
+    uint64_t poison_word;    /* the raw poison word (0 if healthy) */
+} ar4j_failure_info;
+
 /* Names a status code ("AR4J_ERROR_RANK"); "AR4J_UNKNOWN_STATUS" for others. Never NULL. */
 const char *ar4j_status_name(int status);
 
 /* One sentence describing a status code. Never NULL. */
 const char *ar4j_status_message(int status);
 
-/* ABI version of this library: major * 10000 + minor * 100 + patch. */
+/* ABI version of this library: major * 10000 + minor * 100 + patch (0.3.0 = 300: poison,
+ * geometry agreement, concurrent-use detection, PDL, 64-bit push generation). */
 int ar4j_abi_version(void);
 
 /* Bytes of one rank's signal block, able to run TWO_STAGE on up to max_bytes per call
@@ -118,8 +160,49 @@ int ar4j_context_create(ar4j_context **out, const void *const *signals, int32_t 
 int ar4j_context_destroy(ar4j_context *ctx);
 
 /* Overrides the 1-stage/2-stage launch geometry (defaults: one block per SM, at most
- * AR4J_MAX_BLOCKS, of 512 threads). threads: multiple of 32. */
+ * AR4J_MAX_BLOCKS, of 512 threads). threads: multiple of 32.
+ * Ranks must launch identical grids, so every rank of a group must call this with the same
+ * values (the group's agreed geometry, e.g. the smallest SM count) before any rank makes its
+ * first ar4j_all_reduce; the context publishes its geometry in its signal block, and the
+ * first ar4j_all_reduce (or ar4j_check_geometry) compares every peer's: a difference is
+ * refused with AR4J_ERROR_GEOMETRY_MISMATCH, then and on every later call, and poisons the
+ * group (AR4J_POISON_GEOMETRY). After the first call (or check): AR4J_ERROR_ALREADY_LAUNCHED. */
 int ar4j_set_launch_config(ar4j_context *ctx, int32_t max_blocks, int32_t threads);
+
+/* Compares every peer's published launch geometry with this context's now (once; later calls
+ * return the first answer): AR4J_SUCCESS or AR4J_ERROR_GEOMETRY_MISMATCH. Call it after every
+ * rank has configured its context (a group barrier); ar4j_all_reduce does it at its first call
+ * otherwise. Copies a few words from the peers' signal blocks on a private stream. */
+int ar4j_check_geometry(ar4j_context *ctx);
+
+/* Programmatic dependent launch on (1) or off (0, the default) for this context's later
+ * launches, eager and captured: each kernel may start while the previous kernel of its stream
+ * is finishing and waits (griddepcontrol.wait) before its first dependent access. Accepted on
+ * every device; it takes effect only on compute capability 9.0 or newer with kernels built
+ * for it (ar4j_pdl_active). Ranks need not agree. */
+int ar4j_set_pdl(ar4j_context *ctx, int32_t enabled);
+
+/* *out = 1 if this context's launches use programmatic dependent launch, else 0. */
+int ar4j_pdl_active(const ar4j_context *ctx, int32_t *out);
+
+/* Poisons the group: writes a poison word (origin = this rank, `reason` in [1, 255], e.g.
+ * AR4J_POISON_ABORT) into this rank's and every peer's signal block where none is set yet.
+ * From any thread, also while this context's kernels run: it copies on a private stream and
+ * waits only for those copies, never for the kernels. Running and later kernels of every rank
+ * then write NaN and return; later ar4j_all_reduce calls on this context return
+ * AR4J_ERROR_POISONED. Idempotent. */
+int ar4j_poison(ar4j_context *ctx, int32_t reason);
+
+/* Reads what is known of the group's failure: the poison word of this rank's signal block
+ * (read on a private stream, not waiting for kernels), this rank's timeout record and a
+ * geometry mismatch. From any thread, at any time. Sets *out to zeros/-1 when healthy. */
+int ar4j_read_failure(ar4j_context *ctx, ar4j_failure_info *out);
+
+/* TEST ONLY. Sets every block's one-shot-push generation counter to `generation`, as if that
+ * many push launches had completed; only before the first ar4j_all_reduce
+ * (AR4J_ERROR_ALREADY_LAUNCHED after), and with the same value on every rank. Lets a test cross
+ * 2^32 launches without making them. */
+int ar4j_debug_seed_push_generation(ar4j_context *ctx, uint64_t generation);
 
 /*
  * Registers a buffer set: ptrs[r] is rank r's buffer as addressable from this device,
@@ -139,6 +222,12 @@ int ar4j_registered_count(const ar4j_context *ctx, int32_t *out);
  * stream is capturing a CUDA graph: then in is recorded as a graph input, and its peers'
  * pointers must be supplied with ar4j_register_graph_inputs() before the graph is
  * replayed. out may equal in. Every rank must make the same calls in the same order.
+ * A context's launches must not overlap on the device: one stream at a time (or streams
+ * ordered by events); two streams or two graphs running at once on one context are detected
+ * by the kernels (per block), poison the group (AR4J_POISON_CONCURRENT_USE) and yield NaN.
+ * Fails fast with AR4J_ERROR_PEER_TIMEOUT or AR4J_ERROR_POISONED once this rank knows of a
+ * failure (its kernels' host-mapped records, ar4j_poison, ar4j_read_failure); a peer's poison
+ * that no host call has read yet still turns every launched kernel's output into NaN.
  */
 int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const void *in,
                     void *out, size_t count, void *stream);
@@ -158,7 +247,8 @@ int ar4j_register_graph_inputs(ar4j_context *ctx, const void *const *ptrs, int32
 
 /* Reads the timeout record; clears it when clear != 0. A context whose kernels timed out
  * stays failed (AR4J_ERROR_PEER_TIMEOUT) even after a clear: its flags no longer match
- * the peers'. Dispose it and make a new group. */
+ * the peers', and the kernel that gave up poisoned the group. Dispose it and make a new
+ * group. ar4j_read_failure reports the same record and more. */
 int ar4j_read_timeout(ar4j_context *ctx, ar4j_timeout_info *out, int32_t clear);
 
 /* The cudaError_t of the last failed CUDA call made by this context (0 if none); with NULL,

@@ -1,12 +1,13 @@
 /**
- * ar4j's runtime: the {@link dev.ar4j.Communicator} API, the CUDA and NCCL facades, the
- * dispatch policy and the rendezvous. On the module path, pass
- * {@code --enable-native-access=dev.ar4j.runtime,dev.ar4j.bindings}, and resolve the
- * {@code dev.ar4j.cuda} jar (it holds the kernels library) with
- * {@code --add-modules dev.ar4j.cuda}, or keep it on the class path.
+ * ar4j's runtime: the {@link dev.ar4j.Communicator} API, the availability probe
+ * {@link dev.ar4j.Ar4j}, the CUDA and NCCL facades, the dispatch policy and the rendezvous. On the
+ * module path, pass {@code --enable-native-access=dev.ar4j.runtime,dev.ar4j.bindings}; the
+ * {@code dev.ar4j.cuda} module (the kernels library) is required, so it is resolved without
+ * {@code --add-modules}.
  */
 module dev.ar4j.runtime {
     requires dev.ar4j.bindings;
+    requires dev.ar4j.cuda;
 
     exports dev.ar4j;
     exports dev.ar4j.cuda;

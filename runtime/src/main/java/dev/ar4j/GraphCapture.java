@@ -12,10 +12,12 @@ package dev.ar4j;
  * }   // inputs shared with the peers here: replays are zero-copy
  * }</pre>
  *
- * Closing is collective: every rank closes its scope, and every rank must have captured the
- * same all-reduces. If the ranks captured different numbers of zero-copy all-reduces, closing
- * throws and the communicator refuses further use, instead of letting a replay read memory that
- * was never shared.
+ * Closing is collective: every rank closes its scope, and every rank must have made the same
+ * all-reduces while it was open. Closing compares each call's signature (algorithm, dtype,
+ * element count, whether its input is shared, in call order) across the ranks; on any difference
+ * it throws naming the first differing call and both ranks' versions of it, and the communicator
+ * refuses further use, instead of letting a replay sum different calls or read memory that was
+ * never shared.
  */
 public final class GraphCapture implements AutoCloseable {
 

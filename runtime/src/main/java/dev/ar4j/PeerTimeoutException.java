@@ -5,6 +5,7 @@ package dev.ar4j;
  * different calls). The communicator that threw it is unusable afterwards.
  */
 public final class PeerTimeoutException extends Ar4jException {
+    private static final long serialVersionUID = 1L;
 
     private final int peer;
 

@@ -25,7 +25,7 @@ public record AllocationRange(long base, long byteSize) {
      *
      * @throws CudaException for a pointer that is not in a CUDA allocation ({@code CUDA_ERROR_NOT_FOUND}
      *                       or {@code CUDA_ERROR_INVALID_VALUE})
-     * @throws dev.ar4j.internal.NativeLibraryException when the driver library cannot be loaded
+     * @throws dev.ar4j.NativeLibraryException when the driver library cannot be loaded
      */
     public static AllocationRange of(long devicePointer) {
         CudaDriver.ensureInitialized();

@@ -42,6 +42,9 @@ final class IpcPeerMemory implements PeerMemory {
     interface Mapping extends AutoCloseable {
         long base();
 
+        /** Bytes of the peer's allocation that the mapping covers. */
+        long size();
+
         @Override
         void close();
     }
@@ -53,6 +56,7 @@ final class IpcPeerMemory implements PeerMemory {
     private final Opener opener;
     private final Map<Key, Mapping> mappings = new HashMap<>();
     private final List<Mapping> openOrder = new ArrayList<>();
+    private final java.util.Set<ByteBuffer> ownHandles = new java.util.HashSet<>();
     private int sequence;
     private boolean closed;
 
@@ -80,10 +84,16 @@ final class IpcPeerMemory implements PeerMemory {
 
     private static Mapping openWithCuda(byte[] handle) {
         IpcMapping mapping = IpcMemHandle.fromBytes(handle).open();
+        long size = mappedSize(mapping.baseAddress());
         return new Mapping() {
             @Override
             public long base() {
                 return mapping.baseAddress();
+            }
+
+            @Override
+            public long size() {
+                return size;
             }
 
             @Override
@@ -92,6 +102,27 @@ final class IpcPeerMemory implements PeerMemory {
             }
         };
     }
+
+    /**
+     * The size of an opened peer allocation. Should the driver not answer for IPC-mapped memory,
+     * the bounds check cannot be made: that is said once (WARNING) instead of failing every
+     * exchange; negative offsets are still refused.
+     */
+    private static long mappedSize(long base) {
+        try {
+            return AllocationRange.of(base).byteSize();
+        } catch (RuntimeException e) {
+            if (SIZE_WARNED.compareAndSet(false, true)) {
+                System.getLogger(IpcPeerMemory.class.getName()).log(System.Logger.Level.WARNING,
+                        "cannot read the size of an IPC-mapped peer allocation (" + e.getMessage() + "); peer "
+                        + "records are checked for negative offsets only");
+            }
+            return Long.MAX_VALUE;
+        }
+    }
+
+    private static final java.util.concurrent.atomic.AtomicBoolean SIZE_WARNED =
+            new java.util.concurrent.atomic.AtomicBoolean();
 
     @Override
     public long[][] exchange(long[] pointers, long[] bytes) {
@@ -106,6 +137,7 @@ final class IpcPeerMemory implements PeerMemory {
             if (handle.length != 64) {
                 throw new IllegalStateException("an IPC handle has 64 bytes, got " + handle.length);
             }
+            ownHandles.add(ByteBuffer.wrap(handle.clone()));
             mine.put(handle).putLong(offset[0]).putLong(bytes[i]);
         }
         byte[][] all = rendezvous.allGather("ar4j/ipc/" + (sequence++), mine.array(), timeout);
@@ -132,12 +164,29 @@ final class IpcPeerMemory implements PeerMemory {
                     long peerOffset = record.getLong();
                     long peerBytes = record.getLong();
                     SharedBufferChecks.sameSize(i, rank, bytes[i], r, peerBytes);
+                    if (ownHandles.contains(ByteBuffer.wrap(handleBytes))) {
+                        throw new IllegalStateException("rank " + r + " sent an IPC handle of rank " + rank
+                                + "'s own allocation (shared buffer " + i + "); a peer record must describe the "
+                                + "peer's memory. Refused: the record is forged or the launcher started two ranks "
+                                + "in one process (use Communicator.localGroup for that)");
+                    }
+                    if (peerOffset < 0) {
+                        throw new IllegalStateException("rank " + r + " sent a negative offset " + peerOffset
+                                + " for shared buffer " + i + "; refused (a forged or corrupt peer record)");
+                    }
                     Key key = new Key(r, java.nio.ByteBuffer.wrap(handleBytes));
                     Mapping mapping = mappings.get(key);
                     if (mapping == null) {
                         mapping = opener.open(handleBytes);
                         mappings.put(key, mapping);
                         openOrder.add(mapping);
+                    }
+                    long allocation = mapping.size();
+                    if (peerOffset > allocation || peerBytes > allocation - peerOffset) {
+                        throw new IllegalStateException("rank " + r + " sent shared buffer " + i + " at offset "
+                                + peerOffset + " with " + peerBytes + " bytes, outside its allocation of "
+                                + allocation + " bytes; refused: the kernels would write where the record chose "
+                                + "(a forged or corrupt peer record)");
                     }
                     result[i][r] = mapping.base() + peerOffset;
                 }

@@ -28,9 +28,29 @@ public final class CustomAllReduceKernels {
     public static final int ALGO_ONE_SHOT_PUSH = custom_all_reduce_h.AR4J_ALGO_ONE_SHOT_PUSH();
     /** {@code AR4J_PUSH_MAX_BYTES}: the largest one-shot push call in bytes. */
     public static final int PUSH_MAX_BYTES = custom_all_reduce_h.AR4J_PUSH_MAX_BYTES();
-    /** {@code AR4J_MAX_RANKS}: the largest world size the signal layout supports. */
     /** {@code AR4J_ERROR_PEER_TIMEOUT}: a kernel gave up waiting for a peer; the context is failed. */
     public static final int STATUS_PEER_TIMEOUT = custom_all_reduce_h.AR4J_ERROR_PEER_TIMEOUT();
+    /** {@code AR4J_ERROR_GEOMETRY_MISMATCH}: a peer publishes another launch geometry (or none). */
+    public static final int STATUS_GEOMETRY_MISMATCH = custom_all_reduce_h.AR4J_ERROR_GEOMETRY_MISMATCH();
+    /** {@code AR4J_ERROR_POISONED}: the group is poisoned; see {@link CustomArContext#readFailure()}. */
+    public static final int STATUS_POISONED = custom_all_reduce_h.AR4J_ERROR_POISONED();
+    /** {@code AR4J_ERROR_CONCURRENT_USE}: another host thread is inside a call on the context. */
+    public static final int STATUS_CONCURRENT_USE = custom_all_reduce_h.AR4J_ERROR_CONCURRENT_USE();
+    /** {@code AR4J_ERROR_ALREADY_LAUNCHED}: geometry or debug seed after the context's first all-reduce. */
+    public static final int STATUS_ALREADY_LAUNCHED = custom_all_reduce_h.AR4J_ERROR_ALREADY_LAUNCHED();
+
+    /** {@code AR4J_POISON_TIMEOUT}: a kernel of the origin rank gave up waiting for a peer (set by kernels). */
+    public static final int POISON_TIMEOUT = custom_all_reduce_h.AR4J_POISON_TIMEOUT();
+    /** {@code AR4J_POISON_ABORT}: the origin rank's host aborted the group. */
+    public static final int POISON_ABORT = custom_all_reduce_h.AR4J_POISON_ABORT();
+    /** {@code AR4J_POISON_PEER_LOST}: the origin rank's host learnt that a peer is gone. */
+    public static final int POISON_PEER_LOST = custom_all_reduce_h.AR4J_POISON_PEER_LOST();
+    /** {@code AR4J_POISON_CONCURRENT_USE}: two launches of one context overlapped (set by kernels). */
+    public static final int POISON_CONCURRENT_USE = custom_all_reduce_h.AR4J_POISON_CONCURRENT_USE();
+    /** {@code AR4J_POISON_GEOMETRY}: the origin rank found a peer with another launch geometry. */
+    public static final int POISON_GEOMETRY = custom_all_reduce_h.AR4J_POISON_GEOMETRY();
+
+    /** {@code AR4J_MAX_RANKS}: the largest world size the signal layout supports. */
     public static final int MAX_RANKS = custom_all_reduce_h.AR4J_MAX_RANKS();
     /** {@code AR4J_MAX_BLOCKS}: the most CUDA blocks per launch. */
     public static final int MAX_BLOCKS = custom_all_reduce_h.AR4J_MAX_BLOCKS();
@@ -53,6 +73,26 @@ public final class CustomAllReduceKernels {
 
     static CustomArException exception(int status, String call, String detail) {
         return new CustomArException(call, status, statusName(status), statusMessage(status), detail);
+    }
+
+    /** The ABI version these bindings were generated for (0.3.0: poison, geometry, PDL). */
+    public static final int EXPECTED_ABI_VERSION = 300;
+
+    /**
+     * The name of a poison reason: {@code "TIMEOUT"}, {@code "ABORT"}, {@code "PEER_LOST"},
+     * {@code "CONCURRENT_USE"}, {@code "GEOMETRY"}, {@code "NONE"} for 0, {@code "REASON_<n>"} for
+     * a caller's own code. Needs no native library.
+     */
+    public static String poisonReasonName(int reason) {
+        return switch (reason) {
+            case 0 -> "NONE";
+            case 1 -> "TIMEOUT";
+            case 2 -> "ABORT";
+            case 3 -> "PEER_LOST";
+            case 4 -> "CONCURRENT_USE";
+            case 5 -> "GEOMETRY";
+            default -> "REASON_" + reason;
+        };
     }
 
     /** The library's ABI version, {@code major * 10000 + minor * 100 + patch}. */

@@ -42,4 +42,46 @@ public class CustomArException extends Ar4jException {
     public String statusMessage() {
         return statusMessage;
     }
+
+    /** {@code AR4J_ERROR_PEER_TIMEOUT}: one of this rank's kernels gave up waiting for a peer. */
+    public boolean isPeerTimeout() {
+        return status == 17;
+    }
+
+    /** {@code AR4J_ERROR_GEOMETRY_MISMATCH}: the ranks' launch geometries differ. */
+    public boolean isGeometryMismatch() {
+        return status == 20;
+    }
+
+    /** {@code AR4J_ERROR_POISONED}: the group is poisoned (by this rank or a peer). */
+    public boolean isPoisoned() {
+        return status == 21;
+    }
+
+    /** {@code AR4J_ERROR_CONCURRENT_USE}: another host thread was inside a call on the context. */
+    public boolean isConcurrentUse() {
+        return status == 22;
+    }
+
+    /** Whether the group is unusable after this failure (timeout, poison, geometry): dispose it. */
+    public boolean groupFailed() {
+        return isPeerTimeout() || isPoisoned() || isGeometryMismatch();
+    }
+
+    /**
+     * The name of an {@code ar4j_status} code as the header spells it, without the native
+     * library ({@code "AR4J_UNKNOWN_STATUS"} for others); equal to {@code ar4j_status_name}.
+     */
+    public static String nameOf(int status) {
+        return status >= 0 && status < NAMES.length ? NAMES[status] : "AR4J_UNKNOWN_STATUS";
+    }
+
+    private static final String[] NAMES = {
+            "AR4J_SUCCESS", "AR4J_ERROR_NULL_POINTER", "AR4J_ERROR_WORLD_SIZE", "AR4J_ERROR_RANK",
+            "AR4J_ERROR_SIZE_NOT_MULTIPLE_OF_16", "AR4J_ERROR_MISALIGNED", "AR4J_ERROR_EMPTY", "AR4J_ERROR_TOO_LARGE",
+            "AR4J_ERROR_NOT_REGISTERED", "AR4J_ERROR_DTYPE", "AR4J_ERROR_ALGORITHM", "AR4J_ERROR_DEADLINE",
+            "AR4J_ERROR_CAPACITY", "AR4J_ERROR_ALREADY_REGISTERED", "AR4J_ERROR_GRAPH_COUNT", "AR4J_ERROR_WRONG_DEVICE",
+            "AR4J_ERROR_CUDA", "AR4J_ERROR_PEER_TIMEOUT", "AR4J_ERROR_LAUNCH_CONFIG", "AR4J_ERROR_INVALID_ARGUMENT",
+            "AR4J_ERROR_GEOMETRY_MISMATCH", "AR4J_ERROR_POISONED", "AR4J_ERROR_CONCURRENT_USE",
+            "AR4J_ERROR_ALREADY_LAUNCHED"};
 }

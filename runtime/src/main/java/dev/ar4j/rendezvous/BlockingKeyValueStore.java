@@ -48,6 +48,24 @@ final class BlockingKeyValueStore {
      * @throws IllegalStateException if the store is or gets closed
      */
     AwaitResult await(List<String> keys, long timeoutNanos) throws InterruptedException {
+        return await(keys, timeoutNanos, missing -> null);
+    }
+
+    /** Decides whether a wait must end early: returns the exception to throw, or null to keep waiting. */
+    @FunctionalInterface
+    interface Abort {
+        /** @param missing the positions of the keys still absent, ascending */
+        RuntimeException check(int[] missing);
+    }
+
+    /**
+     * Waits up to {@code timeoutNanos} until all {@code keys} are present, checking {@code abort}
+     * whenever a key is still missing (at the start and after every {@link #wakeAll()} or set).
+     *
+     * @throws IllegalStateException if the store is or gets closed
+     * @throws RuntimeException      the exception {@code abort} returned
+     */
+    AwaitResult await(List<String> keys, long timeoutNanos, Abort abort) throws InterruptedException {
         lock.lock();
         try {
             long remaining = timeoutNanos;
@@ -64,11 +82,36 @@ final class BlockingKeyValueStore {
                 if (absent.isEmpty()) {
                     return new Found(found);
                 }
+                int[] missing = absent.stream().mapToInt(Integer::intValue).toArray();
+                RuntimeException stop = abort.check(missing);
+                if (stop != null) {
+                    throw stop;
+                }
                 if (remaining <= 0) {
-                    return new Missing(absent.stream().mapToInt(Integer::intValue).toArray());
+                    return new Missing(missing);
                 }
                 remaining = changed.awaitNanos(remaining);
             }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The value stored under {@code key}, or null. */
+    byte[] peek(String key) {
+        lock.lock();
+        try {
+            return values.get(key);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Wakes every waiter so that it checks its abort condition again. */
+    void wakeAll() {
+        lock.lock();
+        try {
+            changed.signalAll();
         } finally {
             lock.unlock();
         }

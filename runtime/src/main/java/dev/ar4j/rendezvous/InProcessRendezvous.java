@@ -19,13 +19,22 @@ import java.util.List;
  * }
  * }</pre>
  *
- * Values are copied in and out, so no rank sees another's array.
+ * Values are copied in and out, so no rank sees another's array. No token is needed: the group
+ * lives in one JVM.
+ *
+ * <p>Liveness: a wait that needs a key of a rank whose view was closed, or that was
+ * {@linkplain #abort aborted}, fails at once with a {@link RankLostException}; an abort is also
+ * reported to every view's {@linkplain Rendezvous#onPeerLost peer-loss listeners}. Closing a view
+ * is a normal departure and is not reported.
  */
 public final class InProcessRendezvous {
 
     private final int worldSize;
     private final BlockingKeyValueStore store = new BlockingKeyValueStore();
     private final RankView[] views;
+    private final PeerLossListeners listeners = new PeerLossListeners();
+    private final java.util.BitSet departed = new java.util.BitSet();
+    private final java.util.Map<Integer, String> lost = new java.util.HashMap<>();
 
     private InProcessRendezvous(int worldSize) {
         this.worldSize = worldSize;
@@ -66,6 +75,42 @@ public final class InProcessRendezvous {
         return views[rank];
     }
 
+    /**
+     * Declares {@code rank} lost (its thread failed, say): every wait that needs one of its missing
+     * keys fails at once with a {@link RankLostException}, and every view's listeners are told.
+     *
+     * @throws IllegalArgumentException if {@code rank} is out of range
+     */
+    public void abort(int rank, String reason) {
+        if (rank < 0 || rank >= worldSize) {
+            throw new IllegalArgumentException("rank " + rank + " is out of range for world size " + worldSize);
+        }
+        String message = "rank " + rank + " aborted: " + java.util.Objects.requireNonNull(reason, "reason");
+        synchronized (this) {
+            lost.putIfAbsent(rank, message);
+        }
+        store.wakeAll();
+        listeners.report(rank, message);
+    }
+
+    private synchronized RuntimeException abortReason(List<String> keys, int[] missing) {
+        for (int index : missing) {
+            int owner = StoreKeys.owner(keys.get(index), worldSize);
+            if (owner < 0) {
+                continue;
+            }
+            String loss = lost.get(owner);
+            if (loss != null) {
+                return new RankLostException(owner, loss + "; it never published '" + keys.get(index) + "'");
+            }
+            if (departed.get(owner)) {
+                return new RankLostException(owner, "rank " + owner + " closed its rendezvous without publishing '"
+                        + keys.get(index) + "'; do all ranks make the same collective calls?");
+            }
+        }
+        return null;
+    }
+
     private final class RankView extends StoreBackedRendezvous {
 
         RankView(int rank) {
@@ -81,7 +126,8 @@ public final class InProcessRendezvous {
         AwaitResult storeAwait(List<String> storeKeys, Duration timeout, String operation) {
             AwaitResult result;
             try {
-                result = store.await(storeKeys, Durations.toNanos(timeout));
+                result = store.await(storeKeys, Durations.toNanos(timeout),
+                        missing -> abortReason(storeKeys, missing));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new RendezvousException("rank " + rank() + " was interrupted while waiting in " + operation, e);
@@ -98,7 +144,20 @@ public final class InProcessRendezvous {
 
         @Override
         void release() {
-            // The store is shared by the group and holds nothing per rank.
+            synchronized (InProcessRendezvous.this) {
+                departed.set(rank());
+            }
+            store.wakeAll();
+        }
+
+        @Override
+        public AutoCloseable onPeerLost(PeerLossListener listener) {
+            return listeners.add(listener);
+        }
+
+        @Override
+        public void abortRank(String reason) {
+            abort(rank(), reason);
         }
 
         @Override

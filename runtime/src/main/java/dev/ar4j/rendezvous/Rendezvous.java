@@ -90,6 +90,18 @@ public interface Rendezvous extends AutoCloseable {
      * @param listener told once, on a rendezvous thread
      * @return a handle whose {@code close()} removes the listener
      */
+    /**
+     * Declares this rank lost to the group (it gave up or was aborted): the peers' waits that need
+     * it end at once and their {@link #onPeerLost} listeners are told. Must not block. The
+     * default does nothing: a rendezvous that cannot tell its peers leaves that to the kernels'
+     * poison word and NCCL's abort.
+     *
+     * @param reason what happened, for the peers' messages
+     */
+    default void abortRank(String reason) {
+        java.util.Objects.requireNonNull(reason, "reason");
+    }
+
     default AutoCloseable onPeerLost(PeerLossListener listener) {
         java.util.Objects.requireNonNull(listener, "listener");
         return () -> { };

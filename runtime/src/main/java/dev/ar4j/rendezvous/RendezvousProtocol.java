@@ -18,33 +18,48 @@ import java.util.List;
  * The wire format of {@link TcpRendezvous} and {@link TcpRendezvousServer}, described once.
  *
  * <h2>Frame</h2>
- * Every request and every reply is one frame, big-endian:
+ * Every message is one frame, big-endian:
  * <pre>
  * offset 0  int   magic 0x41523452 ("AR4R")
- * offset 4  byte  protocol version (1)
- * offset 5  byte  type: request HELLO=1, SET=2, GET=3; reply OK=0x10, TIMEOUT=0x11, ERROR=0x12
- * offset 6  int   payload length, checked against a maximum before anything is allocated
+ * offset 4  byte  protocol version (2)
+ * offset 5  byte  type
+ * offset 6  int   payload length, checked against the reader's maximum before anything is allocated
  * offset 10       payload
  * </pre>
  * A byte string inside a payload is an {@code int} length and that many bytes; keys are UTF-8.
  *
- * <h2>Payloads</h2>
+ * <h2>Handshake (in clear, frames of at most {@value #MAX_HANDSHAKE_PAYLOAD} bytes)</h2>
  * <pre>
- * HELLO   int rank, int worldSize                        → OK (empty) | ERROR
- * SET     bytes key, bytes value                         → OK (empty) | ERROR
- * GET     long timeoutMillis, int n, n × bytes key       → OK: int n, n × bytes value
- *                                                        | TIMEOUT: int m, m × int index of a missing key
- *                                                        | ERROR
- * ERROR   the message, UTF-8, the whole payload
+ * client HELLO     int rank, int worldSize, long incarnation, 16 bytes client nonce
+ * server CHALLENGE 16 bytes server nonce
+ * client AUTH      32 bytes HMAC-SHA256(token key, "client" | HELLO payload | server nonce)
+ * server WELCOME   32 bytes HMAC-SHA256(token key, "server" | HELLO payload | server nonce)   | ERROR
  * </pre>
- * The first request of a connection must be HELLO. After a malformed frame the server answers
- * ERROR and closes that connection (the stream can no longer be trusted); the server itself and
- * its other connections carry on.
+ * The token never goes on the wire; rank and world size are checked only after AUTH, so a
+ * stranger learns nothing about the group. Each side derives the session key
+ * HMAC-SHA256(token key, "session" | HELLO payload | server nonce).
+ *
+ * <h2>Session (every payload ends with a 32-byte MAC)</h2>
+ * The MAC is HMAC-SHA256(session key, direction | sequence number | type | body), the sequence
+ * number counting the frames of one direction from 0, so a frame cannot be forged, altered,
+ * replayed or reordered.
+ * <pre>
+ * SET       bytes key, bytes value                  → OK (empty) | ERROR
+ * GET       long timeoutMillis, int n, n × bytes key → OK: int n, n × bytes value
+ *                                                    | TIMEOUT: int m, m × int index of a missing key
+ *                                                    | ERROR
+ * HEARTBEAT (empty), both directions, no reply
+ * BYE       (empty), the client leaves on purpose, no reply
+ * PEER_LOST int rank, UTF-8 reason: the server tells every client a rank is lost, no reply
+ * ERROR     byte code, int rank, UTF-8 message
+ * </pre>
+ * Keys start with the rank that owns them (see {@code StoreKeys}). After a malformed frame the
+ * server answers ERROR and closes that connection; the server and its other connections carry on.
  */
 final class RendezvousProtocol {
 
     static final int MAGIC = 0x41523452;
-    static final byte VERSION = 1;
+    static final byte VERSION = 2;
     static final int HEADER_BYTES = 10;
 
     /** Longest key on the wire: a user key plus the namespace prefix the collectives add. */
@@ -54,6 +69,13 @@ final class RendezvousProtocol {
     static final int MAX_REQUEST_PAYLOAD = 4 + MAX_KEY_BYTES + 4 + MAX_VALUE_BYTES;
     /** Largest reply: a GET of many values. */
     static final int MAX_REPLY_PAYLOAD = 1 << 30;
+    /** Largest handshake frame: a HELLO is 32 bytes. */
+    static final int MAX_HANDSHAKE_PAYLOAD = 64;
+    /** Largest ERROR or PEER_LOST message a client accepts. */
+    static final int MAX_MESSAGE_PAYLOAD = 64 * 1024;
+    static final int NONCE_BYTES = 16;
+    static final int MAC_BYTES = 32;
+    static final int HELLO_BYTES = 16 + NONCE_BYTES;
 
     static final byte HELLO = 1;
     static final byte SET = 2;
@@ -61,6 +83,18 @@ final class RendezvousProtocol {
     static final byte OK = 0x10;
     static final byte TIMEOUT = 0x11;
     static final byte ERROR = 0x12;
+    static final byte AUTH = 4;
+    static final byte HEARTBEAT = 5;
+    static final byte BYE = 6;
+    static final byte CHALLENGE = 0x13;
+    static final byte WELCOME = 0x14;
+    static final byte PEER_LOST = 0x15;
+
+    /** ERROR codes: what kind of refusal, so the client raises the matching exception. */
+    static final byte CODE_PROTOCOL = 1;
+    static final byte CODE_AUTH = 2;
+    static final byte CODE_REFUSED = 3;
+    static final byte CODE_RANK_LOST = 4;
 
     private RendezvousProtocol() {
     }
@@ -86,6 +120,12 @@ final class RendezvousProtocol {
             case OK -> "OK";
             case TIMEOUT -> "TIMEOUT";
             case ERROR -> "ERROR";
+            case AUTH -> "AUTH";
+            case HEARTBEAT -> "HEARTBEAT";
+            case BYE -> "BYE";
+            case CHALLENGE -> "CHALLENGE";
+            case WELCOME -> "WELCOME";
+            case PEER_LOST -> "PEER_LOST";
             default -> String.format("unknown type 0x%02x", type & 0xff);
         };
     }
@@ -108,6 +148,11 @@ final class RendezvousProtocol {
      * @throws EOFException      if the stream ended inside the frame
      */
     static Frame readFrame(DataInputStream in, int maxPayload) throws IOException {
+        return readFrame(in, () -> maxPayload);
+    }
+
+    /** Reads one frame whose payload limit is asked for once its header has arrived. */
+    static Frame readFrame(DataInputStream in, java.util.function.IntSupplier maxPayloadNow) throws IOException {
         int first = in.read();
         if (first < 0) {
             return null;
@@ -128,6 +173,7 @@ final class RendezvousProtocol {
         }
         byte type = header.get();
         int length = header.getInt();
+        int maxPayload = maxPayloadNow.getAsInt();
         if (length < 0 || length > maxPayload) {
             throw new ProtocolViolation(typeName(type) + " frame announces a payload of " + (length & 0xffffffffL)
                     + " bytes, more than the maximum of " + maxPayload + " bytes");
@@ -148,8 +194,9 @@ final class RendezvousProtocol {
 
     // ---- payload encoding ----
 
-    static byte[] hello(int rank, int worldSize) {
-        return ByteBuffer.allocate(8).putInt(rank).putInt(worldSize).array();
+    static byte[] hello(int rank, int worldSize, long incarnation, byte[] clientNonce) {
+        return ByteBuffer.allocate(HELLO_BYTES).putInt(rank).putInt(worldSize).putLong(incarnation)
+                .put(clientNonce).array();
     }
 
     static byte[] set(String key, byte[] value) {
@@ -186,13 +233,25 @@ final class RendezvousProtocol {
         return buffer.array();
     }
 
-    static byte[] error(String message) {
-        return message.getBytes(StandardCharsets.UTF_8);
+    static byte[] error(byte code, int rank, String message) {
+        byte[] text = message.getBytes(StandardCharsets.UTF_8);
+        if (text.length > MAX_MESSAGE_PAYLOAD - 5) {
+            text = java.util.Arrays.copyOf(text, MAX_MESSAGE_PAYLOAD - 5);
+        }
+        return ByteBuffer.allocate(5 + text.length).put(code).putInt(rank).put(text).array();
+    }
+
+    static byte[] peerLost(int rank, String reason) {
+        return error((byte) 0, rank, reason);
     }
 
     // ---- payload decoding ----
 
-    record HelloRequest(int rank, int worldSize) {
+    record HelloRequest(int rank, int worldSize, long incarnation) {
+    }
+
+    /** An ERROR or PEER_LOST payload. */
+    record Refusal(byte code, int rank, String message) {
     }
 
     record SetRequest(String key, byte[] value) {
@@ -203,7 +262,9 @@ final class RendezvousProtocol {
 
     static HelloRequest parseHello(byte[] payload) throws ProtocolViolation {
         PayloadReader reader = new PayloadReader(payload, "HELLO");
-        HelloRequest hello = new HelloRequest(reader.intValue("rank"), reader.intValue("world size"));
+        HelloRequest hello = new HelloRequest(reader.intValue("rank"), reader.intValue("world size"),
+                reader.longValue("incarnation"));
+        reader.fixed(NONCE_BYTES, "client nonce");
         reader.expectEnd();
         return hello;
     }
@@ -215,13 +276,17 @@ final class RendezvousProtocol {
         return set;
     }
 
-    static GetRequest parseGet(byte[] payload) throws ProtocolViolation {
+    static GetRequest parseGet(byte[] payload, int maxKeys) throws ProtocolViolation {
         PayloadReader reader = new PayloadReader(payload, "GET");
         long timeoutMillis = reader.longValue("timeout");
         if (timeoutMillis < 0) {
             throw new ProtocolViolation("GET timeout must be >= 0 ms, got " + timeoutMillis);
         }
         int count = reader.count("key count");
+        if (count > maxKeys) {
+            throw new ProtocolViolation("GET of " + count + " keys exceeds the maximum of " + maxKeys
+                    + " keys per read (ar4j.rdzv.maxKeysPerGet)");
+        }
         List<String> keys = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
             keys.add(reader.key());
@@ -252,8 +317,14 @@ final class RendezvousProtocol {
         return indices;
     }
 
-    static String parseError(byte[] payload) {
-        return new String(payload, StandardCharsets.UTF_8);
+    static Refusal parseError(byte[] payload) {
+        if (payload.length < 5) {
+            return new Refusal(CODE_PROTOCOL, -1, "(malformed ERROR of " + payload.length + " bytes)");
+        }
+        ByteBuffer buffer = ByteBuffer.wrap(payload);
+        byte code = buffer.get();
+        int rank = buffer.getInt();
+        return new Refusal(code, rank, new String(payload, 5, payload.length - 5, StandardCharsets.UTF_8));
     }
 
     private static final class PayloadWriter {
@@ -328,6 +399,15 @@ final class RendezvousProtocol {
                 throw new ProtocolViolation(frame + " payload: " + what + " of " + (length & 0xffffffffL)
                         + " bytes exceeds the maximum of " + max + " bytes");
             }
+            if (length > buffer.remaining()) {
+                throw truncated(what);
+            }
+            byte[] out = new byte[length];
+            buffer.get(out);
+            return out;
+        }
+
+        byte[] fixed(int length, String what) throws ProtocolViolation {
             if (length > buffer.remaining()) {
                 throw truncated(what);
             }

@@ -18,10 +18,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * key" and "wait for these keys": the in-process and the TCP implementation differ only in where
  * the store lives.
  *
- * <p>Stored keys are {@code <namespace>/<use>/[<rank>/]<user key>}. The namespace separates the
- * operations, the use count (1 for the first use of a user key with an operation on this rank)
- * makes repeated use of a key safe, and the rank tells the contributions of one use apart. The
- * numeric fields come first and contain no {@code /}, so any user key maps to distinct stored keys.
+ * <p>Stored keys are {@code <owner rank>/<namespace>/<use>/<user key>}, or
+ * {@code *}{@code /kv/<user key>} for the shared keys of {@link #set}/{@link #get} (see
+ * {@code StoreKeys}). The owner rank comes first so that the store can check that a rank writes
+ * only its own keys and tell which rank a wait depends on; the namespace separates the operations;
+ * the use count (1 for the first use of a user key with an operation on this rank) makes repeated
+ * use of a key safe. The fields before the user key contain no {@code /}, so any user key maps to
+ * distinct stored keys.
  */
 abstract class StoreBackedRendezvous implements Rendezvous {
 
@@ -77,9 +80,9 @@ abstract class StoreBackedRendezvous implements Rendezvous {
         try {
             checkOpen();
             int use = nextUse("ag", key);
-            String prefix = "ag/" + use + "/";
-            storeSet(prefix + rank + "/" + key, mine);
-            AwaitResult result = storeAwait(perRankKeys(prefix, key), timeout, "allGather '" + key + "'");
+            String suffix = "/ag/" + use + "/" + key;
+            storeSet(rank + suffix, mine);
+            AwaitResult result = storeAwait(perRankKeys(suffix), timeout, "allGather '" + key + "'");
             return switch (result) {
                 case Found found -> found.values();
                 case Missing missing -> throw timedOut(missingRanks("allGather '" + key + "'", use, key, missing, timeout,
@@ -109,7 +112,7 @@ abstract class StoreBackedRendezvous implements Rendezvous {
         try {
             checkOpen();
             int use = nextUse("bc", key);
-            String storeKey = "bc/" + use + "/" + root + "/" + key;
+            String storeKey = StoreKeys.owned(root, "bc/" + use + "/" + key);
             if (root == rank) {
                 storeSet(storeKey, valueOrNullIfNotRoot);
                 return valueOrNullIfNotRoot.clone();
@@ -135,9 +138,9 @@ abstract class StoreBackedRendezvous implements Rendezvous {
         try {
             checkOpen();
             int use = nextUse("bar", key);
-            String prefix = "bar/" + use + "/";
-            storeSet(prefix + rank + "/" + key, new byte[0]);
-            AwaitResult result = storeAwait(perRankKeys(prefix, key), timeout, "barrier '" + key + "'");
+            String suffix = "/bar/" + use + "/" + key;
+            storeSet(rank + suffix, new byte[0]);
+            AwaitResult result = storeAwait(perRankKeys(suffix), timeout, "barrier '" + key + "'");
             if (result instanceof Missing missing) {
                 throw timedOut(missingRanks("barrier '" + key + "'", use, key, missing, timeout, "never entered it"));
             }
@@ -153,7 +156,7 @@ abstract class StoreBackedRendezvous implements Rendezvous {
         callLock.lock();
         try {
             checkOpen();
-            storeSet("kv/" + key, value);
+            storeSet(StoreKeys.shared("kv/" + key), value);
         } finally {
             callLock.unlock();
         }
@@ -166,7 +169,7 @@ abstract class StoreBackedRendezvous implements Rendezvous {
         callLock.lock();
         try {
             checkOpen();
-            AwaitResult result = storeAwait(List.of("kv/" + key), timeout, "get '" + key + "'");
+            AwaitResult result = storeAwait(List.of(StoreKeys.shared("kv/" + key)), timeout, "get '" + key + "'");
             return switch (result) {
                 case Found found -> found.values()[0];
                 case Missing ignored -> throw new RendezvousTimeoutException("get '" + key + "' timed out after "
@@ -223,10 +226,10 @@ abstract class StoreBackedRendezvous implements Rendezvous {
         return useCounts.merge(namespace + "/" + key, 1, Integer::sum);
     }
 
-    private List<String> perRankKeys(String prefix, String key) {
+    private List<String> perRankKeys(String suffix) {
         List<String> keys = new ArrayList<>(worldSize);
         for (int r = 0; r < worldSize; r++) {
-            keys.add(prefix + r + "/" + key);
+            keys.add(r + suffix);
         }
         return keys;
     }

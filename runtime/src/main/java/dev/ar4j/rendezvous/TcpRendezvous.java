@@ -6,17 +6,12 @@ import dev.ar4j.rendezvous.BlockingKeyValueStore.Missing;
 import dev.ar4j.rendezvous.RendezvousProtocol.Frame;
 import dev.ar4j.rendezvous.RendezvousProtocol.ProtocolViolation;
 
-import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
-import java.io.DataInputStream;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
 import java.net.Socket;
 import java.net.SocketException;
-import java.net.SocketTimeoutException;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -38,6 +33,14 @@ import java.util.Objects;
  *     byte[][] ids = rendezvous.allGather("host-ids", HostIdentity.local().toBytes(), Duration.ofSeconds(60));
  * }
  * }</pre>
+ *
+ * <p>The group belongs to one job: every rank proves it knows the job's {@link JobToken}
+ * ({@code AR4J_RDZV_TOKEN}, or one derived from the launcher's job id) by challenge–response, and
+ * every frame after that carries a MAC. Without a token the server serves loopback only. Each end
+ * sends a heartbeat every {@link RendezvousSettings#heartbeatInterval()}; a rank that disconnects
+ * without goodbye, or is silent for the heartbeat timeout, makes every wait that needs it fail at
+ * once with a {@link RankLostException}, and {@link #onPeerLost} listeners are told. It is not
+ * encryption: keep the rendezvous on a trusted network.
  *
  * <p>Closing the serving rank's rendezvous waits (up to the close linger) until every rank has
  * connected and disconnected, so a value it published last, such as a broadcast, is not lost to a
@@ -62,20 +65,17 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
     private final String serverDescription;
     private final TcpRendezvousServer ownedServer;
     private final Duration closeLinger;
-    private final Socket socket;
-    private final DataInputStream in;
-    private final OutputStream out;
-    private String brokenBecause;
+    private final ClientConnection connection;
+    private final PeerLossListeners listeners;
 
     private TcpRendezvous(int rank, int worldSize, String serverDescription, TcpRendezvousServer ownedServer,
-                          Duration closeLinger, Socket socket) throws IOException {
+                          Duration closeLinger, ClientConnection connection, PeerLossListeners listeners) {
         super(rank, worldSize);
         this.serverDescription = serverDescription;
         this.ownedServer = ownedServer;
         this.closeLinger = closeLinger;
-        this.socket = socket;
-        this.in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
-        this.out = new BufferedOutputStream(socket.getOutputStream());
+        this.connection = connection;
+        this.listeners = listeners;
     }
 
     /** A builder for a rendezvous whose parameters are given one by one. */
@@ -87,9 +87,9 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
      * Joins the group that {@code environment} describes: rank 0 serves at the master port, and
      * every rank connects to the master address.
      *
-     * <p>Rank 0 binds the loopback address when the master address is a loopback address and all
-     * ranks run on this host; the master address itself when it belongs to this host; and all
-     * interfaces otherwise (for example when the name resolves to 127.0.1.1 on rank 0 but the
+     * <p>When all ranks run on this host, rank 0 binds the loopback address and every rank connects
+     * to it. When the ranks span hosts, rank 0 binds the master address itself when it belongs to
+     * this host, and all interfaces otherwise (for example when the name resolves to 127.0.1.1 on rank 0 but the
      * ranks span hosts). A world of one rank serves on an ephemeral loopback port, since nobody
      * else needs to find it.
      */
@@ -103,6 +103,9 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
                 .connectTimeout(connectTimeout);
         if (environment.worldSize() == 1) {
             builder.serverHost(InetAddress.getLoopbackAddress().getHostAddress()).serverPort(0);
+        } else if (environment.isSingleHost()) {
+            // All ranks on this host: loopback for everyone, whatever name the master address has.
+            builder.serverHost(InetAddress.getLoopbackAddress().getHostAddress());
         } else if (environment.rank() == 0) {
             builder.bindAddress(chooseBindAddress(environment));
         }
@@ -161,11 +164,21 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
         return ownedServer.port();
     }
 
+    /**
+     * Subscribes to the loss of a rank: the server reports a rank that disconnected without
+     * goodbye, whose heartbeat stopped, or that joined again as a new incarnation; this rank
+     * reports the server itself gone or silent (rank -1).
+     */
+    @Override
+    public AutoCloseable onPeerLost(PeerLossListener listener) {
+        return listeners.add(listener);
+    }
+
     @Override
     void storeSet(String storeKey, byte[] value) {
-        Frame reply = exchange(RendezvousProtocol.SET, RendezvousProtocol.set(storeKey, value), REPLY_GRACE,
-                "set of '" + storeKey + "'");
-        if (reply.type() != RendezvousProtocol.OK) {
+        Frame reply = connection.exchange(RendezvousProtocol.SET, RendezvousProtocol.set(storeKey, value), 0,
+                REPLY_GRACE, "set of '" + storeKey + "'");
+        if (reply.type() != RendezvousProtocol.OK || reply.payload().length != 0) {
             throw unexpectedReply(reply, "SET");
         }
     }
@@ -173,8 +186,9 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
     @Override
     AwaitResult storeAwait(List<String> storeKeys, Duration timeout, String operation) {
         long timeoutMillis = Math.max(1, Durations.toMillis(timeout));
-        Frame reply = exchange(RendezvousProtocol.GET, RendezvousProtocol.get(timeoutMillis, storeKeys),
-                timeout.plus(REPLY_GRACE), operation);
+        long maxReply = 4L + (long) storeKeys.size() * (4L + RendezvousProtocol.MAX_VALUE_BYTES);
+        Frame reply = connection.exchange(RendezvousProtocol.GET, RendezvousProtocol.get(timeoutMillis, storeKeys),
+                (int) Math.min(maxReply, RendezvousProtocol.MAX_REPLY_PAYLOAD), timeout.plus(REPLY_GRACE), operation);
         try {
             switch (reply.type()) {
                 case RendezvousProtocol.OK -> {
@@ -198,7 +212,7 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
                 default -> throw unexpectedReply(reply, "GET");
             }
         } catch (ProtocolViolation violation) {
-            brokenBecause = violation.getMessage();
+            connection.markBroken(violation.getMessage());
             throw new RendezvousException("rank " + rank() + " got a malformed reply from the rendezvous server at "
                     + serverDescription + " during " + operation + ": " + violation.getMessage());
         }
@@ -206,10 +220,10 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
 
     @Override
     void release() {
-        closeQuietly(socket);
+        connection.close();
         if (ownedServer != null) {
-            if (hasTimedOut()) {
-                // Not for the absent ranks, but for those still waiting: they time out on their own
+            if (hasTimedOut() || listeners.firstLoss() != null) {
+                // After a timeout or a lost rank the group is out of step. Not for the absent ranks, but for those still waiting: they time out on their own
                 // and name the missing ranks, instead of seeing the server vanish under them.
                 if (closeLinger.isPositive() && !ownedServer.awaitConnectedRanksGone(closeLinger)) {
                     LOG.log(System.Logger.Level.WARNING, "rank " + rank() + " closes the rendezvous server at "
@@ -231,41 +245,8 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
                 + (ownedServer != null ? " (served here)" : "") + (isClosed() ? ", closed]" : "]");
     }
 
-    /** Sends one request and reads its reply; an ERROR reply becomes a {@link RendezvousException}. */
-    private Frame exchange(byte type, byte[] payload, Duration replyTimeout, String operation) {
-        if (brokenBecause != null) {
-            throw new RendezvousException("rank " + rank() + " cannot run " + operation + ": its connection to the"
-                    + " rendezvous server at " + serverDescription + " broke earlier (" + brokenBecause + ")");
-        }
-        Frame reply;
-        try {
-            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Durations.toMillis(replyTimeout)));
-            RendezvousProtocol.writeFrame(out, type, payload);
-            reply = RendezvousProtocol.readFrame(in, RendezvousProtocol.MAX_REPLY_PAYLOAD);
-        } catch (SocketTimeoutException e) {
-            brokenBecause = "no reply within " + Durations.format(replyTimeout);
-            throw new RendezvousException("rank " + rank() + ": the rendezvous server at " + serverDescription
-                    + " did not answer " + operation + " within " + Durations.format(replyTimeout), e);
-        } catch (IOException e) {
-            brokenBecause = String.valueOf(e.getMessage());
-            throw new RendezvousException("rank " + rank() + " lost its connection to the rendezvous server at "
-                    + serverDescription + " during " + operation + ": " + e.getMessage()
-                    + " (did the serving rank exit or crash?)", e);
-        }
-        if (reply == null) {
-            brokenBecause = "the server closed the connection";
-            throw new RendezvousException("rank " + rank() + ": the rendezvous server at " + serverDescription
-                    + " closed the connection during " + operation + " (did the serving rank exit or crash?)");
-        }
-        if (reply.type() == RendezvousProtocol.ERROR) {
-            throw new RendezvousException("the rendezvous server at " + serverDescription + " refused " + operation
-                    + " from rank " + rank() + ": " + RendezvousProtocol.parseError(reply.payload()));
-        }
-        return reply;
-    }
-
     private RendezvousException unexpectedReply(Frame reply, String request) {
-        brokenBecause = "unexpected " + RendezvousProtocol.typeName(reply.type()) + " reply to " + request;
+        connection.markBroken("unexpected " + RendezvousProtocol.typeName(reply.type()) + " reply to " + request);
         return new RendezvousException("rank " + rank() + ": the rendezvous server at " + serverDescription
                 + " answered " + request + " with " + RendezvousProtocol.typeName(reply.type()));
     }
@@ -294,8 +275,22 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
         private InetAddress bindAddress = InetAddress.getLoopbackAddress();
         private Duration connectTimeout = DEFAULT_CONNECT_TIMEOUT;
         private Duration closeLinger = DEFAULT_CLOSE_LINGER;
+        private JobToken token;
+        private RendezvousSettings settings;
 
         private Builder() {
+        }
+
+        /** The job's token; by default {@link JobToken#fromSystem()} ({@code AR4J_RDZV_TOKEN} or the launcher's job id). */
+        public Builder token(JobToken token) {
+            this.token = Objects.requireNonNull(token, "token");
+            return this;
+        }
+
+        /** Heartbeat and limits; by default {@link RendezvousSettings#resolve()} (system properties, environment). */
+        public Builder settings(RendezvousSettings settings) {
+            this.settings = Objects.requireNonNull(settings, "settings");
+            return this;
         }
 
         /** This rank, {@code 0 <= rank < worldSize}. */
@@ -384,20 +379,35 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
                 throw new IllegalArgumentException("rank " + rank + " does not serve, so it needs the server's"
                         + " actual port, not 0 (the serving rank's servingPort() tells it)");
             }
+            JobToken jobToken = token != null ? token : JobToken.fromSystem();
+            RendezvousSettings resolved = settings != null ? settings : RendezvousSettings.resolve();
             TcpRendezvousServer server = null;
             String host = serverHost;
             int port = serverPort;
             if (serving) {
-                server = TcpRendezvousServer.start(new InetSocketAddress(bindAddress, serverPort), worldSize);
+                server = TcpRendezvousServer.start(new InetSocketAddress(bindAddress, serverPort), worldSize, jobToken,
+                        resolved);
                 InetAddress bound = server.address().getAddress();
                 host = (bound.isAnyLocalAddress() ? InetAddress.getLoopbackAddress() : bound).getHostAddress();
                 port = server.port();
             }
             String description = host.indexOf(':') >= 0 ? "[" + host + "]:" + port : host + ":" + port;
+            Socket socket = null;
             try {
-                Socket socket = handshake(host, port, description);
-                return new TcpRendezvous(rank, worldSize, description, server, closeLinger, socket);
-            } catch (IOException | RuntimeException e) {
+                long deadline = System.nanoTime() + Durations.toNanos(connectTimeout);
+                socket = connectWithRetry(host, port, description, deadline);
+                socket.setTcpNoDelay(true);
+                socket.setKeepAlive(true);
+                long leftMillis = Math.max(1_000, (deadline - System.nanoTime()) / 1_000_000);
+                SecureChannel channel = ClientHandshake.perform(socket, rank, worldSize, jobToken, description,
+                        Math.min(leftMillis, Durations.toMillis(resolved.handshakeTimeout())));
+                PeerLossListeners listeners = new PeerLossListeners();
+                ClientConnection connection = new ClientConnection(rank, description, channel, resolved, listeners);
+                return new TcpRendezvous(rank, worldSize, description, server, closeLinger, connection, listeners);
+            } catch (IOException | RuntimeException | OutOfMemoryError e) {
+                if (socket != null) {
+                    closeQuietly(socket);
+                }
                 if (server != null) {
                     server.close();
                 }
@@ -406,52 +416,6 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
                 }
                 throw new RendezvousException("rank " + rank + " could not set up its connection to " + description
                         + ": " + e.getMessage(), e);
-            }
-        }
-
-        private Socket handshake(String host, int port, String description) {
-            long deadline = System.nanoTime() + Durations.toNanos(connectTimeout);
-            Socket socket = connectWithRetry(host, port, description, deadline);
-            try {
-                socket.setTcpNoDelay(true);
-                socket.setKeepAlive(true);
-                long leftMillis = Math.max(1_000, (deadline - System.nanoTime()) / 1_000_000);
-                socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, leftMillis));
-                OutputStream output = new BufferedOutputStream(socket.getOutputStream());
-                RendezvousProtocol.writeFrame(output, RendezvousProtocol.HELLO, RendezvousProtocol.hello(rank, worldSize));
-                DataInputStream input = new DataInputStream(socket.getInputStream());
-                Frame reply;
-                try {
-                    reply = RendezvousProtocol.readFrame(input, RendezvousProtocol.MAX_REPLY_PAYLOAD);
-                } catch (ProtocolViolation violation) {
-                    throw new RendezvousException("rank " + rank + ": " + description + " does not answer with the ar4j"
-                            + " rendezvous protocol (" + violation.getMessage() + "); is the port used by another"
-                            + " service, such as torchrun's own store on MASTER_PORT?");
-                } catch (SocketTimeoutException e) {
-                    throw new RendezvousException("rank " + rank + ": " + description + " accepted the connection but"
-                            + " did not answer the rendezvous handshake within " + leftMillis + " ms; is it an ar4j"
-                            + " rendezvous server?", e);
-                }
-                if (reply == null) {
-                    throw new RendezvousException("rank " + rank + ": " + description + " closed the connection during"
-                            + " the rendezvous handshake; is it an ar4j rendezvous server?");
-                }
-                if (reply.type() == RendezvousProtocol.ERROR) {
-                    throw new RendezvousException("rank " + rank + " was refused by the rendezvous server at "
-                            + description + ": " + RendezvousProtocol.parseError(reply.payload()));
-                }
-                if (reply.type() != RendezvousProtocol.OK) {
-                    throw new RendezvousException("rank " + rank + ": " + description + " answered the handshake with "
-                            + RendezvousProtocol.typeName(reply.type()));
-                }
-                return socket;
-            } catch (IOException | RuntimeException e) {
-                closeQuietly(socket);
-                if (e instanceof RuntimeException runtime) {
-                    throw runtime;
-                }
-                throw new RendezvousException("rank " + rank + ": the rendezvous handshake with " + description
-                        + " failed: " + e.getMessage(), e);
             }
         }
 

@@ -55,6 +55,11 @@ final class FakeIpc {
                 }
 
                 @Override
+                public long size() {
+                    return ALLOCATION_BYTES;
+                }
+
+                @Override
                 public void close() {
                     events.add("close " + Long.toHexString(base));
                 }

@@ -36,6 +36,15 @@ public final class ChildJvm {
 
     /** Starts {@code mainClass} with {@code args}; stdout and stderr go to {@code log}. */
     public static ChildJvm start(Class<?> mainClass, List<String> args, Path log) throws IOException {
+        return start(mainClass, List.of(), args, log);
+    }
+
+    /**
+     * Starts {@code mainClass} with JVM options (after the ones passed on, so they win) and
+     * {@code args}; stdout and stderr go to {@code log}.
+     */
+    public static ChildJvm start(Class<?> mainClass, List<String> jvmOptions, List<String> args, Path log)
+            throws IOException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add(NativeLibraries.nativeAccessFlag());
@@ -45,6 +54,7 @@ public final class ChildJvm {
                 command.add("-D" + key + "=" + property.getValue());
             }
         }
+        command.addAll(jvmOptions);
         command.add("-cp");
         command.add(classPath(mainClass));
         command.add(mainClass.getName());
@@ -111,6 +121,36 @@ public final class ChildJvm {
             throw new AssertionError(name + " did not finish within " + timeoutSeconds + " s; its output:\n" + output());
         }
         return process.exitValue();
+    }
+
+    /**
+     * Waits until the JVM's output contains {@code text}.
+     *
+     * @return whether it did within {@code timeoutSeconds} (false also when the JVM exited first)
+     */
+    public boolean awaitOutput(String text, long timeoutSeconds) throws InterruptedException, IOException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
+        while (System.nanoTime() < deadline) {
+            if (output().contains(text)) {
+                return true;
+            }
+            if (!process.isAlive()) {
+                return output().contains(text);
+            }
+            Thread.sleep(50);
+        }
+        return false;
+    }
+
+    /**
+     * Kills the JVM with SIGKILL ({@code kill -9}: no shutdown hooks, no deleteOnExit) and waits
+     * for it to be gone.
+     */
+    public void killHard() throws InterruptedException {
+        process.destroyForcibly();
+        if (!process.waitFor(30, TimeUnit.SECONDS)) {
+            throw new AssertionError(name + " still runs 30 s after SIGKILL");
+        }
     }
 
     /** Kills the JVM if it is still running. */

@@ -4,7 +4,7 @@ import dev.ar4j.NativeLibraryException;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.internal.NativeLibraries.Library;
 import dev.ar4j.internal.NativeLibraries.LoadedLibrary;
-import dev.ar4j.internal.NativeLibraries.SearchInputs;
+import dev.ar4j.internal.LibrarySearch.SearchInputs;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -58,15 +58,15 @@ class NativeLibrariesTest {
     @Test
     void explicitPathIsHonouredAsFileAndAsDirectory() {
         Path real = NativeLibraries.cudart().path();
-        LoadedLibrary byFile = NativeLibraries.search(Library.CUDART, explicitProperty(real.toString()));
+        LoadedLibrary byFile = LibrarySearch.search(Library.CUDART, explicitProperty(real.toString()));
         assertEquals(real, byFile.path());
         assertEquals("system property ar4j.cudart.path", byFile.origin());
 
-        LoadedLibrary byDirectory = NativeLibraries.search(Library.CUDART, explicitProperty(real.getParent().toString()));
+        LoadedLibrary byDirectory = LibrarySearch.search(Library.CUDART, explicitProperty(real.getParent().toString()));
         assertEquals(real.getParent(), byDirectory.path().getParent());
         assertTrue(byDirectory.path().getFileName().toString().startsWith("libcudart.so."));
 
-        LoadedLibrary byEnvironment = NativeLibraries.search(Library.CUDART,
+        LoadedLibrary byEnvironment = LibrarySearch.search(Library.CUDART,
                 new SearchInputs(null, real.toString(), name -> null, true, true));
         assertEquals("environment variable AR4J_CUDART_PATH", byEnvironment.origin());
     }
@@ -75,7 +75,7 @@ class NativeLibrariesTest {
     void bogusExplicitPathFailsNamingItAndTheSettings() {
         String bogus = "/nonexistent/ar4j-test/libnccl-bogus.so.2";
         NativeLibraryException e = assertThrows(NativeLibraryException.class,
-                () -> NativeLibraries.search(Library.NCCL, explicitProperty(bogus)));
+                () -> LibrarySearch.search(Library.NCCL, explicitProperty(bogus)));
         String message = e.getMessage();
         assertTrue(message.startsWith("Could not load NCCL (libnccl). Tried, in order:"), message);
         assertTrue(message.contains("1. system property ar4j.nccl.path = " + bogus + ": no such file or directory"), message);
@@ -90,7 +90,7 @@ class NativeLibrariesTest {
     void explicitEnvironmentVariableIsUsedWhenThePropertyIsUnset() {
         String bogus = "/nonexistent/ar4j-test/env/libcudart.so.13";
         NativeLibraryException e = assertThrows(NativeLibraryException.class,
-                () -> NativeLibraries.search(Library.CUDART, new SearchInputs(null, bogus, name -> null, true, true)));
+                () -> LibrarySearch.search(Library.CUDART, new SearchInputs(null, bogus, name -> null, true, true)));
         assertEquals(List.of("system property ar4j.cudart.path: not set",
                 "environment variable AR4J_CUDART_PATH = " + bogus + ": no such file or directory (" + bogus + ")"),
                 e.attempts());
@@ -100,7 +100,7 @@ class NativeLibrariesTest {
     void fileThatIsNotALibraryIsReportedWithTheLoadersErrorAttached(@TempDir Path dir) throws IOException {
         Path notALibrary = Files.copy(executable(), dir.resolve("libnccl.so.2"));
         NativeLibraryException e = assertThrows(NativeLibraryException.class,
-                () -> NativeLibraries.search(Library.NCCL, explicitProperty(notALibrary.toString())));
+                () -> LibrarySearch.search(Library.NCCL, explicitProperty(notALibrary.toString())));
         assertTrue(e.getMessage().contains(notALibrary.toString()), e.getMessage());
         assertEquals(1, e.getSuppressed().length, Arrays.toString(e.getSuppressed()));
         assertTrue(e.getSuppressed()[0] instanceof UnsatisfiedLinkError, e.getSuppressed()[0].toString());
@@ -109,7 +109,7 @@ class NativeLibrariesTest {
     @Test
     void directoryWithoutTheLibraryListsEachFileNameTried(@TempDir Path dir) {
         NativeLibraryException e = assertThrows(NativeLibraryException.class,
-                () -> NativeLibraries.search(Library.CUDART, explicitProperty(dir.toString())));
+                () -> LibrarySearch.search(Library.CUDART, explicitProperty(dir.toString())));
         String message = e.getMessage();
         assertTrue(message.contains(dir.resolve("libcudart.so.13") + ": no such file"), message);
         assertTrue(message.contains(dir.resolve("libcudart.so.12") + ": no such file"), message);
@@ -119,7 +119,7 @@ class NativeLibrariesTest {
     void anotherLibraryAtTheExplicitPathIsRejected() {
         Path cudart = NativeLibraries.cudart().path();
         NativeLibraryException e = assertThrows(NativeLibraryException.class,
-                () -> NativeLibraries.search(Library.NCCL, explicitProperty(cudart.toString())));
+                () -> LibrarySearch.search(Library.NCCL, explicitProperty(cudart.toString())));
         assertTrue(e.getMessage().contains("loaded, but it does not define ncclGetVersion: it is not NCCL (libnccl)"),
                 e.getMessage());
     }
@@ -131,7 +131,7 @@ class NativeLibrariesTest {
         Assumptions.assumeTrue(driverDirs.stream().noneMatch(d -> Files.exists(d.resolve("libcuda.so.1"))),
                 "this machine has an NVIDIA driver (libcuda.so.1); the test checks the failure text without one");
         NativeLibraryException e = assertThrows(NativeLibraryException.class,
-                () -> NativeLibraries.search(Library.CUDA_DRIVER, new SearchInputs(null, null, name -> null, true, true)));
+                () -> LibrarySearch.search(Library.CUDA_DRIVER, new SearchInputs(null, null, name -> null, true, true)));
         String message = e.getMessage();
         assertTrue(message.contains("1. system property ar4j.cuda.path: not set"), message);
         assertTrue(message.contains("2. environment variable AR4J_CUDA_PATH: not set"), message);
@@ -152,14 +152,14 @@ class NativeLibrariesTest {
         Path ncclLib = Files.createDirectories(venv.resolve("lib/python3.12/site-packages/nvidia/nccl/lib"));
         Path cudaLib = Files.createDirectories(venv.resolve("lib/python3.12/site-packages/nvidia/cu13/lib"));
         Files.createDirectories(venv.resolve("lib/python3.12/site-packages/nvidia/nolib"));
-        assertEquals(List.of(cudaLib, ncclLib), NativeLibraries.pythonNvidiaLibDirs(venv));
+        assertEquals(List.of(cudaLib, ncclLib), LibrarySearch.pythonNvidiaLibDirs(venv));
 
         Assumptions.assumeFalse(Files.exists(Path.of("/usr/local/cuda/lib64/libnccl.so.2"))
                 || Files.exists(Path.of("/opt/torch/.venv")), "a real NCCL is installed in a usual place here");
         Path fake = Files.copy(executable(), ncclLib.resolve("libnccl.so.2"));
         Map<String, String> env = Map.of("VIRTUAL_ENV", venv.toString());
         NativeLibraryException e = assertThrows(NativeLibraryException.class,
-                () -> NativeLibraries.search(Library.NCCL, new SearchInputs(null, null, env::get, false, true)));
+                () -> LibrarySearch.search(Library.NCCL, new SearchInputs(null, null, env::get, false, true)));
         assertTrue(e.attempts().stream().anyMatch(line -> line.startsWith(fake + ": UnsatisfiedLinkError")),
                 e.getMessage());
         assertTrue(e.getMessage().contains("$CUDA_HOME/lib64: CUDA_HOME not set"), e.getMessage());

@@ -8,11 +8,16 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import dev.ar4j.bindings.customar.ar4j_failure_info;
+import dev.ar4j.bindings.customar.ar4j_timeout_info;
+
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -26,7 +31,9 @@ class CustomAllReduceKernelsTest {
             "AR4J_ERROR_SIZE_NOT_MULTIPLE_OF_16", "AR4J_ERROR_MISALIGNED", "AR4J_ERROR_EMPTY", "AR4J_ERROR_TOO_LARGE",
             "AR4J_ERROR_NOT_REGISTERED", "AR4J_ERROR_DTYPE", "AR4J_ERROR_ALGORITHM", "AR4J_ERROR_DEADLINE",
             "AR4J_ERROR_CAPACITY", "AR4J_ERROR_ALREADY_REGISTERED", "AR4J_ERROR_GRAPH_COUNT", "AR4J_ERROR_WRONG_DEVICE",
-            "AR4J_ERROR_CUDA", "AR4J_ERROR_PEER_TIMEOUT", "AR4J_ERROR_LAUNCH_CONFIG", "AR4J_ERROR_INVALID_ARGUMENT");
+            "AR4J_ERROR_CUDA", "AR4J_ERROR_PEER_TIMEOUT", "AR4J_ERROR_LAUNCH_CONFIG", "AR4J_ERROR_INVALID_ARGUMENT",
+            "AR4J_ERROR_GEOMETRY_MISMATCH", "AR4J_ERROR_POISONED", "AR4J_ERROR_CONCURRENT_USE",
+            "AR4J_ERROR_ALREADY_LAUNCHED");
 
     private static final long MAX_BYTES = 8 << 20;
     private static final int MAX_BUFFERS = 16;
@@ -52,7 +59,7 @@ class CustomAllReduceKernelsTest {
         assertTrue(loaded.path().getFileName().toString().equals("libar4j_custom_ar.so"), loaded.toString());
         if (System.getProperty("ar4j.customar.path") == null && System.getenv("AR4J_CUSTOMAR_PATH") == null) {
             assertTrue(loaded.origin().startsWith("ar4j-cuda jar"), loaded.origin());
-            assertTrue(loaded.path().getParent().getFileName().toString().startsWith("ar4j-native-"), loaded.toString());
+            assertTrue(loaded.path().getParent().getFileName().toString().matches("[0-9a-f]{64}"), loaded.toString()); // the cache's <sha256>/
         }
         assertTrue(CustomAllReduceKernels.abiVersion() > 0);
     }
@@ -65,7 +72,7 @@ class CustomAllReduceKernelsTest {
         }
         assertEquals("AR4J_UNKNOWN_STATUS", CustomAllReduceKernels.statusName(STATUS_NAMES.size()));
         assertEquals("AR4J_UNKNOWN_STATUS", CustomAllReduceKernels.statusName(-1));
-        assertEquals(custom_all_reduce_h.AR4J_ERROR_INVALID_ARGUMENT(), STATUS_NAMES.size() - 1,
+        assertEquals(custom_all_reduce_h.AR4J_ERROR_ALREADY_LAUNCHED(), STATUS_NAMES.size() - 1,
                 "the list above covers every status of the header");
     }
 
@@ -153,5 +160,128 @@ class CustomAllReduceKernelsTest {
         assertEquals(3, CustomAllReduceKernels.ALGO_ONE_SHOT_PUSH);
         assertEquals(8, CustomAllReduceKernels.MAX_RANKS);
         assertEquals(2, DType.BFLOAT16.kernelCode());
+    }
+
+    @Test
+    void theLibraryHasTheAbiTheseBindingsWereMadeFor() {
+        assertEquals(CustomAllReduceKernels.EXPECTED_ABI_VERSION, CustomAllReduceKernels.abiVersion());
+    }
+
+    @Test
+    void javaStatusNamesEqualTheLibrarys() {
+        for (int status = -1; status <= STATUS_NAMES.size(); status++) {
+            assertEquals(CustomAllReduceKernels.statusName(status), CustomArException.nameOf(status), "status " + status);
+        }
+    }
+
+    @Test
+    void newStatusesAndReasonsMatchTheHeader() {
+        assertEquals(20, CustomAllReduceKernels.STATUS_GEOMETRY_MISMATCH);
+        assertEquals(21, CustomAllReduceKernels.STATUS_POISONED);
+        assertEquals(22, CustomAllReduceKernels.STATUS_CONCURRENT_USE);
+        assertEquals(23, CustomAllReduceKernels.STATUS_ALREADY_LAUNCHED);
+        assertEquals(17, CustomAllReduceKernels.STATUS_PEER_TIMEOUT);
+        int[] reasons = {CustomAllReduceKernels.POISON_TIMEOUT, CustomAllReduceKernels.POISON_ABORT,
+                CustomAllReduceKernels.POISON_PEER_LOST, CustomAllReduceKernels.POISON_CONCURRENT_USE,
+                CustomAllReduceKernels.POISON_GEOMETRY};
+        List<String> names = List.of("TIMEOUT", "ABORT", "PEER_LOST", "CONCURRENT_USE", "GEOMETRY");
+        for (int i = 0; i < reasons.length; i++) {
+            assertEquals(i + 1, reasons[i]);
+            assertEquals(names.get(i), CustomAllReduceKernels.poisonReasonName(reasons[i]));
+        }
+        assertEquals("NONE", CustomAllReduceKernels.poisonReasonName(0));
+        assertEquals("REASON_77", CustomAllReduceKernels.poisonReasonName(77));
+    }
+
+    @Test
+    void exceptionsSayWhetherTheGroupFailed() {
+        CustomArException poisoned = CustomAllReduceKernels.exception(21, "ar4j_all_reduce", null);
+        assertTrue(poisoned.isPoisoned() && poisoned.groupFailed());
+        assertEquals("AR4J_ERROR_POISONED", poisoned.statusName());
+        CustomArException geometry = CustomAllReduceKernels.exception(20, "ar4j_all_reduce", null);
+        assertTrue(geometry.isGeometryMismatch() && geometry.groupFailed());
+        CustomArException timeout = CustomAllReduceKernels.exception(17, "ar4j_all_reduce", null);
+        assertTrue(timeout.isPeerTimeout() && timeout.groupFailed());
+        CustomArException concurrent = CustomAllReduceKernels.exception(22, "ar4j_all_reduce", null);
+        assertTrue(concurrent.isConcurrentUse());
+        assertFalse(concurrent.groupFailed(), "a refused second thread leaves the group intact");
+        assertFalse(CustomAllReduceKernels.exception(4, "ar4j_all_reduce", null).groupFailed());
+    }
+
+    @Test
+    void newEntryPointsRejectANullContext() {
+        int nullPointer = custom_all_reduce_h.AR4J_ERROR_NULL_POINTER();
+        assertEquals(nullPointer, custom_all_reduce_h.ar4j_poison(MemorySegment.NULL, 2));
+        assertEquals(nullPointer, custom_all_reduce_h.ar4j_read_failure(MemorySegment.NULL, MemorySegment.NULL));
+        assertEquals(nullPointer, custom_all_reduce_h.ar4j_check_geometry(MemorySegment.NULL));
+        assertEquals(nullPointer, custom_all_reduce_h.ar4j_set_pdl(MemorySegment.NULL, 1));
+        assertEquals(nullPointer, custom_all_reduce_h.ar4j_pdl_active(MemorySegment.NULL, MemorySegment.NULL));
+        assertEquals(nullPointer, custom_all_reduce_h.ar4j_debug_seed_push_generation(MemorySegment.NULL, 1L << 32));
+    }
+
+    @Test
+    void poisonReasonIsValidatedBeforeTheLibrary() {
+        CustomArContext detached = new CustomArContext(MemorySegment.NULL, 0, 2);
+        IllegalArgumentException low = assertThrows(IllegalArgumentException.class, () -> detached.poison(0));
+        assertTrue(low.getMessage().contains("[1, 255]"), low.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> detached.poison(256));
+        CustomArException e = assertThrows(CustomArException.class,
+                () -> detached.poison(CustomAllReduceKernels.POISON_ABORT));
+        assertEquals("AR4J_ERROR_NULL_POINTER", e.statusName());
+        assertEquals("ar4j_poison(ABORT)", e.call());
+        assertEquals("AR4J_ERROR_NULL_POINTER",
+                assertThrows(CustomArException.class, detached::readFailure).statusName());
+        assertEquals("AR4J_ERROR_NULL_POINTER",
+                assertThrows(CustomArException.class, detached::checkGeometry).statusName());
+        assertEquals("AR4J_ERROR_NULL_POINTER",
+                assertThrows(CustomArException.class, () -> detached.setPdl(true)).statusName());
+    }
+
+    @Test
+    void aFailureRecordIsDecoded() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment info = ar4j_failure_info.allocate(arena);
+            ar4j_failure_info.poisoned(info, 1);
+            ar4j_failure_info.origin_rank(info, 0);
+            ar4j_failure_info.reason(info, CustomAllReduceKernels.POISON_TIMEOUT);
+            ar4j_failure_info.peer(info, 1);
+            ar4j_failure_info.block(info, 3);
+            ar4j_failure_info.geometry_mismatch(info, 1);
+            ar4j_failure_info.geometry_peer(info, 1);
+            ar4j_failure_info.local_max_blocks(info, 132);
+            ar4j_failure_info.local_threads(info, 512);
+            ar4j_failure_info.local_push_blocks(info, 32);
+            ar4j_failure_info.local_push_threads(info, 256);
+            ar4j_failure_info.peer_max_blocks(info, 114);
+            ar4j_failure_info.peer_threads(info, 512);
+            ar4j_failure_info.peer_push_blocks(info, 32);
+            ar4j_failure_info.peer_push_threads(info, 256);
+            MemorySegment t = ar4j_failure_info.timeout(info);
+            ar4j_timeout_info.timed_out(t, 1);
+            ar4j_timeout_info.peer(t, 1);
+            ar4j_timeout_info.block(t, 3);
+            ar4j_timeout_info.barrier(t, 0);
+            ar4j_timeout_info.flag(t, -1);
+            ar4j_failure_info.poison_word(info, 0x8001_01ff_0000_0003L);
+            KernelFailure f = KernelFailure.from(info);
+            assertTrue(f.poisoned() && f.failed() && f.geometryMismatch());
+            assertEquals(0, f.originRank());
+            assertEquals(1, f.peer());
+            assertEquals(3, f.block());
+            assertEquals(new LaunchGeometry(132, 512, 32, 256), f.localGeometry());
+            assertEquals(new LaunchGeometry(114, 512, 32, 256), f.peerGeometry());
+            assertEquals(new KernelTimeout(true, 1, 3, 0, 0xffff_ffffL), f.timeout());
+            assertEquals(0x8001_01ff_0000_0003L, f.poisonWord());
+            assertEquals("poisoned by rank 0 (TIMEOUT: its block 3 gave up waiting for rank 1); launch geometry "
+                    + "132 x 512 (push 32 x 256) here, 114 x 512 (push 32 x 256) on rank 1; this rank's block 3 timed "
+                    + "out at barrier 0 waiting for rank 1", f.describe());
+
+            MemorySegment healthy = ar4j_failure_info.allocate(arena);
+            ar4j_failure_info.origin_rank(healthy, -1);
+            KernelFailure h = KernelFailure.from(healthy);
+            assertFalse(h.failed());
+            assertNull(h.peerGeometry());
+            assertEquals("healthy", h.describe());
+        }
     }
 }

@@ -20,6 +20,7 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -263,8 +264,9 @@ class TcpRendezvousTest {
             assertTrue(e.getMessage().contains("closed the connection") || e.getMessage().contains("lost its connection"),
                     e.getMessage());
             assertTrue(server.awaitTermination(Duration.ofSeconds(2)), "server threads still running after close");
-            assertTrue(assertThrows(RendezvousException.class, () -> rank1.set("k", new byte[0]))
-                    .getMessage().contains("broke earlier"));
+            assertEquals(-1, assertInstanceOf(RankLostException.class, e).rank(), "the server's loss is the group's");
+            assertTrue(assertThrows(RankLostException.class, () -> rank1.set("k", new byte[0]))
+                    .getMessage().contains("is gone"));
         } finally {
             rank1.close();
             pool.shutdownNow();

@@ -203,6 +203,87 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
     public static int AR4J_ERROR_INVALID_ARGUMENT() {
         return AR4J_ERROR_INVALID_ARGUMENT;
     }
+    private static final int AR4J_ERROR_GEOMETRY_MISMATCH = (int)20L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_status.AR4J_ERROR_GEOMETRY_MISMATCH = 20
+     * }
+     */
+    public static int AR4J_ERROR_GEOMETRY_MISMATCH() {
+        return AR4J_ERROR_GEOMETRY_MISMATCH;
+    }
+    private static final int AR4J_ERROR_POISONED = (int)21L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_status.AR4J_ERROR_POISONED = 21
+     * }
+     */
+    public static int AR4J_ERROR_POISONED() {
+        return AR4J_ERROR_POISONED;
+    }
+    private static final int AR4J_ERROR_CONCURRENT_USE = (int)22L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_status.AR4J_ERROR_CONCURRENT_USE = 22
+     * }
+     */
+    public static int AR4J_ERROR_CONCURRENT_USE() {
+        return AR4J_ERROR_CONCURRENT_USE;
+    }
+    private static final int AR4J_ERROR_ALREADY_LAUNCHED = (int)23L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_status.AR4J_ERROR_ALREADY_LAUNCHED = 23
+     * }
+     */
+    public static int AR4J_ERROR_ALREADY_LAUNCHED() {
+        return AR4J_ERROR_ALREADY_LAUNCHED;
+    }
+    private static final int AR4J_POISON_TIMEOUT = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_poison_reason.AR4J_POISON_TIMEOUT = 1
+     * }
+     */
+    public static int AR4J_POISON_TIMEOUT() {
+        return AR4J_POISON_TIMEOUT;
+    }
+    private static final int AR4J_POISON_ABORT = (int)2L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_poison_reason.AR4J_POISON_ABORT = 2
+     * }
+     */
+    public static int AR4J_POISON_ABORT() {
+        return AR4J_POISON_ABORT;
+    }
+    private static final int AR4J_POISON_PEER_LOST = (int)3L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_poison_reason.AR4J_POISON_PEER_LOST = 3
+     * }
+     */
+    public static int AR4J_POISON_PEER_LOST() {
+        return AR4J_POISON_PEER_LOST;
+    }
+    private static final int AR4J_POISON_CONCURRENT_USE = (int)4L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_poison_reason.AR4J_POISON_CONCURRENT_USE = 4
+     * }
+     */
+    public static int AR4J_POISON_CONCURRENT_USE() {
+        return AR4J_POISON_CONCURRENT_USE;
+    }
+    private static final int AR4J_POISON_GEOMETRY = (int)5L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_poison_reason.AR4J_POISON_GEOMETRY = 5
+     * }
+     */
+    public static int AR4J_POISON_GEOMETRY() {
+        return AR4J_POISON_GEOMETRY;
+    }
     private static final int AR4J_DTYPE_FLOAT32 = (int)0L;
     /**
      * {@snippet lang=c :
@@ -713,6 +794,371 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
                 traceDowncall("ar4j_set_launch_config", ctx, max_blocks, threads);
             }
             return (int)mh$.invokeExact(ctx, max_blocks, threads);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_check_geometry {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_check_geometry");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_check_geometry(ar4j_context *ctx)
+     * }
+     */
+    public static FunctionDescriptor ar4j_check_geometry$descriptor() {
+        return ar4j_check_geometry.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_check_geometry(ar4j_context *ctx)
+     * }
+     */
+    public static MethodHandle ar4j_check_geometry$handle() {
+        return ar4j_check_geometry.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_check_geometry(ar4j_context *ctx)
+     * }
+     */
+    public static MemorySegment ar4j_check_geometry$address() {
+        return ar4j_check_geometry.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_check_geometry(ar4j_context *ctx)
+     * }
+     */
+    public static int ar4j_check_geometry(MemorySegment ctx) {
+        var mh$ = ar4j_check_geometry.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_check_geometry", ctx);
+            }
+            return (int)mh$.invokeExact(ctx);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_set_pdl {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_set_pdl");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_set_pdl(ar4j_context *ctx, int32_t enabled)
+     * }
+     */
+    public static FunctionDescriptor ar4j_set_pdl$descriptor() {
+        return ar4j_set_pdl.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_set_pdl(ar4j_context *ctx, int32_t enabled)
+     * }
+     */
+    public static MethodHandle ar4j_set_pdl$handle() {
+        return ar4j_set_pdl.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_set_pdl(ar4j_context *ctx, int32_t enabled)
+     * }
+     */
+    public static MemorySegment ar4j_set_pdl$address() {
+        return ar4j_set_pdl.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_set_pdl(ar4j_context *ctx, int32_t enabled)
+     * }
+     */
+    public static int ar4j_set_pdl(MemorySegment ctx, int enabled) {
+        var mh$ = ar4j_set_pdl.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_set_pdl", ctx, enabled);
+            }
+            return (int)mh$.invokeExact(ctx, enabled);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_pdl_active {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_pdl_active");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_pdl_active(const ar4j_context *ctx, int32_t *out)
+     * }
+     */
+    public static FunctionDescriptor ar4j_pdl_active$descriptor() {
+        return ar4j_pdl_active.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_pdl_active(const ar4j_context *ctx, int32_t *out)
+     * }
+     */
+    public static MethodHandle ar4j_pdl_active$handle() {
+        return ar4j_pdl_active.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_pdl_active(const ar4j_context *ctx, int32_t *out)
+     * }
+     */
+    public static MemorySegment ar4j_pdl_active$address() {
+        return ar4j_pdl_active.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_pdl_active(const ar4j_context *ctx, int32_t *out)
+     * }
+     */
+    public static int ar4j_pdl_active(MemorySegment ctx, MemorySegment out) {
+        var mh$ = ar4j_pdl_active.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_pdl_active", ctx, out);
+            }
+            return (int)mh$.invokeExact(ctx, out);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_poison {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_poison");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_poison(ar4j_context *ctx, int32_t reason)
+     * }
+     */
+    public static FunctionDescriptor ar4j_poison$descriptor() {
+        return ar4j_poison.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_poison(ar4j_context *ctx, int32_t reason)
+     * }
+     */
+    public static MethodHandle ar4j_poison$handle() {
+        return ar4j_poison.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_poison(ar4j_context *ctx, int32_t reason)
+     * }
+     */
+    public static MemorySegment ar4j_poison$address() {
+        return ar4j_poison.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_poison(ar4j_context *ctx, int32_t reason)
+     * }
+     */
+    public static int ar4j_poison(MemorySegment ctx, int reason) {
+        var mh$ = ar4j_poison.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_poison", ctx, reason);
+            }
+            return (int)mh$.invokeExact(ctx, reason);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_read_failure {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_read_failure");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_read_failure(ar4j_context *ctx, ar4j_failure_info *out)
+     * }
+     */
+    public static FunctionDescriptor ar4j_read_failure$descriptor() {
+        return ar4j_read_failure.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_read_failure(ar4j_context *ctx, ar4j_failure_info *out)
+     * }
+     */
+    public static MethodHandle ar4j_read_failure$handle() {
+        return ar4j_read_failure.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_read_failure(ar4j_context *ctx, ar4j_failure_info *out)
+     * }
+     */
+    public static MemorySegment ar4j_read_failure$address() {
+        return ar4j_read_failure.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_read_failure(ar4j_context *ctx, ar4j_failure_info *out)
+     * }
+     */
+    public static int ar4j_read_failure(MemorySegment ctx, MemorySegment out) {
+        var mh$ = ar4j_read_failure.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_read_failure", ctx, out);
+            }
+            return (int)mh$.invokeExact(ctx, out);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_debug_seed_push_generation {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_LONG
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_debug_seed_push_generation");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_debug_seed_push_generation(ar4j_context *ctx, uint64_t generation)
+     * }
+     */
+    public static FunctionDescriptor ar4j_debug_seed_push_generation$descriptor() {
+        return ar4j_debug_seed_push_generation.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_debug_seed_push_generation(ar4j_context *ctx, uint64_t generation)
+     * }
+     */
+    public static MethodHandle ar4j_debug_seed_push_generation$handle() {
+        return ar4j_debug_seed_push_generation.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_debug_seed_push_generation(ar4j_context *ctx, uint64_t generation)
+     * }
+     */
+    public static MemorySegment ar4j_debug_seed_push_generation$address() {
+        return ar4j_debug_seed_push_generation.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_debug_seed_push_generation(ar4j_context *ctx, uint64_t generation)
+     * }
+     */
+    public static int ar4j_debug_seed_push_generation(MemorySegment ctx, long generation) {
+        var mh$ = ar4j_debug_seed_push_generation.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_debug_seed_push_generation", ctx, generation);
+            }
+            return (int)mh$.invokeExact(ctx, generation);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

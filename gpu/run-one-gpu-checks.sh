@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Every check that one GPU allows, in one go (after gpu/prepare.sh on the build machine), each
+# step bounded by `timeout` and logged to $OUT (default ./one-gpu-out):
+#   native   ar4j_native_test with 2 ranks sharing GPU 0 (quick matrix, containment tests)
+#   rmsnorm  ar4j_rmsnorm_test (residual add + RMSNorm against a host reference)
+#   its      the GPU integration tests that need one GPU (failure containment with 2 ranks on
+#            GPU 0 in both process models, NCCL world size 1 and the missing-rank timeout, ...)
+#   timing   dev.ar4j.it.FastPathTiming: graph time per all-reduce with and without the
+#            watchdog, PDL on and off, 2 ranks sharing GPU 0
+#   consumer the consumer program (.gpu/consumer, compiled by the caller) on the class path and
+#            the module path, no --add-modules
+#   gpu/run-one-gpu-checks.sh [step...]      # default: every step
+# Extra JVM options for the ITs: AR4J_IT_JAVA_OPTS. Exit 0 only when every step passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+out="${OUT:-./one-gpu-out}"
+mkdir -p "$out"
+java=.gpu/jre/bin/java
+jars=".gpu/lib/ar4j-runtime-0.1.0-SNAPSHOT.jar:.gpu/lib/ar4j-bindings-0.1.0-SNAPSHOT.jar:.gpu/lib/ar4j-cuda-0.1.0-SNAPSHOT.jar"
+steps=("$@")
+[[ ${#steps[@]} -eq 0 ]] && steps=(native rmsnorm its timing consumer)
+failed=()
+step() {  # name seconds command...
+  local name="$1" limit="$2"; shift 2
+  echo "=== $name (limit ${limit}s): $*"
+  local start=$SECONDS
+  timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "=== $name: exit $rc after $((SECONDS - start)) s"
+  tail -n 25 "$out/$name.log"
+  [[ $rc -eq 0 ]] || failed+=("$name (exit $rc)")
+}
+for s in "${steps[@]}"; do
+  case "$s" in
+    native)   step native 150 .gpu/native/ar4j_native_test --gpus 1 --ranks 2 --quick ;;
+    rmsnorm)  step rmsnorm 60 .gpu/native/ar4j_rmsnorm_test ;;
+    its)      step its 420 gpu/run-its.sh \
+                --select-class dev.ar4j.it.FailureContainmentOneJvmIT --select-class dev.ar4j.it.PeerFailureTwoJvmIT \
+                --select-class dev.ar4j.it.NcclMissingRankIT --select-class dev.ar4j.kernels.ResidualRmsNormIT \
+                --select-class dev.ar4j.nccl.NcclSingleGpuIT --select-class dev.ar4j.nccl.NcclInitTimeoutIT \
+                --select-class dev.ar4j.cuda.CudaSingleGpuIT ;;
+    timing)   step timing 180 "$java" --enable-native-access=ALL-UNNAMED -cp ".gpu/test-classes:$jars" \
+                dev.ar4j.it.FastPathTiming 1024 43008 ;;
+    consumer) version=0.1.0-SNAPSHOT
+              commit=$(unzip -p .gpu/lib/ar4j-runtime-$version.jar META-INF/MANIFEST.MF 2>/dev/null | sed -n 's/^Ar4j-Commit: *//p' | tr -d '\r')
+              step consumer-classpath 60 "$java" --enable-native-access=ALL-UNNAMED -cp ".gpu/consumer/cp:$jars" \
+                dev.ar4j.consumer.Main "$version" "$commit" classpath
+              step consumer-modulepath 60 "$java" --enable-native-access=dev.ar4j.runtime,dev.ar4j.bindings \
+                -p ".gpu/consumer/mod:$jars" -m dev.ar4j.consumer/dev.ar4j.consumer.Main "$version" "$commit" modulepath ;;
+    *) echo "run-one-gpu-checks: unknown step '$s' (native, rmsnorm, its, timing, consumer)" >&2; exit 2 ;;
+  esac
+done
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "run-one-gpu-checks: failed: ${failed[*]}"
+  exit 1
+fi
+echo "run-one-gpu-checks: every step passed"

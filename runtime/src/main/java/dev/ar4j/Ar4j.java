@@ -1,0 +1,86 @@
+package dev.ar4j;
+
+import dev.ar4j.cuda.Cuda;
+import java.util.Optional;
+
+/**
+ * What this ar4j is, and whether it can run here: the availability probe, as Netty's native
+ * transports offer one.
+ *
+ * <pre>{@code
+ * if (!Ar4j.isAvailable()) {
+ *     log.warn("no GPU all-reduce here, using the CPU path: " + Ar4j.unavailabilityCause().orElseThrow());
+ * }
+ * }</pre>
+ *
+ * <p>The probe runs once per JVM, on first use: it loads the CUDA runtime, NCCL and ar4j's
+ * kernels library, and asks the CUDA runtime for a device. It never throws: a failure is its
+ * {@linkplain #unavailabilityCause() cause}, an {@link Ar4jException} in all expected cases
+ * (e.g. {@link NativeLibraryException}, or {@link dev.ar4j.cuda.CudaDriverMissingException} on a
+ * machine without an NVIDIA driver), whose message says what to do.
+ */
+public final class Ar4j {
+
+    private Ar4j() {
+    }
+
+    /**
+     * The version of ar4j's runtime, from its jar's manifest ({@code Implementation-Version}).
+     *
+     * @return e.g. {@code 0.1.0}; {@code "unknown"} when ar4j does not run from its jar (an IDE's
+     *         classes directory)
+     */
+    public static String version() {
+        return BuildInfo.current().version();
+    }
+
+    /**
+     * The git commit ar4j's runtime was built from, from its jar's manifest ({@code Ar4j-Commit}).
+     *
+     * @return the full commit id; {@code "unknown"} when it was built outside a git checkout or
+     *         does not run from its jar
+     */
+    public static String commit() {
+        return BuildInfo.current().commit();
+    }
+
+    /**
+     * Whether ar4j can run here: the CUDA runtime, NCCL and the kernels library load, and the CUDA
+     * runtime sees at least one GPU.
+     *
+     * @return true when all of that holds
+     */
+    public static boolean isAvailable() {
+        return AvailabilityProbe.result().isEmpty();
+    }
+
+    /**
+     * Why ar4j cannot run here.
+     *
+     * @return the first failure the probe met, or empty when {@link #isAvailable()} is true
+     */
+    public static Optional<Throwable> unavailabilityCause() {
+        return AvailabilityProbe.result();
+    }
+
+    /** The probe, run once. */
+    private static final class AvailabilityProbe {
+        private static final Optional<Throwable> RESULT = run();
+
+        static Optional<Throwable> result() {
+            return RESULT;
+        }
+
+        private static Optional<Throwable> run() {
+            try {
+                Cuda.runtimeVersion();
+                dev.ar4j.nccl.Nccl.version();
+                dev.ar4j.kernels.CustomAllReduceKernels.abiVersion();
+                Cuda.deviceCount();
+                return Optional.empty();
+            } catch (RuntimeException | LinkageError e) {
+                return Optional.of(e);
+            }
+        }
+    }
+}

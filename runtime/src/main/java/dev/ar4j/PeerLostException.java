@@ -1,0 +1,22 @@
+package dev.ar4j;
+
+/**
+ * A rank of the group is gone, or the group as a whole failed: the rendezvous saw a rank's
+ * connection drop or its heartbeat stop, NCCL reported an asynchronous error, or the group was
+ * aborted. The communicator that threw it is failed: close it and build a new group.
+ */
+public final class PeerLostException extends Ar4jException {
+    private static final long serialVersionUID = 1L;
+
+    private final int peer;
+
+    PeerLostException(String message, int peer, Throwable cause) {
+        super(message, cause);
+        this.peer = peer;
+    }
+
+    /** The rank that was lost, or -1 when the whole group failed (or no single rank is known). */
+    public int peer() {
+        return peer;
+    }
+}

@@ -1,0 +1,199 @@
+package dev.ar4j.rendezvous;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Properties;
+
+/**
+ * The liveness and resource limits of a TCP rendezvous, immutable. {@link #resolve()} takes each
+ * value from a system property, else an environment variable, else the default; the
+ * {@code with...} methods override one value (a builder's value wins over both):
+ * <table>
+ * <caption>settings</caption>
+ * <tr><th>value</th><th>property</th><th>environment</th><th>default</th></tr>
+ * <tr><td>heartbeat interval</td><td>{@code ar4j.rdzv.heartbeatInterval} (ms)</td><td>{@code AR4J_RDZV_HEARTBEAT_INTERVAL_MS}</td><td>200 ms</td></tr>
+ * <tr><td>heartbeat timeout</td><td>{@code ar4j.rdzv.heartbeatTimeout} (ms)</td><td>{@code AR4J_RDZV_HEARTBEAT_TIMEOUT_MS}</td><td>2000 ms</td></tr>
+ * <tr><td>handshake timeout</td><td>{@code ar4j.rdzv.handshakeTimeout} (ms)</td><td>{@code AR4J_RDZV_HANDSHAKE_TIMEOUT_MS}</td><td>10000 ms</td></tr>
+ * <tr><td>longest server-side wait of one read</td><td>{@code ar4j.rdzv.maxWait} (ms)</td><td>{@code AR4J_RDZV_MAX_WAIT_MS}</td><td>1 h</td></tr>
+ * <tr><td>connections not yet authenticated</td><td>{@code ar4j.rdzv.maxPendingConnections}</td><td>{@code AR4J_RDZV_MAX_PENDING_CONNECTIONS}</td><td>64</td></tr>
+ * <tr><td>keys one rank may store</td><td>{@code ar4j.rdzv.maxKeysPerRank}</td><td>{@code AR4J_RDZV_MAX_KEYS_PER_RANK}</td><td>65536</td></tr>
+ * <tr><td>bytes one rank may store</td><td>{@code ar4j.rdzv.maxBytesPerRank}</td><td>{@code AR4J_RDZV_MAX_BYTES_PER_RANK}</td><td>64 MiB</td></tr>
+ * <tr><td>keys in one read</td><td>{@code ar4j.rdzv.maxKeysPerGet}</td><td>{@code AR4J_RDZV_MAX_KEYS_PER_GET}</td><td>4096 (at least the world size)</td></tr>
+ * </table>
+ * A rank is declared lost when nothing was heard from it for the heartbeat timeout; every end
+ * sends a heartbeat each interval. The timeout must be at least twice the interval.
+ */
+public final class RendezvousSettings {
+
+    private final Duration heartbeatInterval;
+    private final Duration heartbeatTimeout;
+    private final Duration handshakeTimeout;
+    private final Duration maxWait;
+    private final int maxPendingConnections;
+    private final int maxKeysPerRank;
+    private final long maxBytesPerRank;
+    private final int maxKeysPerGet;
+
+    private RendezvousSettings(Duration heartbeatInterval, Duration heartbeatTimeout, Duration handshakeTimeout,
+                               Duration maxWait, int maxPendingConnections, int maxKeysPerRank, long maxBytesPerRank,
+                               int maxKeysPerGet) {
+        Durations.requirePositive(heartbeatInterval, "heartbeat interval");
+        Durations.requirePositive(heartbeatTimeout, "heartbeat timeout");
+        Durations.requirePositive(handshakeTimeout, "handshake timeout");
+        Durations.requirePositive(maxWait, "longest wait");
+        if (heartbeatTimeout.compareTo(heartbeatInterval.multipliedBy(2)) < 0) {
+            throw new IllegalArgumentException("heartbeat timeout " + Durations.format(heartbeatTimeout)
+                    + " must be at least twice the heartbeat interval " + Durations.format(heartbeatInterval)
+                    + " (ar4j.rdzv.heartbeatTimeout / AR4J_RDZV_HEARTBEAT_TIMEOUT_MS)");
+        }
+        requirePositive(maxPendingConnections, "max pending connections");
+        requirePositive(maxKeysPerRank, "max keys per rank");
+        requirePositive(maxBytesPerRank, "max bytes per rank");
+        requirePositive(maxKeysPerGet, "max keys per get");
+        this.heartbeatInterval = heartbeatInterval;
+        this.heartbeatTimeout = heartbeatTimeout;
+        this.handshakeTimeout = handshakeTimeout;
+        this.maxWait = maxWait;
+        this.maxPendingConnections = maxPendingConnections;
+        this.maxKeysPerRank = maxKeysPerRank;
+        this.maxBytesPerRank = maxBytesPerRank;
+        this.maxKeysPerGet = maxKeysPerGet;
+    }
+
+    /** The settings of this process: system properties, else environment, else defaults. */
+    public static RendezvousSettings resolve() {
+        return resolve(System.getProperties(), System.getenv());
+    }
+
+    /** The settings {@code properties} and {@code environment} give, property first. */
+    public static RendezvousSettings resolve(Properties properties, Map<String, String> environment) {
+        Objects.requireNonNull(properties, "properties");
+        Objects.requireNonNull(environment, "environment");
+        Source s = new Source(properties, environment);
+        return new RendezvousSettings(
+                Duration.ofMillis(s.number("ar4j.rdzv.heartbeatInterval", "AR4J_RDZV_HEARTBEAT_INTERVAL_MS", 200)),
+                Duration.ofMillis(s.number("ar4j.rdzv.heartbeatTimeout", "AR4J_RDZV_HEARTBEAT_TIMEOUT_MS", 2_000)),
+                Duration.ofMillis(s.number("ar4j.rdzv.handshakeTimeout", "AR4J_RDZV_HANDSHAKE_TIMEOUT_MS", 10_000)),
+                Duration.ofMillis(s.number("ar4j.rdzv.maxWait", "AR4J_RDZV_MAX_WAIT_MS", 3_600_000)),
+                (int) s.number("ar4j.rdzv.maxPendingConnections", "AR4J_RDZV_MAX_PENDING_CONNECTIONS", 64),
+                (int) s.number("ar4j.rdzv.maxKeysPerRank", "AR4J_RDZV_MAX_KEYS_PER_RANK", 65_536),
+                s.number("ar4j.rdzv.maxBytesPerRank", "AR4J_RDZV_MAX_BYTES_PER_RANK", 64L << 20),
+                (int) s.number("ar4j.rdzv.maxKeysPerGet", "AR4J_RDZV_MAX_KEYS_PER_GET", 4096));
+    }
+
+    /** How often each end sends a heartbeat when it has nothing else to send. */
+    public Duration heartbeatInterval() {
+        return heartbeatInterval;
+    }
+
+    /** How long an end may be silent before it is declared lost. */
+    public Duration heartbeatTimeout() {
+        return heartbeatTimeout;
+    }
+
+    /** How long a new connection has to complete the authenticated handshake. */
+    public Duration handshakeTimeout() {
+        return handshakeTimeout;
+    }
+
+    /** The longest a read waits on the server, whatever the client asked for. */
+    public Duration maxWait() {
+        return maxWait;
+    }
+
+    /** How many connections may be waiting to authenticate at once; more are closed at once. */
+    public int maxPendingConnections() {
+        return maxPendingConnections;
+    }
+
+    /** How many keys one rank may store. */
+    public int maxKeysPerRank() {
+        return maxKeysPerRank;
+    }
+
+    /** How many value bytes one rank may store. */
+    public long maxBytesPerRank() {
+        return maxBytesPerRank;
+    }
+
+    /** The cap on keys in one read for a group of {@code worldSize}: never below the world size. */
+    public int maxKeysPerGet(int worldSize) {
+        return Math.max(maxKeysPerGet, worldSize);
+    }
+
+    /** These settings with both heartbeat values replaced. */
+    public RendezvousSettings withHeartbeat(Duration interval, Duration timeout) {
+        return new RendezvousSettings(interval, timeout, handshakeTimeout, maxWait, maxPendingConnections,
+                maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
+    }
+
+    /** These settings with the handshake timeout replaced. */
+    public RendezvousSettings withHandshakeTimeout(Duration timeout) {
+        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, timeout, maxWait, maxPendingConnections,
+                maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
+    }
+
+    /** These settings with the longest server-side wait replaced. */
+    public RendezvousSettings withMaxWait(Duration wait) {
+        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, wait,
+                maxPendingConnections, maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
+    }
+
+    /** These settings with the cap on unauthenticated connections replaced. */
+    public RendezvousSettings withMaxPendingConnections(int count) {
+        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait, count,
+                maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
+    }
+
+    /** These settings with the per-rank store quota replaced. */
+    public RendezvousSettings withQuota(int keysPerRank, long bytesPerRank) {
+        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait,
+                maxPendingConnections, keysPerRank, bytesPerRank, maxKeysPerGet);
+    }
+
+    /** These settings with the cap on keys per read replaced. */
+    public RendezvousSettings withMaxKeysPerGet(int count) {
+        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait,
+                maxPendingConnections, maxKeysPerRank, maxBytesPerRank, count);
+    }
+
+    @Override
+    public String toString() {
+        return "RendezvousSettings[heartbeat every " + Durations.format(heartbeatInterval) + ", timeout "
+                + Durations.format(heartbeatTimeout) + ", handshake " + Durations.format(handshakeTimeout)
+                + ", longest wait " + Durations.format(maxWait) + ", " + maxPendingConnections
+                + " pending connections, per rank " + maxKeysPerRank + " keys / " + maxBytesPerRank + " bytes, "
+                + maxKeysPerGet + " keys per read]";
+    }
+
+    private static void requirePositive(long value, String what) {
+        if (value <= 0) {
+            throw new IllegalArgumentException(what + " must be positive, got " + value);
+        }
+    }
+
+    private record Source(Properties properties, Map<String, String> environment) {
+        long number(String property, String variable, long fallback) {
+            String raw = properties.getProperty(property);
+            String from = "system property " + property;
+            if (raw == null || raw.isBlank()) {
+                raw = environment.get(variable);
+                from = "environment variable " + variable;
+            }
+            if (raw == null || raw.isBlank()) {
+                return fallback;
+            }
+            try {
+                long value = Long.parseLong(raw.trim());
+                if (value <= 0) {
+                    throw new NumberFormatException();
+                }
+                return value;
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(from + "='" + raw + "' is not a positive whole number"
+                        + " (default " + fallback + ")");
+            }
+        }
+    }
+}
