@@ -127,8 +127,9 @@ public final class Ar4jPerf implements Callable<Integer> {
 
     @Option(names = "--pdl", paramLabel = "LIST",
             description = "programmatic dependent launch: on, off or on,off (both in one run); the communicators "
-                    + "are built with -Dar4j.pdl=1 or 0 for each and every row records its setting (default: the "
-                    + "runtime's own, nothing set). If the runtime does not report the setting the run says so")
+                    + "are built with Builder.pdl(true|false) and -Dar4j.pdl=1|0 for each, and every row records its "
+                    + "setting (default: the runtime's own, nothing set). If the runtime does not report the setting "
+                    + "the run says so")
     private String pdl;
 
     @Option(names = "--skip-nccl-symm", description = "do not measure the nccl-symm baseline")

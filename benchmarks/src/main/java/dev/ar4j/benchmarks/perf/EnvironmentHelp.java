@@ -22,10 +22,7 @@ final class EnvironmentHelp {
             "NVSHMEM_DISABLE_NVLS", "set to 1 for the workers (multicast off)",
             "NCCL_SOCKET_IFNAME", "NCCL's bootstrap interface; the workers default it to lo",
             "NCCL_ALGO, NCCL_PROTO", "passed to NCCL as set, and recorded in the result files",
-            "CUDA_VISIBLE_DEVICES", "the GPUs the run sees (recorded in the result files)",
-            "AR4J_PDL", "0|1: programmatic dependent launch in ar4j's kernels, for the runtime that reads it (issue "
-                    + "12); recorded in the result files. --pdl on,off sets the system property -Dar4j.pdl=1 or 0 for "
-                    + "each communicator build instead, which wins over it");
+            "CUDA_VISIBLE_DEVICES", "the GPUs the run sees (recorded in the result files)");
 
     /** The ar4j runtime's variables. */
     static final Map<String, String> RUNTIME = ordered(
@@ -33,6 +30,9 @@ final class EnvironmentHelp {
                     + "ar4j.allreduce.algo wins); then SGLANG_CUSTOM_ALLREDUCE_ALGO, VLLM_CUSTOM_ALLREDUCE_ALGO",
             "AR4J_FORCE_CUSTOM_AR_PCIE", "1: lift the PCIe gate for more than 2 GPUs without full NVLink "
                     + "(property ar4j.force.custom.ar.pcie)",
+            "AR4J_PDL", "0|1 (false|true, off|on): programmatic dependent launch in the custom kernels on compute "
+                    + "capability 9.0 and newer (default on; property ar4j.pdl wins); recorded in the result files. "
+                    + "ar4j-perf --pdl on,off sets Builder.pdl(..) and the property per communicator build instead",
             "AR4J_NCCL_PATH", "libnccl.so.2 to load (property ar4j.nccl.path); else the search order of the README",
             "AR4J_CUDART_PATH", "libcudart to load (property ar4j.cudart.path)",
             "AR4J_CUDA_PATH", "libcuda (the driver) to load (property ar4j.cuda.path)",

@@ -9,9 +9,11 @@ import java.util.Set;
 
 /**
  * Programmatic dependent launch as a run asks for it ({@code --pdl on,off}): for each setting the
- * communicators are built with the system property {@value #PROPERTY} set to 1 or 0 (the runtime's
- * switch; its environment variable is {@value #ENVIRONMENT}), and each row records the setting.
- * Without {@code --pdl} nothing is set and rows say {@code default}.
+ * communicators are built with {@code Communicator.Builder.pdl(true|false)} and, for anything that
+ * reads it at build time, the system property {@value #PROPERTY} set to 1 or 0 (the runtime's
+ * property; its environment variable is {@value #ENVIRONMENT}; the builder wins over both), and
+ * each row records the setting. Without {@code --pdl} nothing is set and rows say {@code default}
+ * (the runtime's default: on, on compute capability 9.0 and newer).
  *
  * <p>Whether the runtime honours the switch is for the runtime to say: {@link #reportedIn} looks
  * for it in what the communicator describes of itself. If it says nothing, the run notes "pdl
@@ -31,8 +33,9 @@ public enum PdlSetting {
     public static final String ENVIRONMENT = "AR4J_PDL";
     /** The run's note when the runtime's self-description never mentions PDL. */
     public static final String NOT_REPORTED = "pdl setting not reported by the runtime: the communicators were built "
-            + "with -D" + PROPERTY + "=1 (on) and =0 (off), but neither Communicator.toString() nor explain() mentions "
-            + "PDL; if the runtime ignores the property, the on and off figures measure the same kernels";
+            + "with Builder.pdl(true|false) and -D" + PROPERTY + "=1|0, but neither Communicator.toString() nor explain() "
+            + "says whether the kernels use PDL (it needs compute capability 9.0); where they do not, the on and off "
+            + "figures measure the same kernels";
     /** The values {@link #parseList} accepts. */
     public static final String ACCEPTED = "on (1, true), off (0, false), comma-separated, e.g. on,off";
 
@@ -47,6 +50,11 @@ public enum PdlSetting {
     /** "default", "on" or "off": the {@code pdl} column. */
     public String label() {
         return label;
+    }
+
+    /** What {@code Communicator.Builder.pdl(..)} is given, or empty for {@link #DEFAULT} (not called). */
+    public Optional<Boolean> enabled() {
+        return propertyValue == null ? Optional.empty() : Optional.of(this == ON);
     }
 
     /** The value of {@value #PROPERTY} while the communicators are built, or empty for {@link #DEFAULT}. */

@@ -82,7 +82,7 @@ final class PerfWorker {
             try {
                 // Closed on success only: after a failure, closing NCCL could wait for peers that are gone;
                 // the caller ends the process instead.
-                Communicator comm = configure(Communicator.builder()).rank(rank).worldSize(worldSize)
+                Communicator comm = configure(Communicator.builder(), pdl).rank(rank).worldSize(worldSize)
                         .masterAddress("127.0.0.1", ports.get(i)).build();
                 if (report != null) {
                     describe(report, comm, pdl, i == 0);
@@ -109,7 +109,7 @@ final class PerfWorker {
             boolean first = i == 0;
             String previous = pdl.apply();
             try {
-                runGroup(Communicator.localGroup(devices, this::configure), report, pdl, first, deadline, timeLimit);
+                runGroup(Communicator.localGroup(devices, b -> configure(b, pdl)), report, pdl, first, deadline, timeLimit);
             } finally {
                 PdlSetting.restore(previous);
             }
@@ -176,7 +176,9 @@ final class PerfWorker {
         }
     }
 
-    private Communicator.Builder configure(Communicator.Builder b) {
+    /** The builder settings of every rank; {@code pdl} on or off is also passed as {@code Builder.pdl(..)}. */
+    private Communicator.Builder configure(Communicator.Builder b, PdlSetting pdl) {
+        pdl.enabled().ifPresent(b::pdl);
         Duration kernelTimeout = settings.timeout().dividedBy(2).compareTo(MAX_KERNEL_TIMEOUT) < 0
                 ? settings.timeout().dividedBy(2) : MAX_KERNEL_TIMEOUT;
         return b.stagingBytes(settings.stagingBytes()).rendezvousTimeout(settings.timeout()).kernelTimeout(kernelTimeout)

@@ -50,7 +50,8 @@ final class RunPlan {
         }
         List<String> parts = new ArrayList<>();
         for (PdlSetting p : pdl) {
-            parts.add(p.label() + " (-D" + PdlSetting.PROPERTY + "=" + p.propertyValue().orElseThrow() + ")");
+            parts.add(p.label() + " (Builder.pdl(" + p.enabled().orElseThrow() + "), -D" + PdlSetting.PROPERTY + "="
+                    + p.propertyValue().orElseThrow() + ")");
         }
         out.println("# pdl: every measurement once per setting, the communicators rebuilt for each: "
                 + String.join(", then ", parts) + "; the row's pdl column says which. If the runtime does not mention "

@@ -54,6 +54,9 @@ class OperationsCommandTest {
         assertThrows(IllegalArgumentException.class, () -> PdlSetting.parseList(","));
         assertEquals(Optional.of("1"), PdlSetting.ON.propertyValue());
         assertEquals(Optional.empty(), PdlSetting.DEFAULT.propertyValue());
+        assertEquals(Optional.of(true), PdlSetting.ON.enabled(), "Builder.pdl(true)");
+        assertEquals(Optional.of(false), PdlSetting.OFF.enabled());
+        assertEquals(Optional.empty(), PdlSetting.DEFAULT.enabled(), "the builder is left alone");
     }
 
     @Test
@@ -112,7 +115,7 @@ class OperationsCommandTest {
         assertTrue(text.contains("push+norm") && text.contains("ar4j push -> push"), text);
         assertTrue(text.contains("nccl+norm") && text.contains("nccl-symm+norm"), text);
         assertTrue(text.matches("(?s).*fused\\s+fused all-reduce \\+ residual \\+ RMSNorm\\s+not available.*"), text);
-        assertTrue(text.contains("on (-Dar4j.pdl=1), then off (-Dar4j.pdl=0)"), text);
+        assertTrue(text.contains("on (Builder.pdl(true), -Dar4j.pdl=1), then off (Builder.pdl(false), -Dar4j.pdl=0)"), text);
         out.reset();
         assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--scenario", "verify-fused", "-d", "fp32"));
         assertTrue(out().contains("86016 B") && out().contains("within 1.0E-5 relative"), out());
