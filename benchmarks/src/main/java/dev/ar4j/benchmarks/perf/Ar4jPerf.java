@@ -139,6 +139,11 @@ public final class Ar4jPerf implements Callable<Integer> {
             description = "GPUs (world size); default: the largest of 8, 6, 4, 2 that are visible")
     private int gpus;
 
+    @Option(names = "--share-gpu", description = "every rank on GPU 0 (-g ranks, default 2), built with nccl(false): "
+            + "NCCL refuses two ranks on one GPU, so only ar4j's kernels run (no nccl columns, no -o other than "
+            + "allreduce, a forced kernel's NCCL fallback is an error); the sharing distorts absolute times")
+    private boolean shareGpu;
+
     @Option(names = "--threads", description = "one JVM driving every GPU from its own thread (Communicator.localGroup) "
             + "instead of one JVM per GPU")
     private boolean threads;
@@ -290,13 +295,13 @@ public final class Ar4jPerf implements Callable<Integer> {
                     : worker.runRank(workerRank, workerWorldSize, workerPorts);
         }
 
-        GpuCheck check = GpuCheck.probe();
+        GpuCheck check = GpuCheck.probe(settings.shareGpu() ? 1 : 2);
         if (!check.usable()) {
             err.println("ar4j-perf: cannot run here: " + check.problem());
             err.println("ar4j-perf: (--plan nvlink:N or --plan pcie:N prints the dispatch table without a GPU)");
             return ExitCodes.USAGE;
         }
-        int worldSize = check.worldSize(gpus);
+        int worldSize = check.worldSize(gpus, settings.shareGpu());
         err.println("[ar4j-perf] " + check.gpus() + " GPUs visible, NCCL " + check.nccl() + "; world size " + worldSize
                 + "; " + settings.operation().label() + ", " + settings.scenario().label() + "; "
                 + settings.pdl().size() + " pdl settings x " + settings.sizes().size() + " sizes x " + settings.algorithms().size() + " algorithms ("
@@ -328,6 +333,13 @@ public final class Ar4jPerf implements Callable<Integer> {
                 : sc == Scenario.VERIFY_FUSED ? PerfAlgorithm.PUSH.label()
                 : op.hasAr4jKernels() ? algorithms : PerfAlgorithm.NCCL.label();
         List<PerfAlgorithm> columns = PerfAlgorithm.parseListWithBaselines(List.of(columnList));
+        if (shareGpu) {
+            columns = columns.stream().filter(PerfAlgorithm::isAr4j).toList(); // the baselines need NCCL
+            if (columns.isEmpty()) {
+                throw new IllegalArgumentException("--share-gpu runs ar4j's kernels only (NCCL refuses two ranks on "
+                        + "one GPU): give -a with auto, 1stage, 2stage or push");
+            }
+        }
         List<TimingMode> modes = new ArrayList<>();
         if (both || graph || !eager) {
             modes.add(TimingMode.GRAPH);
@@ -344,7 +356,7 @@ public final class Ar4jPerf implements Callable<Integer> {
         }
         return new PerfSettings(sc, sweep, type, columns, warmup,
                 iterations, repetitions, modes, placements, registered, stagingBytes, skipSymmetric,
-                Duration.ofSeconds(timeoutSeconds), seed, op, PdlSetting.parseList(pdl));
+                Duration.ofSeconds(timeoutSeconds), seed, op, PdlSetting.parseList(pdl), shareGpu);
     }
 
     private OutputFiles outputs(PerfSettings settings) {

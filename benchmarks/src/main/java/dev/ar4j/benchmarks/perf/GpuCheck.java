@@ -25,6 +25,13 @@ public record GpuCheck(int gpus, String problem, String nccl) {
 
     /** Probes the machine (loads libcudart, libnccl and the kernels library; creates no CUDA context). */
     public static GpuCheck probe() {
+        return probe(2);
+    }
+
+    /**
+     * {@link #probe()} needing only {@code minimumGpus} visible GPUs ({@code --share-gpu}: 1).
+     */
+    public static GpuCheck probe(int minimumGpus) {
         int count;
         try {
             count = Cuda.deviceCount();
@@ -40,8 +47,9 @@ public record GpuCheck(int gpus, String problem, String nccl) {
         } catch (CudaException e) {
             return new GpuCheck(0, "CUDA cannot count the GPUs: " + e.getMessage(), null);
         }
-        if (count < 2) {
-            return new GpuCheck(count, "only " + count + " GPU is visible; an all-reduce benchmark needs at least 2", null);
+        if (count < minimumGpus) {
+            return new GpuCheck(count, "only " + count + " GPU is visible; an all-reduce benchmark needs at least 2"
+                    + " (--share-gpu runs every rank on GPU 0, without NCCL)", null);
         }
         String nccl;
         try {
@@ -65,6 +73,22 @@ public record GpuCheck(int gpus, String problem, String nccl) {
      * @throws IllegalArgumentException if {@code requested} is below 2 or above the GPU count
      */
     public int worldSize(int requested) {
+        return worldSize(requested, false);
+    }
+
+    /**
+     * The world size; with {@code shareGpu} every rank runs on GPU 0, so it is {@code requested}
+     * (default 2) whatever the GPU count, and must be a size the custom kernels support.
+     */
+    public int worldSize(int requested, boolean shareGpu) {
+        if (shareGpu) {
+            int n = requested == 0 ? 2 : requested;
+            if (n != 2 && n != 4 && n != 6 && n != 8) {
+                throw new IllegalArgumentException("-g " + n + " with --share-gpu: the custom kernels take 2, 4, 6 or 8 "
+                        + "ranks");
+            }
+            return n;
+        }
         if (requested != 0) {
             if (requested < 2) {
                 throw new IllegalArgumentException("-g: an all-reduce benchmark needs at least 2 GPUs, got " + requested);

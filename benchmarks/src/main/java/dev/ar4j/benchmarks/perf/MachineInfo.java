@@ -43,8 +43,10 @@ public record MachineInfo(Map<String, String> fields, List<String> gpus) {
     /**
      * Collects the description on rank 0 (its communicator built, its device current). Every
      * query that fails leaves a note in place of its value instead of failing the run.
+     *
+     * @param gpuCount the GPUs to describe, 0 to {@code gpuCount - 1} (1 with {@code --share-gpu})
      */
-    static MachineInfo collect(Communicator comm, String commandLine, String processModel) {
+    static MachineInfo collect(Communicator comm, String commandLine, String processModel, int gpuCount) {
         Map<String, String> f = new LinkedHashMap<>();
         f.put("date", ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME));
         f.put("host", hostName());
@@ -69,7 +71,7 @@ public record MachineInfo(Map<String, String> fields, List<String> gpus) {
             }
         }
         List<String> gpus = new ArrayList<>();
-        for (int d = 0; d < comm.worldSize(); d++) {
+        for (int d = 0; d < gpuCount; d++) {
             int device = d;
             gpus.add(query(() -> describeGpu(device, smi)));
         }

@@ -28,12 +28,14 @@ import java.util.Objects;
  * @param seed            seed of the checked inputs
  * @param operation       the collective ({@code -o}); only the sweep measures others than the all-reduce
  * @param pdl             the PDL settings, one communicator build (and one pass over everything) each
+ * @param shareGpu        every rank on GPU 0, built with {@code nccl(false)} (NCCL refuses two ranks on
+ *                        one GPU): ar4j's kernels only, absolute times distorted by the sharing
  */
 public record PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, List<PerfAlgorithm> algorithms,
                            int warmup, int iterations, int repetitions, List<TimingMode> modes,
                            List<Placement> placements, boolean registeredInput, long stagingBytes,
                            boolean skipSymmetric, Duration timeout, long seed, Operation operation,
-                           List<PdlSetting> pdl) {
+                           List<PdlSetting> pdl, boolean shareGpu) {
 
     /** An all-reduce run with the runtime's PDL default. */
     public PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, List<PerfAlgorithm> algorithms,
@@ -41,7 +43,7 @@ public record PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, Lis
                         List<Placement> placements, boolean registeredInput, long stagingBytes,
                         boolean skipSymmetric, Duration timeout, long seed) {
         this(scenario, sizes, dtype, algorithms, warmup, iterations, repetitions, modes, placements, registeredInput,
-                stagingBytes, skipSymmetric, timeout, seed, Operation.ALL_REDUCE, List.of(PdlSetting.DEFAULT));
+                stagingBytes, skipSymmetric, timeout, seed, Operation.ALL_REDUCE, List.of(PdlSetting.DEFAULT), false);
     }
 
     /** Validates every field. */
@@ -66,6 +68,18 @@ public record PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, Lis
             if (registeredInput) {
                 throw new IllegalArgumentException("--registered applies to ar4j's all-reduce input; -o "
                         + operation.label() + " runs through NCCL only");
+            }
+        }
+        if (shareGpu) {
+            if (operation != Operation.ALL_REDUCE) {
+                throw new IllegalArgumentException("-o " + operation.label() + " runs through NCCL, which refuses two "
+                        + "ranks on one GPU: leave out --share-gpu (it needs a GPU per rank)");
+            }
+            for (PerfAlgorithm a : algorithms) {
+                if (!a.isAr4j()) {
+                    throw new IllegalArgumentException("--share-gpu builds the communicators with nccl(false) (NCCL "
+                            + "refuses two ranks on one GPU): the " + a.label() + " column cannot run");
+                }
             }
         }
         if (scenario == Scenario.VERIFY_FUSED && placements.contains(Placement.IN_PLACE)) {

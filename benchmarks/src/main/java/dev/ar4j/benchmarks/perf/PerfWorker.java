@@ -75,7 +75,8 @@ final class PerfWorker {
             throw new IllegalArgumentException("--worker-port needs one port per PDL setting (" + settings.pdl().size()
                     + "), got " + ports);
         }
-        PerfReport report = rank == 0 ? new PerfReport(settings, worldSize, commandLine, "one JVM per GPU", err) : null;
+        PerfReport report = rank == 0 ? new PerfReport(settings, worldSize, commandLine, settings.shareGpu()
+                ? "one JVM per rank, every rank on GPU 0 (--share-gpu)" : "one JVM per GPU", err) : null;
         for (int i = 0; i < ports.size(); i++) {
             PdlSetting pdl = settings.pdl().get(i);
             String previous = pdl.apply();
@@ -100,9 +101,10 @@ final class PerfWorker {
     int runThreads(int worldSize, Duration timeLimit) throws InterruptedException {
         int[] devices = new int[worldSize];
         for (int d = 0; d < worldSize; d++) {
-            devices[d] = d;
+            devices[d] = settings.shareGpu() ? 0 : d;
         }
-        PerfReport report = new PerfReport(settings, worldSize, commandLine, "one JVM, one thread per GPU", err);
+        PerfReport report = new PerfReport(settings, worldSize, commandLine, settings.shareGpu()
+                ? "one JVM, one thread per rank, every rank on GPU 0 (--share-gpu)" : "one JVM, one thread per GPU", err);
         long deadline = System.nanoTime() + timeLimit.toNanos();
         for (int i = 0; i < settings.pdl().size(); i++) {
             PdlSetting pdl = settings.pdl().get(i);
@@ -164,7 +166,8 @@ final class PerfWorker {
      */
     private void describe(PerfReport report, Communicator comm, PdlSetting pdl, boolean first) {
         if (first) {
-            report.machine(MachineInfo.collect(comm, commandLine, report.processModel()));
+            report.machine(MachineInfo.collect(comm, commandLine, report.processModel(),
+                    settings.shareGpu() ? 1 : comm.worldSize()));
             report.streamTo(outputs.csv());
         }
         report.progress(comm + (pdl == PdlSetting.DEFAULT ? "" : ", built with -D" + PdlSetting.PROPERTY + "="
@@ -179,6 +182,9 @@ final class PerfWorker {
     /** The builder settings of every rank; {@code pdl} on or off is also passed as {@code Builder.pdl(..)}. */
     private Communicator.Builder configure(Communicator.Builder b, PdlSetting pdl) {
         pdl.enabled().ifPresent(b::pdl);
+        if (settings.shareGpu()) {
+            b.device(0).nccl(false); // NCCL refuses two ranks on one GPU
+        }
         Duration kernelTimeout = settings.timeout().dividedBy(2).compareTo(MAX_KERNEL_TIMEOUT) < 0
                 ? settings.timeout().dividedBy(2) : MAX_KERNEL_TIMEOUT;
         return b.stagingBytes(settings.stagingBytes()).rendezvousTimeout(settings.timeout()).kernelTimeout(kernelTimeout)

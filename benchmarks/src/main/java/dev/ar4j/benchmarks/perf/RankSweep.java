@@ -70,8 +70,8 @@ final class RankSweep {
      */
     RankSweep(Communicator comm, PerfSettings settings, PerfReport report, PdlSetting pdl) {
         this.comm = Objects.requireNonNull(comm, "comm");
-        this.nccl = comm.nccl();
-        this.collectives = nccl.collectives();
+        this.nccl = settings.shareGpu() ? null : comm.nccl(); // --share-gpu: built with nccl(false)
+        this.collectives = nccl == null ? null : nccl.collectives();
         this.settings = Objects.requireNonNull(settings, "settings");
         this.report = report;
         this.pdl = Objects.requireNonNull(pdl, "pdl");
@@ -119,7 +119,14 @@ final class RankSweep {
                 FusedVariant.fusedUnavailable().ifPresent(why -> report.skip(FusedVariant.FUSED, why));
             }
         }
-        openSymmetric(bufferBytes, outOfPlace);
+        if (settings.shareGpu() && report != null) {
+            String why = "--share-gpu: every rank on GPU 0, built with nccl(false) (NCCL refuses two ranks on one GPU)";
+            report.skip(fused != null ? FusedVariant.label(PerfAlgorithm.NCCL) : PerfAlgorithm.NCCL.label(), why);
+            report.skip(fused != null ? FusedVariant.label(PerfAlgorithm.NCCL_SYMMETRIC)
+                    : PerfAlgorithm.NCCL_SYMMETRIC.label(), why);
+        } else {
+            openSymmetric(bufferBytes, outOfPlace);
+        }
 
         if (settings.modes().contains(TimingMode.EAGER)) {
             for (PerfAlgorithm algorithm : measured()) {

@@ -51,6 +51,7 @@ public final class ResultJson {
         settings.put("scenario", s.scenario().label());
         settings.put("operation", s.operation().label());
         settings.put("pdl", s.pdl().stream().map(PdlSetting::label).toList());
+        settings.put("share_gpu", s.shareGpu());
         settings.put("sizes", s.sizes());
         settings.put("dtype", InputPattern.dtypeLabel(s.dtype()));
         settings.put("algorithms", s.algorithms().stream().map(PerfAlgorithm::label).toList());

@@ -33,6 +33,11 @@ final class RunPlan {
                 + InputPattern.dtypeLabel(dtype) + ", " + n + " ranks, columns "
                 + settings.algorithms().stream().map(PerfAlgorithm::label).collect(Collectors.joining(",")));
         printPdl(out, settings.pdl());
+        if (settings.shareGpu()) {
+            out.println("# --share-gpu: every rank on GPU 0, built with nccl(false): ar4j's kernels only (NCCL refuses "
+                    + "two ranks on one GPU); a forced kernel that would fall back to NCCL fails the run, naming the "
+                    + "size; the sharing distorts absolute times");
+        }
         if (settings.scenario() == Scenario.VERIFY_FUSED) {
             printFused(out, topology, config, settings);
         } else if (op == Operation.ALL_REDUCE) {

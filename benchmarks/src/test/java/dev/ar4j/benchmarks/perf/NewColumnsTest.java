@@ -24,7 +24,7 @@ class NewColumnsTest {
     private static PerfSettings settings(Scenario scenario, Operation op, List<Long> sizes, List<PerfAlgorithm> columns,
                                          List<PdlSetting> pdl) {
         return new PerfSettings(scenario, sizes, DType.BFLOAT16, columns, 5, 50, 7, List.of(TimingMode.GRAPH),
-                List.of(Placement.OUT_OF_PLACE), false, 8L << 20, false, Duration.ofSeconds(120), 1, op, pdl);
+                List.of(Placement.OUT_OF_PLACE), false, 8L << 20, false, Duration.ofSeconds(120), 1, op, pdl, false);
     }
 
     private static PerfResult row(String scenario, String op, String pdl, long bytes, String algorithm, String ran,

@@ -148,4 +148,23 @@ class OperationsCommandTest {
             assertTrue(help.contains(s), s + " in:\n" + help);
         }
     }
+
+    @Test
+    void shareGpuRunsAr4jsKernelsOnlyOnGpuZero() {
+        assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--share-gpu", "--scenario", "verify-fused", "--pdl", "on,off"));
+        String text = out();
+        assertTrue(text.contains("columns push\n") || text.contains("columns push" + System.lineSeparator()), text);
+        assertTrue(text.contains("--share-gpu: every rank on GPU 0, built with nccl(false)"), text);
+        assertTrue(!text.contains("nccl+norm"), "no NCCL row: " + text);
+        assertTrue(text.contains("push+norm") && text.contains("not available"), text);
+        assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "--share-gpu", "-o", "allgather"));
+        assertTrue(err().contains("refuses two ranks on one GPU"), err());
+        assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "--share-gpu", "-a", "nccl"));
+        assertTrue(err().contains("ar4j's kernels only"), err());
+        GpuCheck oneGpu = new GpuCheck(1, null, "2.28.3");
+        assertEquals(2, oneGpu.worldSize(0, true), "two ranks on the one GPU by default");
+        assertEquals(8, oneGpu.worldSize(8, true));
+        assertThrows(IllegalArgumentException.class, () -> oneGpu.worldSize(3, true));
+        assertThrows(IllegalArgumentException.class, () -> oneGpu.worldSize(2, false), "without --share-gpu: 2 GPUs");
+    }
 }
