@@ -33,9 +33,9 @@ public enum PdlSetting {
     public static final String ENVIRONMENT = "AR4J_PDL";
     /** The run's note when the runtime's self-description never mentions PDL. */
     public static final String NOT_REPORTED = "pdl setting not reported by the runtime: the communicators were built "
-            + "with Builder.pdl(true|false) and -D" + PROPERTY + "=1|0, but neither Communicator.toString() nor explain() "
-            + "says whether the kernels use PDL (it needs compute capability 9.0); where they do not, the on and off "
-            + "figures measure the same kernels";
+            + "with Builder.pdl(true|false) and -D" + PROPERTY + "=1|0, but neither Communicator.toString(), explain() "
+            + "nor its INFO log while building says whether the kernels use PDL (it needs compute capability 9.0 and "
+            + "the custom kernels set up); where they do not, the on and off figures measure the same kernels";
     /** The values {@link #parseList} accepts. */
     public static final String ACCEPTED = "on (1, true), off (0, false), comma-separated, e.g. on,off";
 
@@ -92,18 +92,21 @@ public enum PdlSetting {
     }
 
     /**
-     * The lines of a communicator's self-description ({@code toString()}, {@code explain(..)}) that
-     * mention PDL, joined with "; ", or empty when none does (the runtime does not report it).
+     * The first clause (between semicolons) of a communicator's self-description or log
+     * ({@code toString()}, {@code explain(..)}, its INFO lines) that mentions PDL, e.g.
+     * "custom kernels ready (grid 16x512, PDL on)", or empty when none does (the runtime does not
+     * report it).
      */
     public static Optional<String> reportedIn(String description) {
-        List<String> lines = new ArrayList<>();
         for (String line : description.split("\n")) {
-            String l = line.toLowerCase(Locale.ROOT);
-            if (l.contains("pdl") || l.contains("programmatic dependent")) {
-                lines.add(line.strip());
+            for (String clause : line.split(";")) {
+                String l = clause.toLowerCase(Locale.ROOT);
+                if (l.contains("pdl") || l.contains("programmatic dependent")) {
+                    return Optional.of(clause.strip());
+                }
             }
         }
-        return lines.isEmpty() ? Optional.empty() : Optional.of(String.join("; ", lines));
+        return Optional.empty();
     }
 
     /**

@@ -83,10 +83,15 @@ final class PerfWorker {
             try {
                 // Closed on success only: after a failure, closing NCCL could wait for peers that are gone;
                 // the caller ends the process instead.
-                Communicator comm = configure(Communicator.builder(), pdl).rank(rank).worldSize(worldSize)
-                        .masterAddress("127.0.0.1", ports.get(i)).build();
+                Communicator comm;
+                String logged;
+                try (RuntimeLogTap tap = RuntimeLogTap.open()) {
+                    comm = configure(Communicator.builder(), pdl).rank(rank).worldSize(worldSize)
+                            .masterAddress("127.0.0.1", ports.get(i)).build();
+                    logged = tap.text();
+                }
                 if (report != null) {
-                    describe(report, comm, pdl, i == 0);
+                    describe(report, comm, pdl, i == 0, logged);
                 }
                 new RankSweep(comm, settings, report, pdl).run();
                 comm.close();
@@ -111,7 +116,13 @@ final class PerfWorker {
             boolean first = i == 0;
             String previous = pdl.apply();
             try {
-                runGroup(Communicator.localGroup(devices, b -> configure(b, pdl)), report, pdl, first, deadline, timeLimit);
+                List<Communicator> group;
+                String logged;
+                try (RuntimeLogTap tap = RuntimeLogTap.open()) {
+                    group = Communicator.localGroup(devices, b -> configure(b, pdl));
+                    logged = tap.text();
+                }
+                runGroup(group, report, pdl, first, deadline, timeLimit, logged);
             } finally {
                 PdlSetting.restore(previous);
             }
@@ -120,7 +131,7 @@ final class PerfWorker {
     }
 
     private void runGroup(List<Communicator> group, PerfReport report, PdlSetting pdl, boolean first, long deadline,
-                          Duration timeLimit) throws InterruptedException {
+                          Duration timeLimit, String logged) throws InterruptedException {
         ExecutorService pool = Executors.newFixedThreadPool(group.size(), r -> {
             Thread t = new Thread(r, "ar4j-perf-rank");
             t.setDaemon(true);
@@ -135,7 +146,7 @@ final class PerfWorker {
                     Cuda.setDevice(comm.device());
                     PerfReport mine = comm.rank() == 0 ? report : null;
                     if (mine != null) {
-                        describe(mine, comm, pdl, first);
+                        describe(mine, comm, pdl, first, logged);
                     }
                     new RankSweep(comm, settings, mine, pdl).run();
                     comm.close(); // on success only, as in runRank
@@ -162,9 +173,10 @@ final class PerfWorker {
 
     /**
      * On rank 0: the machine and the streamed CSV for the first communicator, a progress line for
-     * each, and what the runtime says of the PDL setting it was built with.
+     * each, and what the runtime says of the PDL setting it was built with: in its self-description
+     * or in what it logged while it was built ({@code logged}, {@link RuntimeLogTap}).
      */
-    private void describe(PerfReport report, Communicator comm, PdlSetting pdl, boolean first) {
+    private void describe(PerfReport report, Communicator comm, PdlSetting pdl, boolean first, String logged) {
         if (first) {
             report.machine(MachineInfo.collect(comm, commandLine, report.processModel(),
                     settings.shareGpu() ? 1 : comm.worldSize()));
@@ -173,7 +185,8 @@ final class PerfWorker {
         report.progress(comm + (pdl == PdlSetting.DEFAULT ? "" : ", built with -D" + PdlSetting.PROPERTY + "="
                 + pdl.propertyValue().orElseThrow() + " (pdl " + pdl.label() + ")"));
         if (pdl != PdlSetting.DEFAULT) {
-            String description = comm + "\n" + comm.explain(settings.sizes().getFirst(), settings.dtype());
+            String description = comm + "\n" + comm.explain(settings.sizes().getFirst(), settings.dtype()) + "\n"
+                    + logged;
             report.noteOnce(PdlSetting.reportedIn(description).map(text -> "pdl " + pdl.label() + ": the runtime "
                     + "reports: " + text).orElse(PdlSetting.NOT_REPORTED));
         }

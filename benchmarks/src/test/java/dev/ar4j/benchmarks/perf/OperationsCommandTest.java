@@ -85,6 +85,10 @@ class OperationsCommandTest {
         assertEquals(Optional.empty(), PdlSetting.reportedIn("Communicator[rank 0/2, GPU 0, 2 ranks on one host]\n"
                 + "  auto: world size 2, up to 512 KiB -> push"));
         assertEquals(Optional.of("PDL: on (ar4j.pdl=1)"), PdlSetting.reportedIn("Communicator[...]\n  PDL: on (ar4j.pdl=1)"));
+        assertEquals(Optional.of("custom kernels ready (grid 16x512, PDL off)"), PdlSetting.reportedIn("Communicator[...]\n"
+                + "ar4j rank 0/2 on GPU 0: 2 ranks on one host; custom kernels ready (grid 16x512, PDL off); auto\n"
+                + "ar4j rank 1/2 on GPU 1: 2 ranks on one host; custom kernels ready (grid 16x512, PDL off); auto"),
+                "the first clause that says it, as main's Communicator logs it");
         assertTrue(PdlSetting.NOT_REPORTED.startsWith("pdl setting not reported by the runtime"));
     }
 
@@ -166,5 +170,20 @@ class OperationsCommandTest {
         assertEquals(8, oneGpu.worldSize(8, true));
         assertThrows(IllegalArgumentException.class, () -> oneGpu.worldSize(3, true));
         assertThrows(IllegalArgumentException.class, () -> oneGpu.worldSize(2, false), "without --share-gpu: 2 GPUs");
+    }
+
+    @Test
+    void theLogTapHearsWhatTheCommunicatorLogsWhileOpenAndNothingAfter() {
+        System.Logger log = System.getLogger(RuntimeLogTap.LOGGER);
+        String heard;
+        try (RuntimeLogTap tap = RuntimeLogTap.open()) {
+            log.log(System.Logger.Level.INFO, "ar4j rank 0/2 on GPU 0: x; custom kernels ready (grid 1x1, PDL on)");
+            heard = tap.text();
+        }
+        assertEquals(Optional.of("custom kernels ready (grid 1x1, PDL on)"), PdlSetting.reportedIn(heard));
+        RuntimeLogTap late = RuntimeLogTap.open();
+        late.close();
+        log.log(System.Logger.Level.INFO, "after close: PDL off");
+        assertEquals("", late.text(), "a closed tap hears nothing");
     }
 }
