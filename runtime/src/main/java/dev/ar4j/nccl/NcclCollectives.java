@@ -83,7 +83,7 @@ public final class NcclCollectives {
         int result;
         try {
             result = comm.settle(nccl_h.ncclAllReduce(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), count, type.code(), op.code(), comm.comm(),
+                    MemorySegment.ofAddress(receiveAddress), count, type.code(), effective(op), comm.comm(),
                     MemorySegment.ofAddress(streamHandle)));
         } finally {
             comm.exit();
@@ -183,7 +183,7 @@ public final class NcclCollectives {
         int result;
         try {
             result = comm.settle(nccl_h.ncclReduce(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), count, type.code(), op.code(), root, comm.comm(),
+                    MemorySegment.ofAddress(receiveAddress), count, type.code(), effective(op), root, comm.comm(),
                     MemorySegment.ofAddress(streamHandle)));
         } finally {
             comm.exit();
@@ -268,7 +268,7 @@ public final class NcclCollectives {
         int result;
         try {
             result = comm.settle(nccl_h.ncclReduceScatter(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), receiveCount, type.code(), op.code(), comm.comm(),
+                    MemorySegment.ofAddress(receiveAddress), receiveCount, type.code(), effective(op), comm.comm(),
                     MemorySegment.ofAddress(streamHandle)));
         } finally {
             comm.exit();
@@ -337,6 +337,16 @@ public final class NcclCollectives {
             throw comm.fail(result, call + "(" + count + " x " + type.ncclName() + (isSend ? " to" : " from") + " rank "
                     + peer + ")");
         }
+    }
+
+    /**
+     * The reduction passed to NCCL. With one rank, average equals sum (a division by 1), and
+     * NCCL's average over one rank was seen to leave the tail of a 65543-element float64
+     * all-reduce unwritten (NCCL 2.28.9 on an H200, 2026-12-01: the last 7 elements, out of
+     * place); the sum writes every element.
+     */
+    private int effective(NcclReduction op) {
+        return op == NcclReduction.AVG && comm.nranks() == 1 ? NcclReduction.SUM.code() : op.code();
     }
 
     private void requireReduction(NcclDataType type, NcclReduction op, String call) {
