@@ -164,8 +164,8 @@ abstract class BuilderSettings {
     /**
      * Uses an existing rendezvous (for example a rank of an {@link InProcessRendezvous}); not closed by the communicator.
      *
-     * @param rendezvous the rendezvous to join the group through; not {@code null}, and its rank wins over
-     *     none given by {@link #rank(int)} (the two must agree if both are set)
+     * @param rendezvous the rendezvous to join the group through; not {@code null}. The rank is its rank
+     *     unless {@link #rank(int)} is set too, in which case the two must agree (checked at {@code build()})
      * @return this builder
      * @throws NullPointerException if {@code rendezvous} is {@code null}
      */

@@ -202,8 +202,10 @@ public final class Communicator implements AutoCloseable {
      *     stream
      * @throws IllegalArgumentException if the buffer is on another device or holds no whole number of
      *     elements
-     * @throws IllegalStateException if the communicator is closed, failed, or used by another thread at the
-     *     same time
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     *     another thread at the same time
+     * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(DeviceBuffer buffer, DType dtype, CudaStream stream) {
         allReduce(buffer, buffer, dtype, stream);
@@ -220,8 +222,10 @@ public final class Communicator implements AutoCloseable {
      * @throws IllegalArgumentException if the buffers differ in size, are on another device, or
      *                                  hold no whole number of elements
      * @throws NullPointerException if an argument is {@code null}
-     * @throws IllegalStateException if the communicator is closed, failed, or used by another thread at the
-     *     same time
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     *     another thread at the same time
+     * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(DeviceBuffer in, DeviceBuffer out, DType dtype, CudaStream stream) {
         Objects.requireNonNull(in, "in");
@@ -254,6 +258,8 @@ public final class Communicator implements AutoCloseable {
      * @param dtype the element type
      * @throws IllegalStateException if the call needs NCCL and the communicator was built with
      *                               {@code nccl(false)} (the message names the size and the reason)
+     * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(long in, long out, long count, DType dtype, long stream) {
         run(dispatchers.configured, in, out, count, dtype, stream);
@@ -272,8 +278,10 @@ public final class Communicator implements AutoCloseable {
      * @return the decision that was carried out, with its reason
      * @throws NullPointerException if {@code dtype} or {@code policy} is {@code null}
      * @throws IllegalArgumentException if {@code count} is not positive
-     * @throws IllegalStateException if the decision needs NCCL and the communicator was built with {@code
-     *     nccl(false)}, or the communicator is closed or failed
+     * @throws IllegalStateException if the decision needs NCCL and the communicator was built with
+     *     {@code nccl(false)}, or the communicator is closed, aborted or failed out of step
+     * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public Decision allReduce(long in, long out, long count, DType dtype, long stream, AlgorithmPolicy policy) {
         return run(dispatchers.forPolicy(Objects.requireNonNull(policy, "policy")), in, out, count, dtype, stream);
@@ -342,8 +350,10 @@ public final class Communicator implements AutoCloseable {
      *
      * @param buffer the buffer to share, on this communicator's GPU
      * @throws IllegalArgumentException if {@code buffer} is on another GPU
-     * @throws IllegalStateException if the communicator is closed or failed, or the registration fails on a
-     *     rank (the communicator is then failed)
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step
+     * @throws PeerLostException if a peer is lost during the registration, or was lost before
+     * @throws Ar4jException if the registration fails otherwise; the ranks may then be out of step, so the
+     *     communicator is failed
      */
     public void register(DeviceBuffer buffer) {
         Objects.requireNonNull(buffer, "buffer");
@@ -390,7 +400,8 @@ public final class Communicator implements AutoCloseable {
      * replays are zero-copy. Collective on close.
      *
      * @return the open capture scope, to be closed after the capture ends
-     * @throws IllegalStateException if the communicator is closed, failed, or a capture scope is already open
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, a capture
+     *     scope is already open, or all-reduces were captured outside a scope
      */
     public GraphCapture graphCapture() {
         guard.enter("graphCapture");
@@ -578,8 +589,10 @@ public final class Communicator implements AutoCloseable {
      * ownership: do not close or abort it; it is destroyed when this communicator is closed.
      *
      * @return the group's NCCL communicator, owned by this communicator
-     * @throws IllegalStateException if the communicator is failed or closed, or was built with {@code
-     *     nccl(false)}
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or was
+     *     built with {@code nccl(false)}
+     * @throws PeerLostException if the communicator failed because a peer was lost
+     * @throws PeerTimeoutException if the communicator failed because a kernel timed out waiting for a peer
      */
     public NcclCommunicator nccl() {
         state.throwIfFailed();

@@ -144,7 +144,7 @@ public final class CudaEvent implements AutoCloseable {
      * events ({@code cudaEventElapsedTime}; resolution about 0.5 microseconds).
      *
      * @param start the earlier event, recorded and completed, created with timing
-     * @return the elapsed time in milliseconds (negative if {@code start} completed after this event)
+     * @return the elapsed time in milliseconds
      * @throws IllegalStateException if either event was created without timing or this event is closed
      * @throws CudaException if {@code cudaEventElapsedTime} fails (for example an event not yet recorded or
      *     completed)

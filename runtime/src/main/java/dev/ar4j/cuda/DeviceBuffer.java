@@ -324,8 +324,7 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Copies all of {@code source} (device memory) to the start of this buffer and waits for the copy.
      *
-     * @param source the open device buffer to copy, of at most {@link #byteSize()} bytes, on this or a
-     *     peer-accessible device
+     * @param source the open device buffer to copy, of at most {@link #byteSize()} bytes
      * @throws IllegalArgumentException if {@code source} is larger than this buffer
      * @throws IllegalStateException if this buffer or {@code source} is closed
      * @throws CudaException if the copy fails
