@@ -63,8 +63,8 @@ abstract class BuilderSettings {
     /**
      * Uses this map instead of {@code System.getenv()} for the launcher and configuration variables (tests).
      *
-     * @param environment the variables to read instead of the process environment; copied, must not be {@code
-     *     null} nor hold {@code null} keys or values
+     * @param environment the variables to read instead of the process environment; copied, must not be
+     *     {@code null} nor hold {@code null} keys or values
      * @return this builder
      * @throws NullPointerException if {@code environment} or one of its keys or values is {@code null}
      */
@@ -229,8 +229,8 @@ abstract class BuilderSettings {
     /**
      * Algorithm policy: {@code auto | 1stage | oneshot | 2stage | twoshot | push | nccl}. Highest precedence.
      *
-     * @param policy one of the policy names above; an unknown name is refused by {@code build()} with {@link
-     *     IllegalArgumentException}
+     * @param policy one of the policy names above; an unknown name is refused by {@code build()} with
+     *     {@link IllegalArgumentException}
      * @return this builder
      * @throws NullPointerException if {@code policy} is {@code null}
      */
@@ -242,8 +242,8 @@ abstract class BuilderSettings {
     /**
      * Lifts (true) or keeps (false) the PCIe gate for more than two GPUs without full NVLink.
      *
-     * @param force {@code true} to allow the custom kernels on PCIe-only groups of more than two GPUs, {@code
-     *     false} to keep them on NCCL
+     * @param force {@code true} to allow the custom kernels on PCIe-only groups of more than two GPUs,
+     *     {@code false} to keep them on NCCL
      * @return this builder
      */
     public Communicator.Builder forceCustomOnPcie(boolean force) {
@@ -266,8 +266,8 @@ abstract class BuilderSettings {
     /**
      * Overrides the detected "P2P between every pair".
      *
-     * @param p2p {@code true} to treat every pair of GPUs as able to access each other's memory, {@code
-     *     false} to treat none as able
+     * @param p2p {@code true} to treat every pair of GPUs as able to access each other's memory,
+     *     {@code false} to treat none as able
      * @return this builder
      */
     public Communicator.Builder p2pAllPairs(boolean p2p) {

@@ -94,8 +94,8 @@ public final class Cuda {
      * Makes {@code device} the calling thread's current device.
      *
      * @param device the device ordinal, 0 to {@link #deviceCount()} - 1
-     * @throws CudaException if {@code cudaSetDevice} refuses the ordinal (e.g. {@code
-     *     cudaErrorInvalidDevice})
+     * @throws CudaException if {@code cudaSetDevice} refuses the ordinal (e.g.
+     *     {@code cudaErrorInvalidDevice})
      */
     public static void setDevice(int device) {
         ensureLoaded();

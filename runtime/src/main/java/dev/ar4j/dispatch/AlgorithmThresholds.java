@@ -77,8 +77,8 @@ public record AlgorithmThresholds(long pushUpToBytes, long upTo4RanksBytes, long
     /**
      * These thresholds with another push threshold.
      *
-     * @param newPushUpToBytes the new push threshold in bytes, 0 (never push automatically) to {@link
-     *     Algorithm#PUSH_MAX_BYTES}
+     * @param newPushUpToBytes the new push threshold in bytes, 0 (never push automatically) to
+     *     {@link Algorithm#PUSH_MAX_BYTES}
      * @return a copy with that push threshold and these one-stage thresholds
      * @throws IllegalArgumentException if it is negative or above {@link Algorithm#PUSH_MAX_BYTES}
      */

@@ -73,8 +73,8 @@ public final class NcclCollectives {
      * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
      *     inside an NCCL call on it
      * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type or the reduction
-     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out {@code
-     *     ncclInProgress})
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void allReduce(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, NcclReduction op,
                           CudaStream stream) {
@@ -105,8 +105,8 @@ public final class NcclCollectives {
      * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
      *     inside an NCCL call on it
      * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type or the reduction
-     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out {@code
-     *     ncclInProgress})
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void allReduce(long sendAddress, long receiveAddress, long count, NcclDataType type, NcclReduction op,
                           long streamHandle) {
@@ -146,8 +146,8 @@ public final class NcclCollectives {
      * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
      *     inside an NCCL call on it
      * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
-     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out {@code
-     *     ncclInProgress})
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void broadcast(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, int root,
                           CudaStream stream) {
@@ -185,8 +185,8 @@ public final class NcclCollectives {
      * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
      *     inside an NCCL call on it
      * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
-     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out {@code
-     *     ncclInProgress})
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void broadcast(long sendAddress, long receiveAddress, long count, NcclDataType type, int root,
                           long streamHandle) {
@@ -228,8 +228,8 @@ public final class NcclCollectives {
      * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
      *     inside an NCCL call on it
      * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type or the reduction
-     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out {@code
-     *     ncclInProgress})
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void reduce(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, NcclReduction op,
                        int root, CudaStream stream) {
@@ -268,8 +268,8 @@ public final class NcclCollectives {
      * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
      *     inside an NCCL call on it
      * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type or the reduction
-     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out {@code
-     *     ncclInProgress})
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void reduce(long sendAddress, long receiveAddress, long count, NcclDataType type, NcclReduction op, int root,
                        long streamHandle) {
@@ -308,8 +308,8 @@ public final class NcclCollectives {
      * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
      *     inside an NCCL call on it
      * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
-     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out {@code
-     *     ncclInProgress})
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void allGather(DeviceBuffer send, DeviceBuffer receive, long sendCount, NcclDataType type, CudaStream stream) {
         String site = comm.site();
@@ -338,8 +338,8 @@ public final class NcclCollectives {
      * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
      *     inside an NCCL call on it
      * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
-     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out {@code
-     *     ncclInProgress})
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void allGather(long sendAddress, long receiveAddress, long sendCount, NcclDataType type, long streamHandle) {
         checkCount(ALL_GATHER, comm.site(), sendCount, "sendCount");
@@ -376,8 +376,8 @@ public final class NcclCollectives {
      * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
      *     inside an NCCL call on it
      * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type or the reduction
-     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out {@code
-     *     ncclInProgress})
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void reduceScatter(DeviceBuffer send, DeviceBuffer receive, long receiveCount, NcclDataType type,
                               NcclReduction op, CudaStream stream) {
@@ -411,8 +411,8 @@ public final class NcclCollectives {
      * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
      *     inside an NCCL call on it
      * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type or the reduction
-     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out {@code
-     *     ncclInProgress})
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void reduceScatter(long sendAddress, long receiveAddress, long receiveCount, NcclDataType type,
                               NcclReduction op, long streamHandle) {
@@ -450,8 +450,8 @@ public final class NcclCollectives {
      * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
      *     inside an NCCL call on it
      * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
-     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out {@code
-     *     ncclInProgress})
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void send(DeviceBuffer buffer, long count, NcclDataType type, int peer, CudaStream stream) {
         String site = comm.site();
@@ -475,8 +475,8 @@ public final class NcclCollectives {
      * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
      *     inside an NCCL call on it
      * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
-     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out {@code
-     *     ncclInProgress})
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void send(long address, long count, NcclDataType type, int peer, long streamHandle) {
         pointToPoint(true, address, count, type, peer, streamHandle);
@@ -495,8 +495,8 @@ public final class NcclCollectives {
      * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
      *     inside an NCCL call on it
      * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
-     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out {@code
-     *     ncclInProgress})
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void recv(DeviceBuffer buffer, long count, NcclDataType type, int peer, CudaStream stream) {
         String site = comm.site();
@@ -520,8 +520,8 @@ public final class NcclCollectives {
      * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
      *     inside an NCCL call on it
      * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
-     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out {@code
-     *     ncclInProgress})
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void recv(long address, long count, NcclDataType type, int peer, long streamHandle) {
         pointToPoint(false, address, count, type, peer, streamHandle);

@@ -136,8 +136,8 @@ public final class NcclCommunicator implements AutoCloseable {
      * @throws NcclTimeoutException if the group has not formed within {@code timeout}; the communicator was
      *     aborted
      * @throws NcclException if NCCL failed the init; the communicator was aborted
-     * @throws IllegalArgumentException unless {@code nranks >= 1}, {@code 0 <= rank < nranks} and {@code
-     *     timeout} is positive
+     * @throws IllegalArgumentException unless {@code nranks >= 1}, {@code 0 <= rank < nranks} and
+     *     {@code timeout} is positive
      */
     public static NcclCommunicator initRank(NcclUniqueId id, int nranks, int rank, Duration timeout,
                                             BooleanSupplier cancelled) {

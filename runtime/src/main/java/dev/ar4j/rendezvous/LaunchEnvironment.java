@@ -275,8 +275,8 @@ public final class LaunchEnvironment {
         /**
          * How many ranks run on this host.
          *
-         * @param localWorldSize the number of ranks on this host, 1 to the world size (checked at {@link
-         *     #build(Map)})
+         * @param localWorldSize the number of ranks on this host, 1 to the world size (checked at
+         *     {@link #build(Map)})
          * @return this builder
          */
         public Builder localWorldSize(int localWorldSize) {
