@@ -295,7 +295,8 @@ public final class NcclCommunicator implements AutoCloseable {
      *     symmetric window
      * @return the registered window, to be deregistered (collectively) by closing it before this communicator
      *     is closed
-     * @throws IllegalStateException if the communicator is closed, aborted or failed, or used by another thread at the same time
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or used by another
+     *     thread at the same time
      * @throws NcclException if NCCL refuses the registration
      */
     public NcclWindow registerWindow(DeviceBuffer buffer, int flags) {
