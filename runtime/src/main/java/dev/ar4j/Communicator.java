@@ -482,18 +482,22 @@ public final class Communicator implements AutoCloseable {
 
     /**
      * Throws the failure if this communicator failed (a custom kernel gave up waiting for a peer,
-     * a peer was lost, ...); returns otherwise. Call after synchronising the stream to learn of a
-     * lost peer early.
+     * a peer was lost, ...); returns otherwise. Reads the kernels' failure record now (one small
+     * copy), so a call followed by a stream synchronisation and this check either produced the
+     * exact sum or throws: a peer's poison that turned this rank's output into NaN is reported
+     * here even before the watchdog's next poll.
      */
     public void checkPeers() {
         guard.enter("checkPeers");
         try {
             if (kernels != null) {
-                KernelTimeout t = kernels.readTimeout();
-                if (t.timedOut()) {
-                    PeerTimeoutException e = kernels.peerTimeout(t, null);
-                    containment.contain(new Failure(Kind.PEER_TIMEOUT, t.peer(), e.getMessage(), null));
-                    throw e;
+                // The kernels' own record, read now: a peer's poison that reached this rank's
+                // signal block (its kernels then wrote NaN) fails this call even before the
+                // watchdog's next poll saw it.
+                Failure f = kernels.readFailure();
+                if (f != null) {
+                    containment.contain(f);
+                    throw f.toException();
                 }
             }
         } finally {

@@ -339,6 +339,12 @@ public final class NcclCommunicator implements AutoCloseable {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
             result = calls.commSplit(comm, color, key, out, MemorySegment.NULL);
             child = out.get(ValueLayout.ADDRESS, 0);
+            // On a non-blocking communicator NCCL may set *newcomm only when its background work
+            // is done (seen on an H200 with NCCL 2.28.9: success, and no handle yet). Then wait
+            // on the parent and read the handle again.
+            if (result == NcclErrors.SUCCESS && child.address() == 0 && color != SPLIT_NO_COLOR && !blocking) {
+                result = NcclErrors.IN_PROGRESS;
+            }
             if (result == NcclErrors.IN_PROGRESS) {
                 MemorySegment watched = child.address() != 0 ? child : comm;
                 AsyncStateWait.Result wait = AsyncStateWait.await(calls, watched, timeoutNanos, guard::isClosing,
@@ -348,6 +354,9 @@ public final class NcclCommunicator implements AutoCloseable {
                     case TIMED_OUT -> NcclTiming.WAIT_TIMED_OUT;
                     case STOPPED -> NcclTiming.WAIT_STOPPED;
                 };
+                if (child.address() == 0) {
+                    child = out.get(ValueLayout.ADDRESS, 0);
+                }
             }
             if (result == NcclErrors.SUCCESS) {
                 return child.address() == 0 ? Optional.empty()
