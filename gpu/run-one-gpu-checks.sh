@@ -36,7 +36,7 @@ for s in "${steps[@]}"; do
   case "$s" in
     native)   step native 150 .gpu/native/ar4j_native_test --gpus 1 --ranks 2 --quick ;;
     rmsnorm)  step rmsnorm 60 .gpu/native/ar4j_rmsnorm_test ;;
-    its)      step its 420 gpu/run-its.sh \
+    its)      step its 330 gpu/run-its.sh \
                 --select-class dev.ar4j.it.FailureContainmentOneJvmIT --select-class dev.ar4j.it.PeerFailureTwoJvmIT \
                 --select-class dev.ar4j.it.NcclMissingRankIT --select-class dev.ar4j.kernels.ResidualRmsNormIT \
                 --select-class dev.ar4j.nccl.NcclSingleGpuIT --select-class dev.ar4j.nccl.NcclInitTimeoutIT \
@@ -44,7 +44,8 @@ for s in "${steps[@]}"; do
     timing)   step timing 180 "$java" --enable-native-access=ALL-UNNAMED -cp ".gpu/test-classes:$jars" \
                 dev.ar4j.it.FastPathTiming 1024 43008 ;;
     consumer) version=0.1.0-SNAPSHOT
-              commit=$(unzip -p .gpu/lib/ar4j-runtime-$version.jar META-INF/MANIFEST.MF 2>/dev/null | sed -n 's/^Ar4j-Commit: *//p' | tr -d '\r')
+              # The GPU host has no unzip: read the manifest with Python's zipfile.
+              commit=$(python3 -c 'import sys, zipfile; m = zipfile.ZipFile(sys.argv[1]).read("META-INF/MANIFEST.MF").decode(); print(next((l.split(":", 1)[1].strip() for l in m.splitlines() if l.startswith("Ar4j-Commit:")), ""))' ".gpu/lib/ar4j-runtime-$version.jar")
               step consumer-classpath 60 "$java" --enable-native-access=ALL-UNNAMED -cp ".gpu/consumer/cp:$jars" \
                 dev.ar4j.consumer.Main "$version" "$commit" classpath
               step consumer-modulepath 60 "$java" --enable-native-access=dev.ar4j.runtime,dev.ar4j.bindings \

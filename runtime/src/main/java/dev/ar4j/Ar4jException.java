@@ -15,12 +15,18 @@ package dev.ar4j;
 public class Ar4jException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    /** @param message what failed, the facts, and what to do */
+    /**
+     * Creates an exception with a message and no cause (for subclasses: every ar4j failure has its own type).
+     *
+     * @param message what failed, the facts, and what to do
+     */
     protected Ar4jException(String message) {
         super(message);
     }
 
     /**
+     * Creates an exception with a message and the failure that caused it (for subclasses).
+     *
      * @param message what failed, the facts, and what to do
      * @param cause   the underlying failure, or null
      */

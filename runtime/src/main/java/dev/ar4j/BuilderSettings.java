@@ -51,37 +51,70 @@ abstract class BuilderSettings {
     FailureListener failureListener;
 
 
-    /** Reads rank, world size, local rank and the rendezvous address from the launcher's environment. */
+    /**
+     * Reads rank, world size, local rank and the rendezvous address from the launcher's environment.
+     *
+     * @return this builder
+     */
     public Communicator.Builder fromEnvironment() {
         this.fromEnvironment = true;
         return self();
     }
 
-    /** Uses this map instead of {@code System.getenv()} for the launcher and configuration variables (tests). */
+    /**
+     * Uses this map instead of {@code System.getenv()} for the launcher and configuration variables (tests).
+     *
+     * @param environment the variables to read instead of the process environment; copied, must not be
+     *     {@code null} nor hold {@code null} keys or values
+     * @return this builder
+     * @throws NullPointerException if {@code environment} or one of its keys or values is {@code null}
+     */
     public Communicator.Builder environment(Map<String, String> environment) {
         this.environment = Map.copyOf(environment);
         return self();
     }
 
-    /** Uses these instead of {@code System.getProperties()} for configuration (tests). */
+    /**
+     * Uses these instead of {@code System.getProperties()} for configuration (tests).
+     *
+     * @param properties the properties to read instead of the system properties; kept by reference, not
+     *     copied
+     * @return this builder
+     */
     public Communicator.Builder systemProperties(Properties properties) {
         this.systemProperties = properties;
         return self();
     }
 
-    /** This process's rank (with {@link #worldSize} and {@link #masterAddress}, instead of the environment). */
+    /**
+     * This process's rank (with {@link #worldSize(int)} and {@link #masterAddress(String, int)}, instead of the environment).
+     *
+     * @param rank this process's rank, 0 to world size - 1 (checked against the world size, and against the
+     *     rendezvous's rank if one is given, at {@code build()})
+     * @return this builder
+     */
     public Communicator.Builder rank(int rank) {
         this.rank = rank;
         return self();
     }
 
-    /** The number of ranks. */
+    /**
+     * The number of ranks.
+     *
+     * @param worldSize the number of ranks in the group, at least 1
+     * @return this builder
+     */
     public Communicator.Builder worldSize(int worldSize) {
         this.worldSize = worldSize;
         return self();
     }
 
-    /** This rank's index on its host; the default GPU. */
+    /**
+     * This rank's index on its host; the default GPU.
+     *
+     * @param localRank this rank's index among the ranks on its host, 0 to the local world size - 1
+     * @return this builder
+     */
     public Communicator.Builder localRank(int localRank) {
         this.localRank = localRank;
         return self();
@@ -90,13 +123,23 @@ abstract class BuilderSettings {
     /**
      * The number of ranks on this host. Without it (and without launcher variables) a group
      * whose rendezvous address is loopback is taken to be all on this host.
+     *
+     * @param localWorldSize the number of ranks on this host, at least 1
+     * @return this builder
      */
     public Communicator.Builder localWorldSize(int localWorldSize) {
         this.localWorldSize = localWorldSize;
         return self();
     }
 
-    /** The CUDA ordinal to drive (default: the local rank). */
+    /**
+     * The CUDA ordinal to drive (default: the local rank).
+     *
+     * @param device the CUDA device ordinal, 0 or more (below the number of visible devices, checked at
+     *     {@code build()})
+     * @return this builder
+     * @throws IllegalArgumentException if {@code device} is negative
+     */
     public Communicator.Builder device(int device) {
         if (device < 0) {
             throw new IllegalArgumentException("device ordinal must be >= 0, got " + device);
@@ -105,66 +148,129 @@ abstract class BuilderSettings {
         return self();
     }
 
-    /** Where rank 0 serves the TCP rendezvous (rank 0 binds it; loopback unless an address is given). */
+    /**
+     * Where rank 0 serves the TCP rendezvous (rank 0 binds it; loopback unless an address is given).
+     *
+     * @param host the host name or address of rank 0's rendezvous server; not {@code null}
+     * @param port the TCP port of rank 0's rendezvous server
+     * @return this builder
+     * @throws NullPointerException if {@code host} is {@code null}
+     */
     public Communicator.Builder masterAddress(String host, int port) {
         this.masterAddr = Objects.requireNonNull(host, "host");
         this.masterPort = port;
         return self();
     }
 
-    /** Uses an existing rendezvous (for example a rank of an {@link InProcessRendezvous}); not closed by the communicator. */
+    /**
+     * Uses an existing rendezvous (for example a rank of an {@link InProcessRendezvous}); not closed by the communicator.
+     *
+     * @param rendezvous the rendezvous to join the group through; not {@code null}. The rank is its rank
+     *     unless {@link #rank(int)} is set too, in which case the two must agree (checked at {@code build()})
+     * @return this builder
+     * @throws NullPointerException if {@code rendezvous} is {@code null}
+     */
     public Communicator.Builder rendezvous(Rendezvous rendezvous) {
         this.rendezvous = Objects.requireNonNull(rendezvous, "rendezvous");
         return self();
     }
 
-    /** Size of the staging buffer and the two-stage scratch (default 8 MiB, multiple of 16). */
+    /**
+     * Size of the staging buffer and the two-stage scratch (default 8 MiB, multiple of 16).
+     *
+     * @param bytes the staging size in bytes: a multiple of 16 from 16 to 4 GiB
+     * @return this builder
+     * @throws IllegalArgumentException if {@code bytes} is not a multiple of 16 in that range
+     */
     public Communicator.Builder stagingBytes(long bytes) {
         BuilderChecks.stagingBytes(bytes);
         this.stagingBytes = bytes;
         return self();
     }
 
-    /** How long a custom kernel waits for a peer before it gives up (default 30 s). */
+    /**
+     * How long a custom kernel waits for a peer before it gives up (default 30 s).
+     *
+     * @param timeout how long a kernel spins on a peer, 1 ms to 24 h
+     * @return this builder
+     * @throws IllegalArgumentException if {@code timeout} is {@code null} or outside 1 ms to 24 h
+     */
     public Communicator.Builder kernelTimeout(Duration timeout) {
         BuilderChecks.kernelTimeout(timeout);
         this.kernelTimeout = timeout;
         return self();
     }
 
-    /** How long each rendezvous step waits for the other ranks (default 2 min). */
+    /**
+     * How long each rendezvous step waits for the other ranks (default 2 min).
+     *
+     * @param timeout the wait of each rendezvous step: positive, at most 24 h
+     * @return this builder
+     * @throws IllegalArgumentException if {@code timeout} is {@code null}, zero, negative or longer than 24 h
+     */
     public Communicator.Builder rendezvousTimeout(Duration timeout) {
         BuilderChecks.rendezvousTimeout(timeout);
         this.rendezvousTimeout = timeout;
         return self();
     }
 
-    /** Capacity for registered buffers plus captured graph inputs (default 4096). */
+    /**
+     * Capacity for registered buffers plus captured graph inputs (default 4096).
+     *
+     * @param n the number of registration slots, 1 to 1,048,576
+     * @return this builder
+     * @throws IllegalArgumentException if {@code n} is outside 1 to 1,048,576
+     */
     public Communicator.Builder maxRegistrations(int n) {
         BuilderChecks.maxRegistrations(n);
         this.maxRegistrations = n;
         return self();
     }
 
-    /** Algorithm policy: {@code auto | 1stage | oneshot | 2stage | twoshot | push | nccl}. Highest precedence. */
+    /**
+     * Algorithm policy: {@code auto | 1stage | oneshot | 2stage | twoshot | push | nccl}. Highest precedence.
+     *
+     * @param policy one of the policy names above; an unknown name is refused by {@code build()} with
+     *     {@link IllegalArgumentException}
+     * @return this builder
+     * @throws NullPointerException if {@code policy} is {@code null}
+     */
     public Communicator.Builder algorithmPolicy(String policy) {
         this.algorithmPolicy = Objects.requireNonNull(policy, "policy");
         return self();
     }
 
-    /** Lifts (true) or keeps (false) the PCIe gate for more than two GPUs without full NVLink. */
+    /**
+     * Lifts (true) or keeps (false) the PCIe gate for more than two GPUs without full NVLink.
+     *
+     * @param force {@code true} to allow the custom kernels on PCIe-only groups of more than two GPUs,
+     *     {@code false} to keep them on NCCL
+     * @return this builder
+     */
     public Communicator.Builder forceCustomOnPcie(boolean force) {
         this.forceCustomOnPcie = force;
         return self();
     }
 
-    /** Overrides the detected "NVLink between every pair" (tests, or hardware the probe misjudges). */
+    /**
+     * Overrides the detected "NVLink between every pair" (tests, or hardware the probe misjudges).
+     *
+     * @param nvlink {@code true} to treat every pair of GPUs as joined by NVLink, {@code false} to treat none
+     *     as joined
+     * @return this builder
+     */
     public Communicator.Builder fullNvlink(boolean nvlink) {
         this.nvlinkOverride = nvlink;
         return self();
     }
 
-    /** Overrides the detected "P2P between every pair". */
+    /**
+     * Overrides the detected "P2P between every pair".
+     *
+     * @param p2p {@code true} to treat every pair of GPUs as able to access each other's memory,
+     *     {@code false} to treat none as able
+     * @return this builder
+     */
     public Communicator.Builder p2pAllPairs(boolean p2p) {
         this.p2pOverride = p2p;
         return self();
@@ -173,6 +279,11 @@ abstract class BuilderSettings {
     /**
      * Up to which size the automatic policy uses the one-shot push kernel (0: never; at most
      * 512 KiB). Default: 512 KiB for two ranks, 256 KiB for more.
+     *
+     * @param bytes the largest size in bytes sent to the push kernel by the automatic policy, 0 to 524,288
+     *     ({@link Algorithm#PUSH_MAX_BYTES})
+     * @return this builder
+     * @throws IllegalArgumentException if {@code bytes} is negative or above {@link Algorithm#PUSH_MAX_BYTES}
      */
     public Communicator.Builder pushUpToBytes(long bytes) {
         if (bytes < 0 || bytes > Algorithm.PUSH_MAX_BYTES) {
@@ -190,6 +301,8 @@ abstract class BuilderSettings {
      *
      * @param maxBlocks 1 to 128
      * @param threads   a multiple of 32, 32 to 1024
+     * @return this builder
+     * @throws IllegalArgumentException if {@code maxBlocks} or {@code threads} is outside its range
      */
     public Communicator.Builder launchConfig(int maxBlocks, int threads) {
         BuilderChecks.launchConfig(maxBlocks, threads);
@@ -204,6 +317,9 @@ abstract class BuilderSettings {
      * NCCL, every call the dispatcher would send to NCCL throws {@link IllegalStateException}
      * naming the size and why, instead of falling back silently: for ranks sharing one GPU
      * (which NCCL refuses), and for users who want a fallback to be an error.
+     *
+     * @param enabled {@code false} to build the group without NCCL, {@code true} to set it up
+     * @return this builder
      */
     public Communicator.Builder nccl(boolean enabled) {
         this.ncclEnabled = enabled;
@@ -233,6 +349,9 @@ abstract class BuilderSettings {
      * polling (peer-loss reports from the rendezvous are still acted on).
      *
      * @param interval zero, or 1 ms to 60 s
+     * @return this builder
+     * @throws IllegalArgumentException if {@code interval} is {@code null}, negative, or between zero and 1
+     *     ms, or above 60 s
      */
     public Communicator.Builder watchdogInterval(Duration interval) {
         BuilderChecks.watchdogInterval(interval);
@@ -240,7 +359,13 @@ abstract class BuilderSettings {
         return self();
     }
 
-    /** Told once when the communicator fails or is aborted (see {@link FailureListener}). */
+    /**
+     * Told once when the communicator fails or is aborted (see {@link FailureListener}).
+     *
+     * @param listener called once, on the thread that notices, with the first failure; not {@code null}
+     * @return this builder
+     * @throws NullPointerException if {@code listener} is {@code null}
+     */
     public Communicator.Builder onFailure(FailureListener listener) {
         this.failureListener = Objects.requireNonNull(listener, "listener");
         return self();

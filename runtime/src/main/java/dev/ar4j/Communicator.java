@@ -154,7 +154,11 @@ public final class Communicator implements AutoCloseable {
 
     // ---- building -------------------------------------------------------------------------------
 
-    /** A builder; nothing is read from the environment unless {@link Builder#fromEnvironment()} says so. */
+    /**
+     * A builder; nothing is read from the environment unless {@link Builder#fromEnvironment()} says so.
+     *
+     * @return a new builder with every setting at its default
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -162,6 +166,10 @@ public final class Communicator implements AutoCloseable {
     /**
      * Joins the group described by the launcher's environment (torchrun, Slurm or Open MPI
      * variables; see {@link LaunchEnvironment}) on GPU {@code LOCAL_RANK}.
+     *
+     * @return this rank's communicator, its GPU current on the calling thread
+     * @throws IllegalArgumentException if the launcher's variables are missing or invalid
+     * @throws Ar4jException if joining the group fails (see {@link Builder#build()})
      */
     public static Communicator fromEnvironment() {
         return builder().fromEnvironment().build();
@@ -176,6 +184,7 @@ public final class Communicator implements AutoCloseable {
      *
      * @param devices   the CUDA ordinals, one per rank
      * @param configure applied to every rank's builder (staging size, policy, ...), may be null
+     * @return the communicators, rank i at index i, each driving {@code devices[i]}
      */
     public static List<Communicator> localGroup(int[] devices, Consumer<Builder> configure) {
         return LocalGroup.build(devices, configure);
@@ -183,7 +192,21 @@ public final class Communicator implements AutoCloseable {
 
     // ---- all-reduce -----------------------------------------------------------------------------
 
-    /** In-place all-reduce (sum) of the whole buffer. */
+    /**
+     * In-place all-reduce (sum) of the whole buffer.
+     *
+     * @param buffer the device buffer to reduce in place, on this communicator's GPU, a whole number of
+     *     {@code dtype} elements
+     * @param dtype the element type
+     * @param stream the stream the all-reduce is issued on; it returns before the reduction completes on that
+     *     stream
+     * @throws IllegalArgumentException if the buffer is on another device or holds no whole number of
+     *     elements
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     *     another thread at the same time
+     * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
+     */
     public void allReduce(DeviceBuffer buffer, DType dtype, CudaStream stream) {
         allReduce(buffer, buffer, dtype, stream);
     }
@@ -192,8 +215,17 @@ public final class Communicator implements AutoCloseable {
      * All-reduce (sum) of {@code in} into {@code out}; {@code out} may be {@code in}. The element
      * count is {@code in.byteSize() / dtype.byteSize()}.
      *
+     * @param in the input buffer, on this communicator's GPU
+     * @param out the output buffer, as large as {@code in}, on the same GPU; may be {@code in}
+     * @param dtype the element type
+     * @param stream the stream the all-reduce is issued on
      * @throws IllegalArgumentException if the buffers differ in size, are on another device, or
      *                                  hold no whole number of elements
+     * @throws NullPointerException if an argument is {@code null}
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     *     another thread at the same time
+     * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(DeviceBuffer in, DeviceBuffer out, DType dtype, CudaStream stream) {
         Objects.requireNonNull(in, "in");
@@ -220,8 +252,14 @@ public final class Communicator implements AutoCloseable {
      *
      * @param count  elements (positive)
      * @param stream a {@code cudaStream_t} (0 = legacy default stream)
+     * @param in the input's device address on this communicator's GPU (16-byte alignment lets the custom
+     *     kernels run)
+     * @param out the output's device address; {@code in} itself or a range not overlapping the input
+     * @param dtype the element type
      * @throws IllegalStateException if the call needs NCCL and the communicator was built with
      *                               {@code nccl(false)} (the message names the size and the reason)
+     * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(long in, long out, long count, DType dtype, long stream) {
         run(dispatchers.configured, in, out, count, dtype, stream);
@@ -231,7 +269,19 @@ public final class Communicator implements AutoCloseable {
      * All-reduce with a policy for this call only, instead of the configured one (benchmarks and
      * tests sweep algorithms with it). The PCIe gate setting stays as configured.
      *
+     * @param in the input's device address on this communicator's GPU
+     * @param out the output's device address; {@code in} itself or a range not overlapping the input
+     * @param count the number of elements, positive
+     * @param dtype the element type
+     * @param stream a {@code cudaStream_t} (0 = legacy default stream)
+     * @param policy the policy of this call, overriding the configured one
      * @return the decision that was carried out, with its reason
+     * @throws NullPointerException if {@code dtype} or {@code policy} is {@code null}
+     * @throws IllegalArgumentException if {@code count} is not positive
+     * @throws IllegalStateException if the decision needs NCCL and the communicator was built with
+     *     {@code nccl(false)}, or the communicator is closed, aborted or failed out of step
+     * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public Decision allReduce(long in, long out, long count, DType dtype, long stream, AlgorithmPolicy policy) {
         return run(dispatchers.forPolicy(Objects.requireNonNull(policy, "policy")), in, out, count, dtype, stream);
@@ -297,6 +347,13 @@ public final class Communicator implements AutoCloseable {
      * no staging copy. Collective: every rank registers a buffer of the same size, in the same
      * order. Registering does not transfer ownership; {@link #unregister} it (collectively)
      * before closing it. A registered buffer found closed at a call is no longer used zero-copy.
+     *
+     * @param buffer the buffer to share, on this communicator's GPU
+     * @throws IllegalArgumentException if {@code buffer} is on another GPU
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step
+     * @throws PeerLostException if a peer is lost during the registration, or was lost before
+     * @throws Ar4jException if the registration fails otherwise; the ranks may then be out of step, so the
+     *     communicator is failed
      */
     public void register(DeviceBuffer buffer) {
         Objects.requireNonNull(buffer, "buffer");
@@ -321,6 +378,7 @@ public final class Communicator implements AutoCloseable {
      * its peer mappings stay until {@link #close()}, and registering a buffer that overlaps it is
      * refused.
      *
+     * @param buffer the registered buffer whose registration ends
      * @throws IllegalArgumentException on every rank, if any rank's buffer is not registered or
      *                                  the ranks' sizes differ
      */
@@ -340,6 +398,10 @@ public final class Communicator implements AutoCloseable {
      * are recorded; {@link GraphCapture#close()} (after {@code cudaStreamEndCapture}, before the
      * first replay) compares every call's signature across the ranks and shares the inputs so that
      * replays are zero-copy. Collective on close.
+     *
+     * @return the open capture scope, to be closed after the capture ends
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, a capture
+     *     scope is already open, or all-reduces were captured outside a scope
      */
     public GraphCapture graphCapture() {
         guard.enter("graphCapture");
@@ -401,7 +463,11 @@ public final class Communicator implements AutoCloseable {
         group.announceAbort(by);
     }
 
-    /** What this communicator knows about its group now; any thread, cheap. */
+    /**
+     * What this communicator knows about its group now; any thread, cheap.
+     *
+     * @return the current status, the lost peer (or -1) and the failure's message
+     */
     public Health health() {
         Failure f = state.get();
         if (closed) {
@@ -416,18 +482,22 @@ public final class Communicator implements AutoCloseable {
 
     /**
      * Throws the failure if this communicator failed (a custom kernel gave up waiting for a peer,
-     * a peer was lost, ...); returns otherwise. Call after synchronising the stream to learn of a
-     * lost peer early.
+     * a peer was lost, ...); returns otherwise. Reads the kernels' failure record now (one small
+     * copy), so a call followed by a stream synchronisation and this check either produced the
+     * exact sum or throws: a peer's poison that turned this rank's output into NaN is reported
+     * here even before the watchdog's next poll.
      */
     public void checkPeers() {
         guard.enter("checkPeers");
         try {
             if (kernels != null) {
-                KernelTimeout t = kernels.readTimeout();
-                if (t.timedOut()) {
-                    PeerTimeoutException e = kernels.peerTimeout(t, null);
-                    containment.contain(new Failure(Kind.PEER_TIMEOUT, t.peer(), e.getMessage(), null));
-                    throw e;
+                // The kernels' own record, read now: a peer's poison that reached this rank's
+                // signal block (its kernels then wrote NaN) fails this call even before the
+                // watchdog's next poll saw it.
+                Failure f = kernels.readFailure();
+                if (f != null) {
+                    containment.contain(f);
+                    throw f.toException();
                 }
             }
         } finally {
@@ -441,42 +511,78 @@ public final class Communicator implements AutoCloseable {
      * What an all-reduce of {@code bytes} bytes of {@code dtype} would run, for registered,
      * unregistered and misaligned inputs, each with its reason, and the configuration with the
      * source of each value.
+     *
+     * @param bytes the size of the call in bytes
+     * @param dtype the element type
+     * @return a multi-line, human-readable report of the decisions and the configuration
      */
     public String explain(long bytes, DType dtype) {
         return Observation.explain(dispatchers.configured, kernels != null, nccl != null, bytes, dtype);
     }
 
-    /** The decision for one call's shape. */
+    /**
+     * The decision for one call's shape.
+     *
+     * @param bytes the size of the call in bytes
+     * @param dtype the element type
+     * @param aligned16 whether input and output addresses are 16-byte aligned
+     * @param registeredInput whether the input lies inside a registered buffer (zero-copy)
+     * @return the algorithm the configured policy picks for that shape, with its reason
+     */
     public Decision decide(long bytes, DType dtype, boolean aligned16, boolean registeredInput) {
         return dispatchers.configured.decide(bytes, dtype, aligned16, registeredInput);
     }
 
-    /** This rank. */
+    /**
+     * This rank.
+     *
+     * @return this process's rank, 0 to {@link #worldSize()} - 1
+     */
     public int rank() {
         return group.rank;
     }
 
-    /** Ranks in the group. */
+    /**
+     * Ranks in the group.
+     *
+     * @return the number of ranks in the group, at least 1
+     */
     public int worldSize() {
         return group.worldSize;
     }
 
-    /** The CUDA ordinal this rank drives. */
+    /**
+     * The CUDA ordinal this rank drives.
+     *
+     * @return the CUDA device ordinal
+     */
     public int device() {
         return group.device;
     }
 
-    /** The detected (or overridden) topology. */
+    /**
+     * The detected (or overridden) topology.
+     *
+     * @return the topology the dispatcher decides with
+     */
     public Topology topology() {
         return group.topology;
     }
 
-    /** Whether the custom kernels were set up (otherwise every call goes to NCCL). */
+    /**
+     * Whether the custom kernels were set up (otherwise every call goes to NCCL).
+     *
+     * @return {@code true} if the custom kernels are set up
+     */
     public boolean hasCustomKernels() {
         return kernels != null;
     }
 
-    /** The staging buffer size in bytes. */
+    /**
+     * The staging buffer size in bytes.
+     *
+     * @return the staging buffer size in bytes, a multiple of 16
+     */
     public long stagingBytes() {
         return dispatchers.configured.stagingBytes();
     }
@@ -485,6 +591,12 @@ public final class Communicator implements AutoCloseable {
      * The NCCL communicator of this group, for benchmarks and interoperability (for example
      * {@code ar4j-perf}'s NCCL baseline, or registering an NCCL window). The communicator keeps
      * ownership: do not close or abort it; it is destroyed when this communicator is closed.
+     *
+     * @return the group's NCCL communicator, owned by this communicator
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or was
+     *     built with {@code nccl(false)}
+     * @throws PeerLostException if the communicator failed because a peer was lost
+     * @throws PeerTimeoutException if the communicator failed because a kernel timed out waiting for a peer
      */
     public NcclCommunicator nccl() {
         state.throwIfFailed();
@@ -512,12 +624,20 @@ public final class Communicator implements AutoCloseable {
         return nccl().collectives();
     }
 
-    /** Whether the group has an NCCL communicator (false when built with {@code nccl(false)}). */
+    /**
+     * Whether the group has an NCCL communicator (false when built with {@code nccl(false)}).
+     *
+     * @return {@code true} if the group has an NCCL communicator
+     */
     public boolean hasNccl() {
         return nccl != null;
     }
 
-    /** The rendezvous this communicator uses (for tests and tools that need the same group). */
+    /**
+     * The rendezvous this communicator uses (for tests and tools that need the same group).
+     *
+     * @return the rendezvous of this group; owned by this communicator unless it was given to the builder
+     */
     public Rendezvous rendezvous() {
         return group.rendezvous;
     }
@@ -611,7 +731,12 @@ public final class Communicator implements AutoCloseable {
          * Joins the group: collective, blocking until every rank has joined (bounded by the
          * rendezvous timeout). On the calling thread, the communicator's GPU becomes current.
          *
+         * @return this rank's communicator
          * @throws IllegalArgumentException if rank, world size or the rendezvous address are missing or invalid
+         * @throws dev.ar4j.rendezvous.RendezvousException if the ranks cannot meet (timeout, refusal, a lost
+         *     rank)
+         * @throws NativeLibraryException if the native libraries cannot be loaded
+         * @throws dev.ar4j.cuda.CudaException if the GPU cannot be set up
          */
         public Communicator build() {
             // Fail on bad configuration before touching the GPU or the network.

@@ -24,12 +24,20 @@ public enum DType {
         this.kernelCode = kernelCode;
     }
 
-    /** Bytes of one element. */
+    /**
+     * Bytes of one element.
+     *
+     * @return 4 for {@code FLOAT32}, 2 for {@code FLOAT16} and {@code BFLOAT16}
+     */
     public int byteSize() {
         return byteSize;
     }
 
-    /** The {@code ar4j_dtype} value of the C ABI. */
+    /**
+     * The {@code ar4j_dtype} value of the C ABI.
+     *
+     * @return the C ABI's code of this type
+     */
     public int kernelCode() {
         return kernelCode;
     }
@@ -38,7 +46,10 @@ public enum DType {
      * Parses a dtype name as the command line and configuration write it:
      * {@code float32|fp32|float}, {@code float16|fp16|half}, {@code bfloat16|bf16}.
      *
+     * @param text a name, case and surrounding blanks ignored
+     * @return the dtype it names
      * @throws IllegalArgumentException naming the accepted values
+     * @throws NullPointerException if {@code text} is {@code null}
      */
     public static DType parse(String text) {
         String t = text.trim().toLowerCase(Locale.ROOT);

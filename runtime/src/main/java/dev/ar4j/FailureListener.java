@@ -12,6 +12,8 @@ package dev.ar4j;
 public interface FailureListener {
 
     /**
+     * Called once, with the first failure of {@code communicator}; later failures are not reported.
+     *
      * @param communicator the communicator that failed
      * @param failure      what failed, naming the rank where known
      *                     ({@link PeerLostException#peer()}, {@link PeerTimeoutException#peer()})

@@ -35,6 +35,7 @@ final class Group {
     private PeerMemory peerMemory;
     private DeviceBuffer signal;
     private DeviceBuffer staging;
+    private SharedBufferLease lease;  // ranks of one process: their buffers outlive every rank's close
     private final java.util.concurrent.atomic.AtomicBoolean rendezvousClosed = new java.util.concurrent.atomic.AtomicBoolean();
 
     private Group(Rendezvous rendezvous, boolean ownsRendezvous, Duration timeout, int device, List<PeerInfo> peers,
@@ -127,8 +128,12 @@ final class Group {
         signal.fill(0);
         staging = DeviceBuffer.allocate(stagingBytes);
         Cuda.deviceSynchronize();
-        return peerMemory.exchange(new long[] {signal.address(), staging.address()},
+        long[][] shared = peerMemory.exchange(new long[] {signal.address(), staging.address()},
                 new long[] {signalBytes, stagingBytes});
+        if (sameProcess) {
+            lease = SharedBufferLease.join(shared[0]);
+        }
+        return shared;
     }
 
     /** Shares buffers with every rank (collective); see {@link PeerMemory#exchange}. */
@@ -202,9 +207,19 @@ final class Group {
         rendezvous.abortRank(reason);
     }
 
-    /** Frees the shared buffers and the peer mappings, once; failures are added to {@code collector}. */
+    /**
+     * Frees the shared buffers and the peer mappings, once; failures are added to
+     * {@code collector}. For ranks of one process the buffers are handed to their
+     * {@link SharedBufferLease}, which frees them when the last rank of the group closed.
+     */
     void closeSharedBuffers(Throwable collector) {
-        Closing.quietly(collector, peerMemory, staging, signal);
+        if (lease != null) {
+            Closing.quietly(collector, peerMemory);
+            lease.release(collector, staging, signal);
+            lease = null;
+        } else {
+            Closing.quietly(collector, peerMemory, staging, signal);
+        }
         peerMemory = null;
         staging = null;
         signal = null;

@@ -22,7 +22,11 @@ public record Health(Status status, int peer, String reason) {
         CLOSED
     }
 
-    /** Whether the communicator can still be used. */
+    /**
+     * Whether the communicator can still be used.
+     *
+     * @return {@code true} if the status is {@link Status#HEALTHY HEALTHY}
+     */
     public boolean isHealthy() {
         return status == Status.HEALTHY;
     }

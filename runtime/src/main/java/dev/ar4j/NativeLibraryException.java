@@ -10,10 +10,18 @@ import java.util.List;
 public final class NativeLibraryException extends Ar4jException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * The library's name ({@code CUDART}, {@code CUDA_DRIVER}, {@code NCCL} or {@code CUSTOM_ALL_REDUCE}).
+     */
     private final String library;
+    /**
+     * Every place tried, in order, each with what happened there.
+     */
     private final List<String> attempts;
 
     /**
+     * Creates the exception for one library that could not be loaded.
+     *
      * @param library  the library's name: {@code CUDART}, {@code CUDA_DRIVER}, {@code NCCL} or
      *                 {@code CUSTOM_ALL_REDUCE}
      * @param message  what was tried and what to do
@@ -29,12 +37,18 @@ public final class NativeLibraryException extends Ar4jException {
     /**
      * The library that could not be loaded: {@code CUDART}, {@code CUDA_DRIVER}, {@code NCCL}
      * or {@code CUSTOM_ALL_REDUCE}.
+     *
+     * @return the library's name, one of the four above
      */
     public String library() {
         return library;
     }
 
-    /** Every place tried, in order, each with what happened there. */
+    /**
+     * Every place tried, in order, each with what happened there.
+     *
+     * @return the attempts, an unmodifiable list in the order they were made
+     */
     public List<String> attempts() {
         return attempts;
     }

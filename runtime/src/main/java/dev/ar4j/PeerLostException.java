@@ -8,6 +8,9 @@ package dev.ar4j;
 public final class PeerLostException extends Ar4jException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * The rank that was lost, or -1 when the whole group failed.
+     */
     private final int peer;
 
     PeerLostException(String message, int peer, Throwable cause) {
@@ -15,7 +18,11 @@ public final class PeerLostException extends Ar4jException {
         this.peer = peer;
     }
 
-    /** The rank that was lost, or -1 when the whole group failed (or no single rank is known). */
+    /**
+     * The rank that was lost, or -1 when the whole group failed (or no single rank is known).
+     *
+     * @return the lost rank, 0 to world size - 1, or -1
+     */
     public int peer() {
         return peer;
     }

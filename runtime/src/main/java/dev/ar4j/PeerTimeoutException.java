@@ -7,6 +7,9 @@ package dev.ar4j;
 public final class PeerTimeoutException extends Ar4jException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * The rank the kernel waited for.
+     */
     private final int peer;
 
     PeerTimeoutException(String message, int peer, Throwable cause) {
@@ -14,7 +17,11 @@ public final class PeerTimeoutException extends Ar4jException {
         this.peer = peer;
     }
 
-    /** The rank that was waited for. */
+    /**
+     * The rank that was waited for.
+     *
+     * @return the rank, 0 to world size - 1
+     */
     public int peer() {
         return peer;
     }

@@ -23,6 +23,8 @@ public record AllocationRange(long base, long byteSize) {
      * Finds the allocation that contains {@code devicePointer}. Binds the current device's primary
      * context to the calling thread first (the driver call needs a current context).
      *
+     * @param devicePointer an address anywhere inside a CUDA device allocation
+     * @return the allocation's base and size
      * @throws CudaException for a pointer that is not in a CUDA allocation ({@code CUDA_ERROR_NOT_FOUND}
      *                       or {@code CUDA_ERROR_INVALID_VALUE})
      * @throws dev.ar4j.NativeLibraryException when the driver library cannot be loaded
@@ -41,12 +43,23 @@ public record AllocationRange(long base, long byteSize) {
         }
     }
 
-    /** Whether {@code address} lies in this allocation. */
+    /**
+     * Whether {@code address} lies in this allocation.
+     *
+     * @param address any address
+     * @return {@code true} if {@code base <= address < base + byteSize} (unsigned)
+     */
     public boolean contains(long address) {
         return Long.compareUnsigned(address, base) >= 0 && Long.compareUnsigned(address - base, byteSize) < 0;
     }
 
-    /** The offset of {@code address} from the base. */
+    /**
+     * The offset of {@code address} from the base.
+     *
+     * @param address an address inside this allocation
+     * @return {@code address - base}, 0 to {@code byteSize - 1}
+     * @throws IllegalArgumentException if {@code address} is not in this allocation
+     */
     public long offsetOf(long address) {
         if (!contains(address)) {
             throw new IllegalArgumentException("0x" + Long.toHexString(address) + " is not in " + this);

@@ -17,7 +17,11 @@ public enum CaptureMode {
         this.code = code;
     }
 
-    /** The {@code cudaStreamCaptureMode} value. */
+    /**
+     * The {@code cudaStreamCaptureMode} value.
+     *
+     * @return the runtime's value of this mode
+     */
     public int code() {
         return code;
     }

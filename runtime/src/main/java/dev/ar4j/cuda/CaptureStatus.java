@@ -17,12 +17,22 @@ public enum CaptureStatus {
         this.code = code;
     }
 
-    /** The {@code cudaStreamCaptureStatus} value. */
+    /**
+     * The {@code cudaStreamCaptureStatus} value.
+     *
+     * @return the runtime's value of this status
+     */
     public int code() {
         return code;
     }
 
-    /** The constant for a {@code cudaStreamCaptureStatus} value. */
+    /**
+     * The constant for a {@code cudaStreamCaptureStatus} value.
+     *
+     * @param code a {@code cudaStreamCaptureStatus} value: 0, 1 or 2
+     * @return the matching constant
+     * @throws IllegalArgumentException if {@code code} is not a known status
+     */
     public static CaptureStatus ofCode(int code) {
         for (CaptureStatus status : values()) {
             if (status.code == code) {

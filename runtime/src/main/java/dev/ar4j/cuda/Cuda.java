@@ -25,7 +25,12 @@ public final class Cuda {
         NativeLibraries.cudart();
     }
 
-    /** The CUDA runtime's version, {@code major * 1000 + minor * 10} (13000 for CUDA 13.0). */
+    /**
+     * The CUDA runtime's version, {@code major * 1000 + minor * 10} (13000 for CUDA 13.0).
+     *
+     * @return the runtime's version, e.g. 13000 for CUDA 13.0
+     * @throws CudaException if {@code cudaRuntimeGetVersion} fails
+     */
     public static int runtimeVersion() {
         ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
@@ -38,6 +43,9 @@ public final class Cuda {
     /**
      * The newest CUDA version the installed driver supports, in the same encoding as
      * {@link #runtimeVersion()}; 0 when no driver is installed.
+     *
+     * @return the driver's newest supported CUDA version, e.g. 13000, or 0 without a driver
+     * @throws CudaException if {@code cudaDriverGetVersion} fails
      */
     public static int driverVersion() {
         ensureLoaded();
@@ -48,7 +56,13 @@ public final class Cuda {
         }
     }
 
-    /** Formats a CUDA version number: 13000 as "13.0", 12080 as "12.8". */
+    /**
+     * Formats a CUDA version number: 13000 as "13.0", 12080 as "12.8".
+     *
+     * @param version a version in the {@code major * 1000 + minor * 10} encoding, 0 or more
+     * @return {@code "major.minor"}
+     * @throws IllegalArgumentException if {@code version} is negative
+     */
     public static String formatVersion(int version) {
         if (version < 0) {
             throw new IllegalArgumentException("a CUDA version is >= 0, got " + version);
@@ -59,6 +73,7 @@ public final class Cuda {
     /**
      * Number of visible CUDA devices.
      *
+     * @return the number of devices the process sees (after {@code CUDA_VISIBLE_DEVICES}), at least 1
      * @throws CudaDriverMissingException when no NVIDIA driver is installed
      * @throws CudaNoDeviceException      when the driver sees no device
      */
@@ -75,7 +90,13 @@ public final class Cuda {
         }
     }
 
-    /** Makes {@code device} the calling thread's current device. */
+    /**
+     * Makes {@code device} the calling thread's current device.
+     *
+     * @param device the device ordinal, 0 to {@link #deviceCount()} - 1
+     * @throws CudaException if {@code cudaSetDevice} refuses the ordinal (e.g.
+     *     {@code cudaErrorInvalidDevice})
+     */
     public static void setDevice(int device) {
         ensureLoaded();
         int status = cuda_runtime_api_h.cudaSetDevice(device);
@@ -84,7 +105,12 @@ public final class Cuda {
         }
     }
 
-    /** The calling thread's current device. */
+    /**
+     * The calling thread's current device.
+     *
+     * @return the ordinal of the calling thread's current device (0 unless set)
+     * @throws CudaException if {@code cudaGetDevice} fails
+     */
     public static int currentDevice() {
         ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
@@ -94,18 +120,38 @@ public final class Cuda {
         }
     }
 
-    /** Waits until the current device has finished all work. */
+    /**
+     * Waits until the current device has finished all work.
+     *
+     * @throws CudaException if {@code cudaDeviceSynchronize} fails, including an earlier asynchronous error
+     *     of a kernel on the device
+     */
     public static void deviceSynchronize() {
         ensureLoaded();
         CudaErrors.check(cuda_runtime_api_h.cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     }
 
-    /** Reads a device attribute. */
+    /**
+     * Reads a device attribute.
+     *
+     * @param attribute the attribute to read
+     * @param device the device ordinal, 0 to {@link #deviceCount()} - 1
+     * @return the attribute's value
+     * @throws NullPointerException if {@code attribute} is {@code null}
+     * @throws CudaException if {@code cudaDeviceGetAttribute} fails (for example an invalid ordinal)
+     */
     public static int deviceAttribute(DeviceAttribute attribute, int device) {
         return deviceAttribute(Objects.requireNonNull(attribute, "attribute").code(), device);
     }
 
-    /** Reads a device attribute by its {@code cudaDeviceAttr} code. */
+    /**
+     * Reads a device attribute by its {@code cudaDeviceAttr} code.
+     *
+     * @param attributeCode a {@code cudaDeviceAttr} value of the installed CUDA runtime
+     * @param device the device ordinal, 0 to {@link #deviceCount()} - 1
+     * @return the attribute's value
+     * @throws CudaException if {@code cudaDeviceGetAttribute} fails (an unknown code or an invalid ordinal)
+     */
     public static int deviceAttribute(int attributeCode, int device) {
         ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
@@ -118,7 +164,14 @@ public final class Cuda {
         }
     }
 
-    /** The device's PCI bus id, e.g. {@code 0000:1B:00.0}. */
+    /**
+     * The device's PCI bus id, e.g. {@code 0000:1B:00.0}.
+     *
+     * @param device the device ordinal, 0 to {@link #deviceCount()} - 1
+     * @return the bus id as {@code cudaDeviceGetPCIBusId} writes it ({@code domain:bus:device.function},
+     *     hexadecimal)
+     * @throws CudaException if {@code cudaDeviceGetPCIBusId} fails
+     */
     public static String pciBusId(int device) {
         ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
@@ -132,7 +185,14 @@ public final class Cuda {
         }
     }
 
-    /** Whether {@code device} can access {@code peer}'s memory directly. */
+    /**
+     * Whether {@code device} can access {@code peer}'s memory directly.
+     *
+     * @param device the ordinal of the device that would access
+     * @param peer the ordinal of the device whose memory would be accessed
+     * @return {@code true} if peer access from {@code device} to {@code peer} is possible
+     * @throws CudaException if {@code cudaDeviceCanAccessPeer} fails (for example an invalid ordinal)
+     */
     public static boolean canAccessPeer(int device, int peer) {
         ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
@@ -149,7 +209,11 @@ public final class Cuda {
      * Lets the current device access {@code peer}'s memory. Idempotent: a peer already enabled is
      * not an error (CUDA's sticky {@code cudaErrorPeerAccessAlreadyEnabled} is cleared).
      *
+     * @param peer the ordinal of the device whose memory the current device may then access; not the current
+     *     device
      * @return true if this call enabled it, false if it was already enabled
+     * @throws CudaException if {@code cudaDeviceEnablePeerAccess} fails for another reason than already being
+     *     enabled
      */
     public static boolean enablePeerAccess(int peer) {
         ensureLoaded();
@@ -164,7 +228,16 @@ public final class Cuda {
         return true;
     }
 
-    /** Reads an attribute of the link from {@code sourceDevice} to {@code destinationDevice}. */
+    /**
+     * Reads an attribute of the link from {@code sourceDevice} to {@code destinationDevice}.
+     *
+     * @param attribute the link attribute to read
+     * @param sourceDevice the ordinal of the accessing device
+     * @param destinationDevice the ordinal of the accessed device, not {@code sourceDevice}
+     * @return the attribute's value (for example 1 if the link supports access, or its performance rank)
+     * @throws NullPointerException if {@code attribute} is {@code null}
+     * @throws CudaException if {@code cudaDeviceGetP2PAttribute} fails
+     */
     public static int p2pAttribute(P2PAttribute attribute, int sourceDevice, int destinationDevice) {
         Objects.requireNonNull(attribute, "attribute");
         ensureLoaded();
@@ -179,7 +252,13 @@ public final class Cuda {
         }
     }
 
-    /** What CUDA knows about an address (host, device, managed or unregistered memory). */
+    /**
+     * What CUDA knows about an address (host, device, managed or unregistered memory).
+     *
+     * @param address any address, device or host
+     * @return its memory type, device, and device and host pointers
+     * @throws CudaException if {@code cudaPointerGetAttributes} fails
+     */
     public static PointerAttributes pointerAttributes(long address) {
         ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
@@ -198,13 +277,20 @@ public final class Cuda {
     /**
      * Returns and clears the runtime's last error for this thread ({@code cudaGetLastError}):
      * e.g. a failed kernel launch made by a library. 0 means none.
+     *
+     * @return the {@code cudaError_t} of the last error of this thread, or 0
      */
     public static int takeLastError() {
         ensureLoaded();
         return cuda_runtime_api_h.cudaGetLastError();
     }
 
-    /** Throws the runtime's last error of this thread, if any, clearing it. */
+    /**
+     * Throws the runtime's last error of this thread, if any, clearing it.
+     *
+     * @param afterWhat what was done before, for the message (e.g. the library call that launched a kernel)
+     * @throws CudaException if the thread has a last error
+     */
     public static void checkLastError(String afterWhat) {
         int status = takeLastError();
         if (status != 0) {
@@ -215,6 +301,12 @@ public final class Cuda {
     /**
      * {@code cudaMemcpyAsync} device to device on raw addresses and a raw stream handle (0 = the
      * legacy default stream): the staging copy of the all-reduce path, which has no buffer objects.
+     *
+     * @param dst the destination's device address
+     * @param src the source's device address; the two ranges must not overlap
+     * @param bytes the number of bytes, 0 or more (0 enqueues nothing)
+     * @param streamHandle the {@code cudaStream_t} to enqueue the copy on, 0 for the legacy default stream
+     * @throws CudaException if {@code cudaMemcpyAsync} fails
      */
     public static void memcpyDeviceToDeviceAsync(long dst, long src, long bytes, long streamHandle) {
         memcpyAsync(MemorySegment.ofAddress(dst), MemorySegment.ofAddress(src), bytes,

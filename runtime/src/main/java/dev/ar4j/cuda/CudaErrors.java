@@ -30,7 +30,15 @@ public final class CudaErrors {
         }
     }
 
-    /** The exception for a failed runtime call ({@code status != cudaSuccess}). */
+    /**
+     * The exception for a failed runtime call ({@code status != cudaSuccess}).
+     *
+     * @param status the non-zero {@code cudaError_t} a runtime call returned
+     * @param call the call's name (and arguments, where they help), for the message
+     * @return the exception to throw: {@link CudaDriverMissingException} for a missing driver or the stub
+     *     library, {@link CudaNoDeviceException} when no device is visible, otherwise a {@link CudaException}
+     *     (with a hint for a driver older than the runtime)
+     */
     public static CudaException exception(int status, String call) {
         NativeLibraries.cudart();
         String name = name(status);
@@ -60,13 +68,23 @@ public final class CudaErrors {
         return new CudaException(call, status, name, description, null);
     }
 
-    /** The symbolic name of a {@code cudaError_t}, e.g. {@code cudaErrorInvalidValue}. */
+    /**
+     * The symbolic name of a {@code cudaError_t}, e.g. {@code cudaErrorInvalidValue}.
+     *
+     * @param status any {@code cudaError_t} value
+     * @return the name, or {@code "unrecognized cudaError_t N"} for a value the runtime does not know
+     */
     public static String name(int status) {
         NativeLibraries.cudart();
         return cString(cuda_runtime_api_h.cudaGetErrorName(status), "unrecognized cudaError_t " + status);
     }
 
-    /** CUDA's description of a {@code cudaError_t}. */
+    /**
+     * CUDA's description of a {@code cudaError_t}.
+     *
+     * @param status any {@code cudaError_t} value
+     * @return the description, or {@code "unrecognized cudaError_t N"} for a value the runtime does not know
+     */
     public static String description(int status) {
         NativeLibraries.cudart();
         return cString(cuda_runtime_api_h.cudaGetErrorString(status), "unrecognized cudaError_t " + status);
@@ -75,6 +93,10 @@ public final class CudaErrors {
     /**
      * Throws if a driver API call's {@code CUresult} is not {@code CUDA_SUCCESS}. The driver must
      * already be loaded (the caller of a driver function loaded it).
+     *
+     * @param result the {@code CUresult} a driver call returned
+     * @param call the call's name (and arguments, where they help), for the message
+     * @throws CudaException if {@code result} is not {@code CUDA_SUCCESS}
      */
     public static void checkDriver(int result, String call) {
         if (result != 0) {
@@ -82,7 +104,13 @@ public final class CudaErrors {
         }
     }
 
-    /** The exception for a failed driver API call. */
+    /**
+     * The exception for a failed driver API call.
+     *
+     * @param result the non-zero {@code CUresult} a driver call returned
+     * @param call the call's name (and arguments, where they help), for the message
+     * @return the exception to throw, a {@link CudaDriverMissingException} for the stub library
+     */
     public static CudaException driverException(int result, String call) {
         String name;
         String description;

@@ -18,7 +18,12 @@ public final class CudaEvent implements AutoCloseable {
         this.timing = timing;
     }
 
-    /** Creates an event that records timing, on the current device. */
+    /**
+     * Creates an event that records timing, on the current device.
+     *
+     * @return a new timing event without blocking synchronisation, owned by the caller
+     * @throws CudaException if {@code cudaEventCreateWithFlags} fails
+     */
     public static CudaEvent create() {
         return create(true, false);
     }
@@ -28,6 +33,8 @@ public final class CudaEvent implements AutoCloseable {
      *
      * @param timing       record timestamps (without, {@code cudaEventDisableTiming}: cheaper, for ordering only)
      * @param blockingSync {@link #synchronize()} blocks the thread instead of spinning ({@code cudaEventBlockingSync})
+     * @return a new event, owned by the caller
+     * @throws CudaException if {@code cudaEventCreateWithFlags} fails
      */
     public static CudaEvent create(boolean timing, boolean blockingSync) {
         Cuda.ensureLoaded();
@@ -48,42 +55,78 @@ public final class CudaEvent implements AutoCloseable {
         }
     }
 
-    /** The {@code cudaEvent_t} as a zero-length segment. */
+    /**
+     * The {@code cudaEvent_t} as a zero-length segment.
+     *
+     * @return the handle, valid until {@link #close()}
+     * @throws IllegalStateException if the event is closed
+     */
     public MemorySegment segment() {
         ensureOpen();
         return handle;
     }
 
-    /** The {@code cudaEvent_t} as an address. */
+    /**
+     * The {@code cudaEvent_t} as an address.
+     *
+     * @return the handle's address, valid until {@link #close()}
+     * @throws IllegalStateException if the event is closed
+     */
     public long handle() {
         ensureOpen();
         return handle.address();
     }
 
-    /** Whether the event records timing. */
+    /**
+     * Whether the event records timing.
+     *
+     * @return {@code true} if created with timing, so that {@link #elapsedMillisSince} accepts it
+     */
     public boolean isTiming() {
         return timing;
     }
 
-    /** False once closed. */
+    /**
+     * False once closed.
+     *
+     * @return {@code true} until {@link #close()} was called
+     */
     public boolean isOpen() {
         return lifetime.isAlive();
     }
 
-    /** Records the event on {@code stream}: it completes when the work queued before it has. */
+    /**
+     * Records the event on {@code stream}: it completes when the work queued before it has.
+     *
+     * @param stream the stream to record on, of the event's device
+     * @throws IllegalStateException if the event is closed
+     * @throws CudaException if {@code cudaEventRecord} fails
+     */
     public void record(CudaStream stream) {
         ensureOpen();
         Objects.requireNonNull(stream, "stream");
         CudaErrors.check(cuda_runtime_api_h.cudaEventRecord(handle, stream.segment()), "cudaEventRecord");
     }
 
-    /** Waits until the event has completed. */
+    /**
+     * Waits until the event has completed.
+     *
+     * @throws IllegalStateException if the event is closed
+     * @throws CudaException if {@code cudaEventSynchronize} fails (including an earlier asynchronous error)
+     */
     public void synchronize() {
         ensureOpen();
         CudaErrors.check(cuda_runtime_api_h.cudaEventSynchronize(handle), "cudaEventSynchronize");
     }
 
-    /** True if the event has completed ({@code cudaEventQuery}). */
+    /**
+     * True if the event has completed ({@code cudaEventQuery}).
+     *
+     * @return {@code true} if the work before the record has completed (or the event was never recorded),
+     *     {@code false} if not yet
+     * @throws IllegalStateException if the event is closed
+     * @throws CudaException if {@code cudaEventQuery} reports an error other than {@code cudaErrorNotReady}
+     */
     public boolean isComplete() {
         ensureOpen();
         int status = cuda_runtime_api_h.cudaEventQuery(handle);
@@ -99,6 +142,12 @@ public final class CudaEvent implements AutoCloseable {
     /**
      * Milliseconds between {@code start} and this event, both recorded and completed, both timing
      * events ({@code cudaEventElapsedTime}; resolution about 0.5 microseconds).
+     *
+     * @param start the earlier event, recorded and completed, created with timing
+     * @return the elapsed time in milliseconds
+     * @throws IllegalStateException if either event was created without timing or this event is closed
+     * @throws CudaException if {@code cudaEventElapsedTime} fails (for example an event not yet recorded or
+     *     completed)
      */
     public float elapsedMillisSince(CudaEvent start) {
         ensureOpen();

@@ -26,7 +26,15 @@ public final class CudaGraph implements AutoCloseable {
         this.handle = handle;
     }
 
-    /** Starts capturing the work enqueued on {@code stream} ({@code cudaStreamBeginCapture}). */
+    /**
+     * Starts capturing the work enqueued on {@code stream} ({@code cudaStreamBeginCapture}).
+     *
+     * @param stream the stream to capture, open and not already capturing
+     * @param mode how strictly other threads' unsafe calls are refused during the capture
+     * @throws NullPointerException if {@code stream} or {@code mode} is {@code null}
+     * @throws CudaException if {@code cudaStreamBeginCapture} fails (for example the legacy default stream,
+     *     or a stream already capturing)
+     */
     public static void beginCapture(CudaStream stream, CaptureMode mode) {
         Objects.requireNonNull(stream, "stream");
         Objects.requireNonNull(mode, "mode");
@@ -34,7 +42,15 @@ public final class CudaGraph implements AutoCloseable {
                 "cudaStreamBeginCapture(" + mode + ")");
     }
 
-    /** Ends the capture on {@code stream} and returns the graph ({@code cudaStreamEndCapture}). */
+    /**
+     * Ends the capture on {@code stream} and returns the graph ({@code cudaStreamEndCapture}).
+     *
+     * @param stream the capturing stream, on the thread that began the capture (unless the mode is relaxed)
+     * @return the captured graph, owned by the caller
+     * @throws CudaException if {@code cudaStreamEndCapture} fails (for example an invalidated capture); a
+     *     partial graph is destroyed first
+     * @throws IllegalStateException if the runtime returned no graph
+     */
     public static CudaGraph endCapture(CudaStream stream) {
         Objects.requireNonNull(stream, "stream");
         try (Arena arena = Arena.ofConfined()) {
@@ -57,6 +73,13 @@ public final class CudaGraph implements AutoCloseable {
     /**
      * Captures what {@code work} enqueues on {@code stream}. If {@code work} throws, the capture is
      * ended, its partial graph destroyed and the exception rethrown.
+     *
+     * @param stream the stream to capture, open and not already capturing
+     * @param mode how strictly other threads' unsafe calls are refused during the capture
+     * @param work enqueues the work to capture on {@code stream}, on the calling thread
+     * @return the captured graph, owned by the caller
+     * @throws NullPointerException if an argument is {@code null}
+     * @throws CudaException if beginning or ending the capture fails
      */
     public static CudaGraph capture(CudaStream stream, CaptureMode mode, Runnable work) {
         Objects.requireNonNull(work, "work");
@@ -74,7 +97,13 @@ public final class CudaGraph implements AutoCloseable {
         return endCapture(stream);
     }
 
-    /** Makes an executable graph ({@code cudaGraphInstantiate}, no flags). The graph stays usable. */
+    /**
+     * Makes an executable graph ({@code cudaGraphInstantiate}, no flags). The graph stays usable.
+     *
+     * @return a new executable graph, owned by the caller
+     * @throws IllegalStateException if this graph is closed
+     * @throws CudaException if {@code cudaGraphInstantiate} fails
+     */
     public CudaGraphExec instantiate() {
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
@@ -84,13 +113,22 @@ public final class CudaGraph implements AutoCloseable {
         }
     }
 
-    /** The {@code cudaGraph_t} as an address. */
+    /**
+     * The {@code cudaGraph_t} as an address.
+     *
+     * @return the handle's address, valid until {@link #close()}
+     * @throws IllegalStateException if the graph is closed
+     */
     public long handle() {
         ensureOpen();
         return handle.address();
     }
 
-    /** False once closed. */
+    /**
+     * False once closed.
+     *
+     * @return {@code true} until {@link #close()} was called
+     */
     public boolean isOpen() {
         return lifetime.isAlive();
     }

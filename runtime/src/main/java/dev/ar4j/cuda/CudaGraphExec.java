@@ -14,20 +14,35 @@ public final class CudaGraphExec implements AutoCloseable {
         this.handle = handle;
     }
 
-    /** Enqueues one replay of the graph on {@code stream} ({@code cudaGraphLaunch}). */
+    /**
+     * Enqueues one replay of the graph on {@code stream} ({@code cudaGraphLaunch}).
+     *
+     * @param stream the stream to launch on, of the graph's device
+     * @throws IllegalStateException if the executable graph is closed
+     * @throws CudaException if {@code cudaGraphLaunch} fails
+     */
     public void launch(CudaStream stream) {
         ensureOpen();
         Objects.requireNonNull(stream, "stream");
         CudaErrors.check(cuda_runtime_api_h.cudaGraphLaunch(handle, stream.segment()), "cudaGraphLaunch");
     }
 
-    /** The {@code cudaGraphExec_t} as an address. */
+    /**
+     * The {@code cudaGraphExec_t} as an address.
+     *
+     * @return the handle's address, valid until {@link #close()}
+     * @throws IllegalStateException if the executable graph is closed
+     */
     public long handle() {
         ensureOpen();
         return handle.address();
     }
 
-    /** False once closed. */
+    /**
+     * False once closed.
+     *
+     * @return {@code true} until {@link #close()} was called
+     */
     public boolean isOpen() {
         return lifetime.isAlive();
     }

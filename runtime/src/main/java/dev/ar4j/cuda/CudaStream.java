@@ -24,7 +24,12 @@ public final class CudaStream implements AutoCloseable {
         this.owned = owned;
     }
 
-    /** Creates a non-blocking stream (no implicit synchronisation with the legacy default stream) on the current device. */
+    /**
+     * Creates a non-blocking stream (no implicit synchronisation with the legacy default stream) on the current device.
+     *
+     * @return a new owned stream of default priority on the current device
+     * @throws CudaException if the stream cannot be created
+     */
     public static CudaStream create() {
         return create(true, 0);
     }
@@ -35,6 +40,8 @@ public final class CudaStream implements AutoCloseable {
      * @param nonBlocking {@code cudaStreamNonBlocking}: no implicit synchronisation with the legacy default stream
      * @param priority    the stream priority; lower numbers are higher priority, 0 is the default
      *                    (CUDA clamps it to the device's range)
+     * @return a new owned stream on the current device
+     * @throws CudaException if {@code cudaStreamCreateWithPriority} fails
      */
     public static CudaStream create(boolean nonBlocking, int priority) {
         int device = Cuda.currentDevice();
@@ -50,7 +57,15 @@ public final class CudaStream implements AutoCloseable {
         }
     }
 
-    /** Wraps a {@code cudaStream_t} owned by someone else; closing the wrapper never destroys it. */
+    /**
+     * Wraps a {@code cudaStream_t} owned by someone else; closing the wrapper never destroys it.
+     *
+     * @param handle the {@code cudaStream_t}'s address (0 is the legacy default stream); it must stay valid
+     *     while the wrapper is used
+     * @param device the ordinal of the device the stream belongs to, 0 or more
+     * @return a borrowed wrapper whose {@link #close()} leaves the stream alone
+     * @throws IllegalArgumentException if {@code device} is negative
+     */
     public static CudaStream borrow(long handle, int device) {
         if (device < 0) {
             throw new IllegalArgumentException("device ordinal must be >= 0, got " + device);
@@ -59,50 +74,92 @@ public final class CudaStream implements AutoCloseable {
         return new CudaStream(MemorySegment.ofAddress(handle), device, false);
     }
 
-    /** The legacy default stream (handle 0) of the current device, borrowed. */
+    /**
+     * The legacy default stream (handle 0) of the current device, borrowed.
+     *
+     * @return a borrowed wrapper of handle 0 on the current device
+     */
     public static CudaStream legacyDefault() {
         return new CudaStream(MemorySegment.NULL, Cuda.currentDevice(), false);
     }
 
-    /** The per-thread default stream ({@code cudaStreamPerThread}) of the current device, borrowed. */
+    /**
+     * The per-thread default stream ({@code cudaStreamPerThread}) of the current device, borrowed.
+     *
+     * @return a borrowed wrapper of {@code cudaStreamPerThread} on the current device
+     */
     public static CudaStream perThreadDefault() {
         return new CudaStream(cuda_runtime_api_h.cudaStreamPerThread(), Cuda.currentDevice(), false);
     }
 
-    /** The {@code cudaStream_t} as an address. */
+    /**
+     * The {@code cudaStream_t} as an address.
+     *
+     * @return the handle's address (0 for the legacy default stream), valid until {@link #close()}
+     * @throws IllegalStateException if the wrapper is closed
+     */
     public long handle() {
         ensureOpen();
         return handle.address();
     }
 
-    /** The {@code cudaStream_t} as a zero-length segment, to pass to native functions. */
+    /**
+     * The {@code cudaStream_t} as a zero-length segment, to pass to native functions.
+     *
+     * @return the handle, valid until {@link #close()}
+     * @throws IllegalStateException if the wrapper is closed
+     */
     public MemorySegment segment() {
         ensureOpen();
         return handle;
     }
 
-    /** The device the stream was made on (or given to {@link #borrow}). */
+    /**
+     * The device the stream was made on (or given to {@link #borrow}).
+     *
+     * @return the device ordinal
+     */
     public int device() {
         return device;
     }
 
-    /** Whether {@link #close()} destroys the stream. */
+    /**
+     * Whether {@link #close()} destroys the stream.
+     *
+     * @return {@code true} for a stream made by {@link #create}, {@code false} for a borrowed one
+     */
     public boolean isOwned() {
         return owned;
     }
 
-    /** False once closed. */
+    /**
+     * False once closed.
+     *
+     * @return {@code true} until {@link #close()} was called
+     */
     public boolean isOpen() {
         return lifetime.isAlive();
     }
 
-    /** Waits until all work queued on the stream has finished. */
+    /**
+     * Waits until all work queued on the stream has finished.
+     *
+     * @throws IllegalStateException if the wrapper is closed
+     * @throws CudaException if {@code cudaStreamSynchronize} fails (including an earlier asynchronous error
+     *     of the work)
+     */
     public void synchronize() {
         ensureOpen();
         CudaErrors.check(cuda_runtime_api_h.cudaStreamSynchronize(handle), "cudaStreamSynchronize");
     }
 
-    /** True if all work queued on the stream has finished ({@code cudaStreamQuery}). */
+    /**
+     * True if all work queued on the stream has finished ({@code cudaStreamQuery}).
+     *
+     * @return {@code true} if the stream has no pending work, {@code false} if work is still running
+     * @throws IllegalStateException if the wrapper is closed
+     * @throws CudaException if {@code cudaStreamQuery} reports an error other than {@code cudaErrorNotReady}
+     */
     public boolean isIdle() {
         ensureOpen();
         int status = cuda_runtime_api_h.cudaStreamQuery(handle);
@@ -115,14 +172,26 @@ public final class CudaStream implements AutoCloseable {
         throw CudaErrors.exception(status, "cudaStreamQuery");
     }
 
-    /** Makes future work on this stream wait for {@code event}. */
+    /**
+     * Makes future work on this stream wait for {@code event}.
+     *
+     * @param event the event to wait for, open; its latest record is waited for
+     * @throws IllegalStateException if the wrapper or the event is closed
+     * @throws CudaException if {@code cudaStreamWaitEvent} fails
+     */
     public void waitFor(CudaEvent event) {
         ensureOpen();
         Objects.requireNonNull(event, "event");
         CudaErrors.check(cuda_runtime_api_h.cudaStreamWaitEvent(handle, event.segment(), 0), "cudaStreamWaitEvent");
     }
 
-    /** Whether the stream is capturing a graph ({@code cudaStreamIsCapturing}). */
+    /**
+     * Whether the stream is capturing a graph ({@code cudaStreamIsCapturing}).
+     *
+     * @return the stream's capture status
+     * @throws IllegalStateException if the wrapper is closed
+     * @throws CudaException if {@code cudaStreamIsCapturing} fails
+     */
     public CaptureStatus captureStatus() {
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
@@ -134,6 +203,11 @@ public final class CudaStream implements AutoCloseable {
      * Whether the stream with this raw {@code cudaStream_t} handle is capturing a graph, without
      * allocating: {@code scratch} receives the status (4 bytes, native, reused by the caller).
      * For per-call checks on the all-reduce path.
+     *
+     * @param streamHandle the {@code cudaStream_t}'s address, 0 for the legacy default stream
+     * @param scratch a native segment of at least 4 bytes, overwritten
+     * @return {@code true} if the stream's status is {@link CaptureStatus#ACTIVE}
+     * @throws CudaException if {@code cudaStreamIsCapturing} fails
      */
     public static boolean isCapturing(long streamHandle, MemorySegment scratch) {
         return captureCode(MemorySegment.ofAddress(streamHandle), scratch)
@@ -149,6 +223,10 @@ public final class CudaStream implements AutoCloseable {
     /**
      * The capture status and the capture's id ({@code cudaStreamGetCaptureInfo}); the id is unique
      * per capture within the process and meaningless when the status is {@link CaptureStatus#NONE}.
+     *
+     * @return the status and the capture's id
+     * @throws IllegalStateException if the wrapper is closed
+     * @throws CudaException if {@code cudaStreamGetCaptureInfo} fails
      */
     public CaptureInfo captureInfo() {
         ensureOpen();

@@ -25,7 +25,11 @@ public enum DeviceAttribute {
         this.code = code;
     }
 
-    /** The {@code cudaDeviceAttr} value. */
+    /**
+     * The {@code cudaDeviceAttr} value.
+     *
+     * @return the runtime's value of this attribute
+     */
     public int code() {
         return code;
     }

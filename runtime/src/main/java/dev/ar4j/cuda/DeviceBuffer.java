@@ -34,7 +34,11 @@ public final class DeviceBuffer implements AutoCloseable {
     /** Frees an adopted allocation; it throws if the free fails. */
     @FunctionalInterface
     public interface Release {
-        /** Frees the memory at {@code address}. */
+        /**
+         * Frees the memory at {@code address}.
+         *
+         * @param address the device address of the allocation to free, as given to {@link DeviceBuffer#adopt}
+         */
         void release(long address);
     }
 
@@ -62,6 +66,12 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Allocates {@code byteSize} bytes on the calling thread's current device ({@code cudaMalloc}).
      * The memory is not initialised.
+     *
+     * @param byteSize the size in bytes, positive
+     * @return a new owned buffer on the current device
+     * @throws IllegalArgumentException if {@code byteSize} is not positive
+     * @throws CudaException if {@code cudaMalloc} fails (for example {@code cudaErrorMemoryAllocation} when
+     *     the device is out of memory)
      */
     public static DeviceBuffer allocate(long byteSize) {
         if (byteSize <= 0) {
@@ -93,13 +103,25 @@ public final class DeviceBuffer implements AutoCloseable {
      * @param address  the device address, not 0
      * @param byteSize the size in bytes, >= 0
      * @param device   the device the memory lives on, >= 0
+     * @return a borrowed buffer over the range
+     * @throws IllegalArgumentException if {@code address} is 0, {@code byteSize} or {@code device} is
+     *     negative, or the range wraps around the address space
      */
     public static DeviceBuffer borrow(long address, long byteSize, int device) {
         checkRange(address, byteSize, device);
         return new DeviceBuffer(address, byteSize, device, null, "borrowed", null, 0, false);
     }
 
-    /** {@link #borrow(long, long, int)} with the address given as a (zero-length) segment. */
+    /**
+     * {@link #borrow(long, long, int)} with the address given as a (zero-length) segment.
+     *
+     * @param address the device address as a segment (only its address is used), not the NULL segment
+     * @param byteSize the size in bytes, >= 0
+     * @param device the device the memory lives on, >= 0
+     * @return a borrowed buffer over the range
+     * @throws NullPointerException if {@code address} is {@code null}
+     * @throws IllegalArgumentException as {@link #borrow(long, long, int)} does
+     */
     public static DeviceBuffer borrow(MemorySegment address, long byteSize, int device) {
         return borrow(Objects.requireNonNull(address, "address").address(), byteSize, device);
     }
@@ -107,6 +129,16 @@ public final class DeviceBuffer implements AutoCloseable {
     /**
      * Takes ownership of an allocation made elsewhere (e.g. {@code ncclMemAlloc}): {@code release}
      * runs exactly once, on the first {@link #close()}. The address is taken to be the allocation's base.
+     *
+     * @param address the allocation's base device address, not 0
+     * @param byteSize the allocation's size in bytes, >= 0
+     * @param device the device the memory lives on, >= 0
+     * @param release frees the allocation, called with {@code address}; its exception propagates out of
+     *     {@link #close()}
+     * @return an owned buffer over the allocation
+     * @throws NullPointerException if {@code release} is {@code null}
+     * @throws IllegalArgumentException if {@code address} is 0, {@code byteSize} or {@code device} is
+     *     negative, or the range wraps around the address space
      */
     public static DeviceBuffer adopt(long address, long byteSize, int device, Release release) {
         checkRange(address, byteSize, device);
@@ -136,34 +168,60 @@ public final class DeviceBuffer implements AutoCloseable {
         }
     }
 
-    /** The device address. */
+    /**
+     * The device address.
+     *
+     * @return the first byte's device address
+     * @throws IllegalStateException if the buffer is closed
+     */
     public long address() {
         ensureOpen();
         return address;
     }
 
-    /** The device address as a zero-length segment, to pass to native functions. Never dereference it. */
+    /**
+     * The device address as a zero-length segment, to pass to native functions. Never dereference it.
+     *
+     * @return a zero-length segment at the device address
+     * @throws IllegalStateException if the buffer is closed
+     */
     public MemorySegment segment() {
         ensureOpen();
         return MemorySegment.ofAddress(address);
     }
 
-    /** Size in bytes. */
+    /**
+     * Size in bytes.
+     *
+     * @return the size in bytes, >= 0 (also after close)
+     */
     public long byteSize() {
         return byteSize;
     }
 
-    /** The device ordinal the memory lives on. */
+    /**
+     * The device ordinal the memory lives on.
+     *
+     * @return the device ordinal, >= 0
+     */
     public int device() {
         return device;
     }
 
-    /** Whether closing this buffer frees its memory. */
+    /**
+     * Whether closing this buffer frees its memory.
+     *
+     * @return {@code true} for buffers made by {@link #allocate} or {@link #adopt}, {@code false} for views
+     */
     public boolean isOwned() {
         return release != null;
     }
 
-    /** False once this buffer, or the buffer or mapping it is a view of, was closed. */
+    /**
+     * False once this buffer, or the buffer or mapping it is a view of, was closed.
+     *
+     * @return {@code true} while the buffer can be used
+     */
     public boolean isOpen() {
         return lifetime.isAlive();
     }
@@ -172,7 +230,11 @@ public final class DeviceBuffer implements AutoCloseable {
      * A borrowed view of {@code byteSize} bytes starting {@code offset} bytes into this buffer. The
      * view is never freed and becomes unusable when this buffer is closed.
      *
+     * @param offset the view's start, in bytes from this buffer's start, 0 to {@link #byteSize()}
+     * @param byteSize the view's size in bytes, 0 to {@code byteSize() - offset}
+     * @return a borrowed view sharing this buffer's memory and lifetime
      * @throws IndexOutOfBoundsException if the range does not lie inside this buffer
+     * @throws IllegalStateException if this buffer is closed
      */
     public DeviceBuffer slice(long offset, long byteSize) {
         ensureOpen();
@@ -200,7 +262,15 @@ public final class DeviceBuffer implements AutoCloseable {
 
     // ------------------------------------------------------------------ copies
 
-    /** Copies all of {@code host} to the start of this buffer and waits for the copy. */
+    /**
+     * Copies all of {@code host} to the start of this buffer and waits for the copy.
+     *
+     * @param host the source, of at most {@link #byteSize()} bytes; heap segments are staged through native
+     *     memory
+     * @throws IllegalArgumentException if {@code host} is larger than this buffer
+     * @throws IllegalStateException if this buffer is closed
+     * @throws CudaException if the copy fails
+     */
     public void copyFrom(MemorySegment host) {
         ensureOpen();
         checkFits(host.byteSize(), "host source");
@@ -220,7 +290,15 @@ public final class DeviceBuffer implements AutoCloseable {
         }
     }
 
-    /** Copies the start of this buffer into all of {@code host} and waits for the copy. */
+    /**
+     * Copies the start of this buffer into all of {@code host} and waits for the copy.
+     *
+     * @param host the writable destination, of at most {@link #byteSize()} bytes; heap segments are staged
+     *     through native memory
+     * @throws IllegalArgumentException if {@code host} is read-only or larger than this buffer
+     * @throws IllegalStateException if this buffer is closed
+     * @throws CudaException if the copy fails
+     */
     public void copyTo(MemorySegment host) {
         ensureOpen();
         checkFits(host.byteSize(), "host destination");
@@ -243,7 +321,14 @@ public final class DeviceBuffer implements AutoCloseable {
         }
     }
 
-    /** Copies all of {@code source} (device memory) to the start of this buffer and waits for the copy. */
+    /**
+     * Copies all of {@code source} (device memory) to the start of this buffer and waits for the copy.
+     *
+     * @param source the open device buffer to copy, of at most {@link #byteSize()} bytes
+     * @throws IllegalArgumentException if {@code source} is larger than this buffer
+     * @throws IllegalStateException if this buffer or {@code source} is closed
+     * @throws CudaException if the copy fails
+     */
     public void copyFrom(DeviceBuffer source) {
         ensureOpen();
         checkFits(source.byteSize(), "device source");
@@ -258,6 +343,12 @@ public final class DeviceBuffer implements AutoCloseable {
      * Enqueues a copy of all of {@code host} to the start of this buffer on {@code stream}.
      * {@code host} must be native memory that stays alive until the stream has run the copy
      * (pinned memory, e.g. {@link PinnedHostBuffer}, makes it truly asynchronous).
+     *
+     * @param host the native source segment, of at most {@link #byteSize()} bytes
+     * @param stream the stream to enqueue the copy on
+     * @throws IllegalArgumentException if {@code host} is a heap segment or larger than this buffer
+     * @throws IllegalStateException if this buffer or the stream is closed
+     * @throws CudaException if {@code cudaMemcpyAsync} fails
      */
     public void copyFromAsync(MemorySegment host, CudaStream stream) {
         ensureOpen();
@@ -267,7 +358,16 @@ public final class DeviceBuffer implements AutoCloseable {
                 cuda_runtime_api_h.cudaMemcpyHostToDevice(), stream, "cudaMemcpyAsync(host -> device)");
     }
 
-    /** Enqueues a copy of the start of this buffer into all of {@code host} on {@code stream} (see {@link #copyFromAsync(MemorySegment, CudaStream)}). */
+    /**
+     * Enqueues a copy of the start of this buffer into all of {@code host} on {@code stream} (see {@link #copyFromAsync(MemorySegment, CudaStream)}).
+     *
+     * @param host the native, writable destination segment, of at most {@link #byteSize()} bytes
+     * @param stream the stream to enqueue the copy on
+     * @throws IllegalArgumentException if {@code host} is a heap segment, read-only, or larger than this
+     *     buffer
+     * @throws IllegalStateException if this buffer or the stream is closed
+     * @throws CudaException if {@code cudaMemcpyAsync} fails
+     */
     public void copyToAsync(MemorySegment host, CudaStream stream) {
         ensureOpen();
         checkAsyncHost(host);
@@ -279,7 +379,15 @@ public final class DeviceBuffer implements AutoCloseable {
                 cuda_runtime_api_h.cudaMemcpyDeviceToHost(), stream, "cudaMemcpyAsync(device -> host)");
     }
 
-    /** Enqueues a copy of all of {@code source} to the start of this buffer on {@code stream}. */
+    /**
+     * Enqueues a copy of all of {@code source} to the start of this buffer on {@code stream}.
+     *
+     * @param source the open device buffer to copy, of at most {@link #byteSize()} bytes
+     * @param stream the stream to enqueue the copy on
+     * @throws IllegalArgumentException if {@code source} is larger than this buffer
+     * @throws IllegalStateException if this buffer, {@code source} or the stream is closed
+     * @throws CudaException if {@code cudaMemcpyAsync} fails
+     */
     public void copyFromAsync(DeviceBuffer source, CudaStream stream) {
         ensureOpen();
         checkFits(source.byteSize(), "device source");
@@ -287,7 +395,13 @@ public final class DeviceBuffer implements AutoCloseable {
                 cuda_runtime_api_h.cudaMemcpyDeviceToDevice(), stream, "cudaMemcpyAsync(device -> device)");
     }
 
-    /** Sets every byte of this buffer to {@code value & 0xff} and waits for it ({@code cudaMemset}). */
+    /**
+     * Sets every byte of this buffer to {@code value & 0xff} and waits for it ({@code cudaMemset}).
+     *
+     * @param value the byte value; only its low 8 bits are used
+     * @throws IllegalStateException if this buffer is closed
+     * @throws CudaException if {@code cudaMemset} or the wait fails
+     */
     public void fill(int value) {
         ensureOpen();
         int status = cuda_runtime_api_h.cudaMemset(MemorySegment.ofAddress(address), value, byteSize);
@@ -297,7 +411,14 @@ public final class DeviceBuffer implements AutoCloseable {
         awaitLegacyStream("cudaMemset");
     }
 
-    /** Enqueues setting every byte of this buffer to {@code value & 0xff} on {@code stream} ({@code cudaMemsetAsync}). */
+    /**
+     * Enqueues setting every byte of this buffer to {@code value & 0xff} on {@code stream} ({@code cudaMemsetAsync}).
+     *
+     * @param value the byte value; only its low 8 bits are used
+     * @param stream the stream to enqueue the fill on
+     * @throws IllegalStateException if this buffer or the stream is closed
+     * @throws CudaException if {@code cudaMemsetAsync} fails
+     */
     public void fillAsync(int value, CudaStream stream) {
         ensureOpen();
         Objects.requireNonNull(stream, "stream");

@@ -21,23 +21,40 @@ public final class IpcMapping implements AutoCloseable {
         this.device = device;
     }
 
-    /** The handle that was opened. */
+    /**
+     * The handle that was opened.
+     *
+     * @return the handle this mapping was opened from
+     */
     public IpcMemHandle handle() {
         return handle;
     }
 
-    /** The mapped allocation's base address in this process. */
+    /**
+     * The mapped allocation's base address in this process.
+     *
+     * @return the base address, valid on {@link #device()} until {@link #close()}
+     * @throws IllegalStateException if the mapping is closed
+     */
     public long baseAddress() {
         ensureOpen();
         return baseAddress;
     }
 
-    /** The device the mapping was opened on (the device whose address space holds {@link #baseAddress()}). */
+    /**
+     * The device the mapping was opened on (the device whose address space holds {@link #baseAddress()}).
+     *
+     * @return the device ordinal
+     */
     public int device() {
         return device;
     }
 
-    /** False once closed. */
+    /**
+     * False once closed.
+     *
+     * @return {@code true} until {@link #close()} was called
+     */
     public boolean isOpen() {
         return lifetime.isAlive();
     }
@@ -46,6 +63,14 @@ public final class IpcMapping implements AutoCloseable {
      * A borrowed buffer over {@code byteSize} bytes at {@code offset} from the mapped base, as
      * addressable from this process. The handle does not carry the allocation's size: the exporter
      * sends it ({@link IpcBufferExport}). The view ends when this mapping is closed.
+     *
+     * @param offset the view's start in bytes from the mapped base, >= 0
+     * @param byteSize the view's size in bytes, >= 0; offset plus size must not pass the exported
+     *     allocation's end (not checked: the size is not known here)
+     * @return a borrowed buffer that ends with this mapping
+     * @throws IllegalStateException if the mapping is closed
+     * @throws IndexOutOfBoundsException if {@code offset} is negative
+     * @throws IllegalArgumentException if {@code byteSize} is negative
      */
     public DeviceBuffer view(long offset, long byteSize) {
         ensureOpen();

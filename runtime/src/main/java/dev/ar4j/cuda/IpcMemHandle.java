@@ -28,7 +28,10 @@ public final class IpcMemHandle {
     /**
      * A handle from its 64 bytes.
      *
+     * @param bytes the handle's bytes, as {@link #toBytes()} gives them; copied
+     * @return the handle
      * @throws IllegalArgumentException unless {@code bytes.length == 64}
+     * @throws NullPointerException if {@code bytes} is {@code null}
      */
     public static IpcMemHandle fromBytes(byte[] bytes) {
         Objects.requireNonNull(bytes, "bytes");
@@ -43,6 +46,11 @@ public final class IpcMemHandle {
      * The handle of the allocation starting at {@code allocationBase} ({@code cudaIpcGetMemHandle}).
      * Pass the base of a {@code cudaMalloc} allocation; for a pointer into the middle of one use
      * {@link IpcBufferExport#of(DeviceBuffer)}, which finds the base and the offset.
+     *
+     * @param allocationBase the base device address of a {@code cudaMalloc} allocation of this process
+     * @return the allocation's handle, to send to another process
+     * @throws CudaException if {@code cudaIpcGetMemHandle} fails (not an allocation's base, or memory IPC
+     *     cannot share)
      */
     public static IpcMemHandle ofAllocation(long allocationBase) {
         Cuda.ensureLoaded();
@@ -56,7 +64,11 @@ public final class IpcMemHandle {
         }
     }
 
-    /** A copy of the 64 bytes. */
+    /**
+     * A copy of the 64 bytes.
+     *
+     * @return a new 64-byte array
+     */
     public byte[] toBytes() {
         return bytes.clone();
     }
@@ -65,6 +77,10 @@ public final class IpcMemHandle {
      * Maps the allocation into this process on the current device
      * ({@code cudaIpcOpenMemHandle} with {@code cudaIpcMemLazyEnablePeerAccess}). The handle must
      * come from another process; the mapping is unmapped exactly once by {@link IpcMapping#close()}.
+     *
+     * @return the mapping, owned by the caller
+     * @throws CudaException if {@code cudaIpcOpenMemHandle} fails (for example a handle of this same process,
+     *     or an allocation already freed)
      */
     public IpcMapping open() {
         int device = Cuda.currentDevice();

@@ -19,12 +19,22 @@ public enum MemoryType {
         this.code = code;
     }
 
-    /** The {@code cudaMemoryType} value. */
+    /**
+     * The {@code cudaMemoryType} value.
+     *
+     * @return the runtime's value of this memory type
+     */
     public int code() {
         return code;
     }
 
-    /** The constant for a {@code cudaMemoryType} value. */
+    /**
+     * The constant for a {@code cudaMemoryType} value.
+     *
+     * @param code a {@code cudaMemoryType} value: 0 to 3
+     * @return the matching constant
+     * @throws IllegalArgumentException if {@code code} is not a known memory type
+     */
     public static MemoryType ofCode(int code) {
         for (MemoryType type : values()) {
             if (type.code == code) {

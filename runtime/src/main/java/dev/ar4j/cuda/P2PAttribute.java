@@ -24,7 +24,11 @@ public enum P2PAttribute {
         this.code = code;
     }
 
-    /** The {@code cudaDeviceP2PAttr} value. */
+    /**
+     * The {@code cudaDeviceP2PAttr} value.
+     *
+     * @return the runtime's value of this attribute
+     */
     public int code() {
         return code;
     }

@@ -26,7 +26,14 @@ public final class PinnedHostBuffer implements AutoCloseable {
         this.segment = MemorySegment.ofAddress(address).reinterpret(byteSize, arena, null);
     }
 
-    /** Allocates {@code byteSize} bytes of pinned host memory ({@code cudaMallocHost}). */
+    /**
+     * Allocates {@code byteSize} bytes of pinned host memory ({@code cudaMallocHost}).
+     *
+     * @param byteSize the size in bytes, positive
+     * @return a new pinned buffer, owned by the caller
+     * @throws IllegalArgumentException if {@code byteSize} is not positive
+     * @throws CudaException if {@code cudaMallocHost} fails
+     */
     public static PinnedHostBuffer allocate(long byteSize) {
         checkSize(byteSize);
         Cuda.ensureLoaded();
@@ -46,6 +53,10 @@ public final class PinnedHostBuffer implements AutoCloseable {
      * @param portable      pinned for every CUDA context, not only the current one ({@code cudaHostAllocPortable})
      * @param mapped        mapped into the device address space ({@code cudaHostAllocMapped})
      * @param writeCombined write-combined: fast for the device to read, slow for the host to read
+     * @param byteSize the size in bytes, positive
+     * @return a new pinned buffer, owned by the caller
+     * @throws IllegalArgumentException if {@code byteSize} is not positive
+     * @throws CudaException if {@code cudaHostAlloc} fails
      */
     public static PinnedHostBuffer allocate(long byteSize, boolean portable, boolean mapped, boolean writeCombined) {
         checkSize(byteSize);
@@ -76,24 +87,42 @@ public final class PinnedHostBuffer implements AutoCloseable {
         }
     }
 
-    /** The memory as a host segment of {@link #byteSize()} bytes; inaccessible after {@link #close()}. */
+    /**
+     * The memory as a host segment of {@link #byteSize()} bytes; inaccessible after {@link #close()}.
+     *
+     * @return the segment, of the buffer's shared arena
+     * @throws IllegalStateException if the buffer is closed
+     */
     public MemorySegment segment() {
         ensureOpen();
         return segment;
     }
 
-    /** The host address. */
+    /**
+     * The host address.
+     *
+     * @return the first byte's host address
+     * @throws IllegalStateException if the buffer is closed
+     */
     public long address() {
         ensureOpen();
         return address;
     }
 
-    /** Size in bytes. */
+    /**
+     * Size in bytes.
+     *
+     * @return the size in bytes, positive
+     */
     public long byteSize() {
         return byteSize;
     }
 
-    /** False once closed. */
+    /**
+     * False once closed.
+     *
+     * @return {@code true} until {@link #close()} was called
+     */
     public boolean isOpen() {
         return lifetime.isAlive();
     }

@@ -31,6 +31,7 @@ public enum Algorithm {
     /**
      * The {@code ar4j_algorithm} value that the C ABI's {@code ar4j_all_reduce} takes.
      *
+     * @return 1 for {@link #ONE_STAGE}, 2 for {@link #TWO_STAGE}, 3 for {@link #PUSH}
      * @throws IllegalStateException for {@link #NCCL}, which is not a custom kernel
      */
     public int kernelCode() {
@@ -43,7 +44,12 @@ public enum Algorithm {
         };
     }
 
-    /** Whether this algorithm is one of ar4j's custom kernels (as opposed to NCCL). */
+    /**
+     * Whether this algorithm is one of ar4j's custom kernels (as opposed to NCCL).
+     *
+     * @return {@code true} for {@link #ONE_STAGE}, {@link #TWO_STAGE} and {@link #PUSH}, {@code false} for
+     *     {@link #NCCL}
+     */
     public boolean isCustomKernel() {
         return switch (this) {
             case ONE_STAGE, TWO_STAGE, PUSH -> true;
@@ -54,6 +60,8 @@ public enum Algorithm {
     /**
      * The name used in decision reasons and {@code explain()}: "one-stage", "two-stage",
      * "one-shot push", "NCCL".
+     *
+     * @return the display name, lower case except for "NCCL"
      */
     public String displayName() {
         return switch (this) {

@@ -33,12 +33,20 @@ public enum AlgorithmPolicy {
         this.configName = configName;
     }
 
-    /** The canonical configuration spelling: "auto", "1stage", "2stage", "push" or "nccl". */
+    /**
+     * The canonical configuration spelling: "auto", "1stage", "2stage", "push" or "nccl".
+     *
+     * @return the canonical name, which {@link #parse} maps back to this policy
+     */
     public String configName() {
         return configName;
     }
 
-    /** The algorithm this policy forces, or empty for {@link #AUTO}. */
+    /**
+     * The algorithm this policy forces, or empty for {@link #AUTO}.
+     *
+     * @return the forced algorithm, empty for {@link #AUTO}
+     */
     public Optional<Algorithm> forcedAlgorithm() {
         return switch (this) {
             case AUTO -> Optional.empty();
@@ -60,7 +68,9 @@ public enum AlgorithmPolicy {
      * @param value  the text to parse
      * @param source where the text came from, for the error message (for example
      *               "environment variable AR4J_ALLREDUCE_ALGO")
+     * @return the policy the text names
      * @throws IllegalArgumentException naming the source, the value and the accepted values
+     * @throws NullPointerException if {@code value} or {@code source} is {@code null}
      */
     public static AlgorithmPolicy parse(String value, String source) {
         Objects.requireNonNull(value, "value");

@@ -34,12 +34,18 @@ public record AlgorithmThresholds(long pushUpToBytes, long upTo4RanksBytes, long
      * 512 KiB in a CUDA graph (5.05 against 5.22 us) and, needing no staging copy, by far in eager
      * calls (6.3 against 11.3 us). With more ranks, where push sends n-1 copies of the input and was
      * not measured, {@link #DEFAULTS} apply.
+     *
+     * @param worldSize the number of ranks in the group
+     * @return {@link #DEFAULTS} with the push threshold at {@link Algorithm#PUSH_MAX_BYTES} for 2 ranks,
+     *     {@link #DEFAULTS} otherwise
      */
     public static AlgorithmThresholds forWorldSize(int worldSize) {
         return worldSize == 2 ? DEFAULTS.withPushUpToBytes(Algorithm.PUSH_MAX_BYTES) : DEFAULTS;
     }
 
     /**
+     * Creates thresholds, checking their ranges.
+     *
      * @throws IllegalArgumentException if {@code pushUpToBytes} is negative or above
      *                                  {@link Algorithm#PUSH_MAX_BYTES}, or a one-stage threshold
      *                                  is not positive
@@ -59,6 +65,9 @@ public record AlgorithmThresholds(long pushUpToBytes, long upTo4RanksBytes, long
      * The given one-stage thresholds with the default push threshold ({@value #DEFAULT_PUSH_UP_TO_BYTES}
      * bytes).
      *
+     * @param upTo4RanksBytes one-stage runs strictly below this size for world sizes up to 4; positive
+     * @param upTo8RanksBytes one-stage runs strictly below this size for world sizes up to 8; positive
+     * @return the thresholds
      * @throws IllegalArgumentException if a threshold is not positive
      */
     public static AlgorithmThresholds oneStage(long upTo4RanksBytes, long upTo8RanksBytes) {
@@ -68,6 +77,9 @@ public record AlgorithmThresholds(long pushUpToBytes, long upTo4RanksBytes, long
     /**
      * These thresholds with another push threshold.
      *
+     * @param newPushUpToBytes the new push threshold in bytes, 0 (never push automatically) to
+     *     {@link Algorithm#PUSH_MAX_BYTES}
+     * @return a copy with that push threshold and these one-stage thresholds
      * @throws IllegalArgumentException if it is negative or above {@link Algorithm#PUSH_MAX_BYTES}
      */
     public AlgorithmThresholds withPushUpToBytes(long newPushUpToBytes) {
@@ -77,6 +89,10 @@ public record AlgorithmThresholds(long pushUpToBytes, long upTo4RanksBytes, long
     /**
      * The size below which the automatic policy picks one-stage (if it does not push) for the
      * given world size: {@link Long#MAX_VALUE} for 2 ranks, 0 beyond 8 ranks.
+     *
+     * @param worldSize the number of ranks in the group
+     * @return the exclusive upper bound in bytes for one-stage: the larger of the thresholds that apply to
+     *     the world size
      */
     public long oneStageBelowBytes(int worldSize) {
         if (worldSize <= 2) {

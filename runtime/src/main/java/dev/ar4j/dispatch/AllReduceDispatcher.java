@@ -58,6 +58,12 @@ public final class AllReduceDispatcher {
     /**
      * A dispatcher with the default {@link AlgorithmThresholds#DEFAULTS}.
      *
+     * @param topology the group's topology
+     * @param config the resolved configuration
+     * @param stagingBytes size of the staging buffer in bytes, positive; also the capacity of the two-stage
+     *     scratch
+     * @throws NullPointerException if {@code topology} or {@code config} is {@code null}
+     * @throws IllegalArgumentException if {@code stagingBytes} is not positive
      * @see #AllReduceDispatcher(Topology, DispatchConfig, long, AlgorithmThresholds)
      */
     public AllReduceDispatcher(Topology topology, DispatchConfig config, long stagingBytes) {
@@ -134,6 +140,9 @@ public final class AllReduceDispatcher {
      * registered input, with an unregistered input, and with misaligned pointers, each with its
      * reason, followed by the topology and the configuration with the source of every value.
      *
+     * @param bytes size of the input in bytes (positive, a whole number of {@code dtype} elements)
+     * @param dtype element type
+     * @return a multi-line, human-readable description
      * @throws IllegalArgumentException as {@link #decide} does
      */
     public String explain(long bytes, DType dtype) {
@@ -149,6 +158,11 @@ public final class AllReduceDispatcher {
      * Describes the decision for one exact call, with its reason, the topology and the
      * configuration with the source of every value.
      *
+     * @param bytes size of the input in bytes (positive, a whole number of {@code dtype} elements)
+     * @param dtype element type
+     * @param aligned16 both the input and the output pointer are 16-byte aligned
+     * @param registered the input lies in a registered buffer, or a CUDA graph is being captured
+     * @return a multi-line, human-readable description
      * @throws IllegalArgumentException as {@link #decide} does
      */
     public String explain(long bytes, DType dtype, boolean aligned16, boolean registered) {
@@ -160,22 +174,38 @@ public final class AllReduceDispatcher {
                 + "\n  " + describeConfiguration();
     }
 
-    /** The topology this dispatcher decides for. */
+    /**
+     * The topology this dispatcher decides for.
+     *
+     * @return the topology given at construction
+     */
     public Topology topology() {
         return topology;
     }
 
-    /** The configuration this dispatcher applies. */
+    /**
+     * The configuration this dispatcher applies.
+     *
+     * @return the configuration given at construction
+     */
     public DispatchConfig config() {
         return config;
     }
 
-    /** The staging-buffer size (also the two-stage scratch capacity) in bytes. */
+    /**
+     * The staging-buffer size (also the two-stage scratch capacity) in bytes.
+     *
+     * @return the staging size in bytes, positive
+     */
     public long stagingBytes() {
         return stagingBytes;
     }
 
-    /** The push/one-stage/two-stage switch points of the automatic policy. */
+    /**
+     * The push/one-stage/two-stage switch points of the automatic policy.
+     *
+     * @return the thresholds given at construction ({@link AlgorithmThresholds#DEFAULTS} if none were)
+     */
     public AlgorithmThresholds thresholds() {
         return thresholds;
     }

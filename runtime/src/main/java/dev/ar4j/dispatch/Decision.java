@@ -16,8 +16,11 @@ import java.util.Objects;
 public record Decision(Algorithm algorithm, String reason, boolean fellBack) {
 
     /**
+     * Creates a decision, checking it.
+     *
      * @throws IllegalArgumentException if the reason is blank, or if {@code fellBack} is set for
      *                                  an algorithm other than NCCL
+     * @throws NullPointerException if {@code algorithm} or {@code reason} is {@code null}
      */
     public Decision {
         Objects.requireNonNull(algorithm, "algorithm");

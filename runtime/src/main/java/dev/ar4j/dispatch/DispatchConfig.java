@@ -54,23 +54,40 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
         Objects.requireNonNull(forceCustomOnPcieSource, "forceCustomOnPcieSource");
     }
 
-    /** The built-in defaults (AUTO, gate in force), ignoring the environment and properties. */
+    /**
+     * The built-in defaults (AUTO, gate in force), ignoring the environment and properties.
+     *
+     * @return the defaults, each from {@link SettingSource.DefaultValue}
+     */
     public static DispatchConfig defaults() {
         return new DispatchConfig(AlgorithmPolicy.AUTO, new SettingSource.DefaultValue(),
                 false, new SettingSource.DefaultValue());
     }
 
-    /** Resolves from this process's system properties and environment, with no builder values. */
+    /**
+     * Resolves from this process's system properties and environment, with no builder values.
+     *
+     * @return the resolved configuration
+     * @throws IllegalArgumentException if a winning property or environment value is not accepted
+     */
     public static DispatchConfig fromSystem() {
         return builder().build();
     }
 
-    /** A builder that reads this process's environment and system properties unless told otherwise. */
+    /**
+     * A builder that reads this process's environment and system properties unless told otherwise.
+     *
+     * @return a new builder with no values set
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** One line naming each value and its source, for {@code explain()} and logs. */
+    /**
+     * One line naming each value and its source, for {@code explain()} and logs.
+     *
+     * @return the policy and PCIe gate with their sources
+     */
     public String describe() {
         return "algorithm policy " + algorithmPolicy.configName() + " (from " + algorithmPolicySource.describe()
                 + "), PCIe gate " + (forceCustomOnPcie ? "lifted" : "in force") + " (" + FORCE_PCIE_ENV + "="
@@ -90,7 +107,12 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
         private Builder() {
         }
 
-        /** Sets the policy, overriding every other source; {@code null} clears it. */
+        /**
+         * Sets the policy, overriding every other source; {@code null} clears it.
+         *
+         * @param policy the policy, or {@code null} to let properties and the environment decide
+         * @return this builder
+         */
         public Builder algorithmPolicy(AlgorithmPolicy policy) {
             this.algorithmPolicy = policy;
             return this;
@@ -100,26 +122,46 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
          * Parses and sets the policy ({@code auto | 1stage | oneshot | 2stage | twoshot | push |
          * lamport | nccl}; see {@link AlgorithmPolicy#parse}).
          *
+         * @param policy the policy's name
+         * @return this builder
          * @throws IllegalArgumentException for an unknown value, naming the accepted ones
+         * @throws NullPointerException if {@code policy} is {@code null}
          */
         public Builder algorithmPolicy(String policy) {
             this.algorithmPolicy = AlgorithmPolicy.parse(policy, "builder value algorithmPolicy");
             return this;
         }
 
-        /** Lifts ({@code true}) or keeps ({@code false}) the PCIe gate, overriding every other source. */
+        /**
+         * Lifts ({@code true}) or keeps ({@code false}) the PCIe gate, overriding every other source.
+         *
+         * @param force {@code true} to lift the gate, {@code false} to keep it
+         * @return this builder
+         */
         public Builder forceCustomOnPcie(boolean force) {
             this.forceCustomOnPcie = force;
             return this;
         }
 
-        /** The environment to read instead of {@link System#getenv()} (tests inject one). */
+        /**
+         * The environment to read instead of {@link System#getenv()} (tests inject one).
+         *
+         * @param environment the variables to read; kept by reference
+         * @return this builder
+         * @throws NullPointerException if {@code environment} is {@code null}
+         */
         public Builder environment(Map<String, String> environment) {
             this.environment = Objects.requireNonNull(environment, "environment");
             return this;
         }
 
-        /** The properties to read instead of {@link System#getProperties()} (tests inject them). */
+        /**
+         * The properties to read instead of {@link System#getProperties()} (tests inject them).
+         *
+         * @param properties the properties to read; kept by reference
+         * @return this builder
+         * @throws NullPointerException if {@code properties} is {@code null}
+         */
         public Builder systemProperties(Properties properties) {
             this.systemProperties = Objects.requireNonNull(properties, "properties");
             return this;
@@ -128,6 +170,7 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
         /**
          * Resolves every value by precedence.
          *
+         * @return the resolved configuration
          * @throws IllegalArgumentException if the winning value of a setting is not accepted; the
          *                                  message names its source and the accepted values
          */
@@ -180,7 +223,10 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
      * Parses the PCIe gate override: {@code 1 | 0 | true | false}, case-insensitive, trimmed.
      *
      * @param source where the value came from, for the error message
+     * @param value the text to parse
+     * @return {@code true} for {@code 1} or {@code true}, {@code false} for {@code 0} or {@code false}
      * @throws IllegalArgumentException naming the source, the value and the accepted values
+     * @throws NullPointerException if {@code value} or {@code source} is {@code null}
      */
     public static boolean parseBoolean(String value, String source) {
         Objects.requireNonNull(value, "value");

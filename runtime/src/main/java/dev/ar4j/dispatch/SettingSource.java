@@ -9,7 +9,11 @@ import java.util.Objects;
  */
 public sealed interface SettingSource {
 
-    /** One phrase: "builder", "system property ar4j.allreduce.algo", "default", ... */
+    /**
+     * One phrase: "builder", "system property ar4j.allreduce.algo", "default", ...
+     *
+     * @return the source in words, never blank
+     */
     String describe();
 
     /** The value was set on {@link DispatchConfig.Builder}. */
@@ -31,7 +35,12 @@ public sealed interface SettingSource {
      * @param name the property's name
      */
     record SystemProperty(String name) implements SettingSource {
-        /** @throws IllegalArgumentException if the name is blank */
+        /**
+         * Creates the source, checking the name.
+         *
+         * @throws IllegalArgumentException if the name is blank
+         * @throws NullPointerException if the name is {@code null}
+         */
         public SystemProperty {
             requireName(name);
         }
@@ -53,7 +62,12 @@ public sealed interface SettingSource {
      * @param name the variable's name
      */
     record EnvironmentVariable(String name) implements SettingSource {
-        /** @throws IllegalArgumentException if the name is blank */
+        /**
+         * Creates the source, checking the name.
+         *
+         * @throws IllegalArgumentException if the name is blank
+         * @throws NullPointerException if the name is {@code null}
+         */
         public EnvironmentVariable {
             requireName(name);
         }

@@ -12,39 +12,75 @@ package dev.ar4j.dispatch;
  */
 public record Topology(int worldSize, boolean fullNvlink, boolean p2pAllPairs, boolean singleHost) {
 
-    /** @throws IllegalArgumentException if {@code worldSize < 1} */
+    /**
+     * Creates a topology, checking the world size.
+     *
+     * @throws IllegalArgumentException if {@code worldSize < 1}
+     */
     public Topology {
         if (worldSize < 1) {
             throw new IllegalArgumentException("world size must be at least 1, got " + worldSize);
         }
     }
 
-    /** {@code worldSize} GPUs of one host, P2P-capable, with or without NVLink between every pair. */
+    /**
+     * {@code worldSize} GPUs of one host, P2P-capable, with or without NVLink between every pair.
+     *
+     * @param worldSize the number of GPUs (ranks), at least 1
+     * @param fullNvlink whether NVLink joins every pair
+     * @return a single-host topology with P2P between every pair
+     * @throws IllegalArgumentException if {@code worldSize < 1}
+     */
     public static Topology singleHost(int worldSize, boolean fullNvlink) {
         return new Topology(worldSize, fullNvlink, true, true);
     }
 
-    /** This topology with another world size. */
+    /**
+     * This topology with another world size.
+     *
+     * @param newWorldSize the new world size, at least 1
+     * @return a copy with that world size
+     * @throws IllegalArgumentException if {@code newWorldSize < 1}
+     */
     public Topology withWorldSize(int newWorldSize) {
         return new Topology(newWorldSize, fullNvlink, p2pAllPairs, singleHost);
     }
 
-    /** This topology with NVLink between every pair set as given. */
+    /**
+     * This topology with NVLink between every pair set as given.
+     *
+     * @param newFullNvlink whether NVLink joins every pair
+     * @return a copy with that fact
+     */
     public Topology withFullNvlink(boolean newFullNvlink) {
         return new Topology(worldSize, newFullNvlink, p2pAllPairs, singleHost);
     }
 
-    /** This topology with P2P between every pair set as given. */
+    /**
+     * This topology with P2P between every pair set as given.
+     *
+     * @param newP2pAllPairs whether every GPU can access every other GPU's memory
+     * @return a copy with that fact
+     */
     public Topology withP2pAllPairs(boolean newP2pAllPairs) {
         return new Topology(worldSize, fullNvlink, newP2pAllPairs, singleHost);
     }
 
-    /** This topology with the single-host fact set as given. */
+    /**
+     * This topology with the single-host fact set as given.
+     *
+     * @param newSingleHost whether all ranks run on one host
+     * @return a copy with that fact
+     */
     public Topology withSingleHost(boolean newSingleHost) {
         return new Topology(worldSize, fullNvlink, p2pAllPairs, newSingleHost);
     }
 
-    /** One phrase, e.g. "4 ranks on one host, NVLink between every pair, P2P between every pair". */
+    /**
+     * One phrase, e.g. "4 ranks on one host, NVLink between every pair, P2P between every pair".
+     *
+     * @return the world size, hosts, NVLink and P2P facts in one phrase
+     */
     public String describe() {
         return worldSize + (worldSize == 1 ? " rank" : " ranks")
                 + (singleHost ? " on one host" : " on several hosts")

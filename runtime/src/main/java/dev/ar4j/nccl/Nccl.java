@@ -20,7 +20,13 @@ public final class Nccl {
         NativeLibraries.nccl();
     }
 
-    /** NCCL's version code ({@code ncclGetVersion}): {@code major * 10000 + minor * 100 + patch} since 2.9 (23007 for 2.30.7). */
+    /**
+     * NCCL's version code ({@code ncclGetVersion}): {@code major * 10000 + minor * 100 + patch} since 2.9 (23007 for 2.30.7).
+     *
+     * @return the version code, e.g. 23007 for 2.30.7
+     * @throws dev.ar4j.NativeLibraryException if libcudart or libnccl cannot be loaded
+     * @throws NcclException if {@code ncclGetVersion} fails
+     */
     public static int version() {
         ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
@@ -30,12 +36,23 @@ public final class Nccl {
         }
     }
 
-    /** NCCL's version as "major.minor.patch", e.g. "2.30.7". */
+    /**
+     * NCCL's version as "major.minor.patch", e.g. "2.30.7".
+     *
+     * @return the version, e.g. {@code "2.30.7"}
+     * @throws dev.ar4j.NativeLibraryException if libcudart or libnccl cannot be loaded
+     */
     public static String versionString() {
         return formatVersion(version());
     }
 
-    /** Formats an NCCL version code: 23007 as "2.30.7", the pre-2.9 form 2708 as "2.7.8". */
+    /**
+     * Formats an NCCL version code: 23007 as "2.30.7", the pre-2.9 form 2708 as "2.7.8".
+     *
+     * @param code a version code as {@link #version()} returns it, >= 0
+     * @return {@code "major.minor.patch"}
+     * @throws IllegalArgumentException if {@code code} is negative
+     */
     public static String formatVersion(int code) {
         if (code < 0) {
             throw new IllegalArgumentException("an NCCL version code is >= 0, got " + code);
@@ -51,6 +68,11 @@ public final class Nccl {
      * register for its zero-copy and symmetric algorithms ({@link NcclCommunicator#registerWindow}).
      * The buffer is owned and freed with {@code ncclMemFree} exactly once on close. NCCL may round
      * the allocation up; the buffer covers the bytes asked for.
+     *
+     * @param byteSize the size in bytes, positive
+     * @return an owned buffer on the current device, freed with {@code ncclMemFree} on close
+     * @throws IllegalArgumentException if {@code byteSize} is not positive
+     * @throws NcclException if {@code ncclMemAlloc} fails
      */
     public static DeviceBuffer memAlloc(long byteSize) {
         if (byteSize <= 0) {
@@ -74,7 +96,12 @@ public final class Nccl {
         }
     }
 
-    /** The {@code ncclDataType_t} of an element type. */
+    /**
+     * The {@code ncclDataType_t} of an element type.
+     *
+     * @param dtype the element type, not {@code null}
+     * @return the {@code ncclDataType_t} value NCCL's calls take for it
+     */
     public static int dataType(DType dtype) {
         return switch (dtype) {
             case FLOAT32 -> nccl_h.ncclFloat32();

@@ -9,6 +9,7 @@ package dev.ar4j.nccl;
 public final class NcclAbortedException extends NcclException {
     private static final long serialVersionUID = 1L;
 
+    /** This process's rank in the aborted communicator. */
     private final int rank;
 
     NcclAbortedException(String message, String call, int rank, Throwable cause) {
@@ -17,7 +18,11 @@ public final class NcclAbortedException extends NcclException {
         this.rank = rank;
     }
 
-    /** This process's rank in the aborted communicator. */
+    /**
+     * This process's rank in the aborted communicator.
+     *
+     * @return the rank, 0 or more
+     */
     public int rank() {
         return rank;
     }

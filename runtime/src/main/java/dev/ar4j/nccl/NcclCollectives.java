@@ -45,7 +45,11 @@ public final class NcclCollectives {
         this.computeCapabilityMajor = comm::computeCapabilityMajor;
     }
 
-    /** The communicator these calls run on. */
+    /**
+     * The communicator these calls run on.
+     *
+     * @return the communicator that made this object
+     */
     public NcclCommunicator communicator() {
         return comm;
     }
@@ -56,9 +60,21 @@ public final class NcclCollectives {
      * {@code receive[i] = op over ranks of send[i]} for {@code count} elements; in place when
      * {@code send} and {@code receive} start at the same address.
      *
+     * @param send the input, at least {@code count} elements, on the communicator's device
+     * @param receive the output, at least {@code count} elements, on the communicator's device; {@code send}
+     *     itself for in place
+     * @param count the number of elements, >= 0
+     * @param type the element type
+     * @param op the reduction
+     * @param stream the stream to enqueue on, of the communicator's device
      * @throws IllegalArgumentException if a buffer is smaller than {@code count} elements, on another
      *                                  device, the stream is of another device, or the buffers overlap
      *                                  without being in place
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
+     *     inside an NCCL call on it
+     * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type or the reduction
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void allReduce(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, NcclReduction op,
                           CudaStream stream) {
@@ -74,7 +90,24 @@ public final class NcclCollectives {
         allReduce(send.address(), receive.address(), count, type, op, stream.handle());
     }
 
-    /** {@link #allReduce(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, CudaStream)} on device addresses. */
+    /**
+     * {@link #allReduce(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, CudaStream)} on device addresses.
+     *
+     * @param sendAddress the input's device address, {@code count} elements
+     * @param receiveAddress the output's device address, {@code count} elements; {@code sendAddress} for in
+     *     place
+     * @param count the number of elements, >= 0
+     * @param type the element type
+     * @param op the reduction
+     * @param streamHandle the {@code cudaStream_t} to enqueue on, 0 for the legacy default stream
+     * @throws IllegalArgumentException if {@code count} is negative
+     * @throws NullPointerException if {@code type} or {@code op} is {@code null}
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
+     *     inside an NCCL call on it
+     * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type or the reduction
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
+     */
     public void allReduce(long sendAddress, long receiveAddress, long count, NcclDataType type, NcclReduction op,
                           long streamHandle) {
         checkCount(ALL_REDUCE, comm.site(), count, "count");
@@ -83,7 +116,7 @@ public final class NcclCollectives {
         int result;
         try {
             result = comm.settle(nccl_h.ncclAllReduce(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), count, type.code(), op.code(), comm.comm(),
+                    MemorySegment.ofAddress(receiveAddress), count, type.code(), effective(op), comm.comm(),
                     MemorySegment.ofAddress(streamHandle)));
         } finally {
             comm.exit();
@@ -99,6 +132,22 @@ public final class NcclCollectives {
      * Copies {@code count} elements of the root's {@code send} into every rank's {@code receive}
      * ({@code ncclBroadcast}); in place when they start at the same address. {@code send} is read
      * only on the root and may be null elsewhere (NCCL is then passed NULL).
+     *
+     * @param send the root's data, at least {@code count} elements; ignored off the root, where it may be
+     *     {@code null}
+     * @param receive where every rank receives the data, at least {@code count} elements
+     * @param count the number of elements, >= 0
+     * @param type the element type
+     * @param root the root rank, 0 to {@code nranks - 1}
+     * @param stream the stream to enqueue on, of the communicator's device
+     * @throws IllegalArgumentException if {@code root} is not a rank, a buffer is too small or on another
+     *     device, the stream is of another device, or the buffers overlap without being in place
+     * @throws NullPointerException if {@code send} is {@code null} on the root
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
+     *     inside an NCCL call on it
+     * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void broadcast(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, int root,
                           CudaStream stream) {
@@ -123,7 +172,22 @@ public final class NcclCollectives {
         broadcast(sendAddress, receive.address(), count, type, root, stream.handle());
     }
 
-    /** {@link #broadcast(DeviceBuffer, DeviceBuffer, long, NcclDataType, int, CudaStream)} on device addresses. */
+    /**
+     * {@link #broadcast(DeviceBuffer, DeviceBuffer, long, NcclDataType, int, CudaStream)} on device addresses.
+     *
+     * @param sendAddress the root's data, {@code count} elements; 0 off the root
+     * @param receiveAddress where every rank receives the data, {@code count} elements
+     * @param count the number of elements, >= 0
+     * @param type the element type
+     * @param root the root rank, 0 to {@code nranks - 1}
+     * @param streamHandle the {@code cudaStream_t} to enqueue on, 0 for the legacy default stream
+     * @throws IllegalArgumentException if {@code count} is negative or {@code root} is not a rank
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
+     *     inside an NCCL call on it
+     * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
+     */
     public void broadcast(long sendAddress, long receiveAddress, long count, NcclDataType type, int root,
                           long streamHandle) {
         checkCount(BROADCAST, comm.site(), count, "count");
@@ -149,6 +213,23 @@ public final class NcclCollectives {
      * {@code receive[i] = op over ranks of send[i]} on the root only ({@code ncclReduce}); in place
      * when they start at the same address. {@code receive} is written only on the root and may be
      * null elsewhere (NCCL is then passed NULL).
+     *
+     * @param send each rank's input, at least {@code count} elements
+     * @param receive the root's output, at least {@code count} elements; ignored off the root, where it may
+     *     be {@code null}
+     * @param count the number of elements, >= 0
+     * @param type the element type
+     * @param op the reduction
+     * @param root the root rank, 0 to {@code nranks - 1}
+     * @param stream the stream to enqueue on, of the communicator's device
+     * @throws IllegalArgumentException if {@code root} is not a rank, a buffer is too small or on another
+     *     device, the stream is of another device, or the buffers overlap without being in place
+     * @throws NullPointerException if {@code receive} is {@code null} on the root
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
+     *     inside an NCCL call on it
+     * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type or the reduction
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void reduce(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, NcclReduction op,
                        int root, CudaStream stream) {
@@ -173,7 +254,23 @@ public final class NcclCollectives {
         reduce(send.address(), receiveAddress, count, type, op, root, stream.handle());
     }
 
-    /** {@link #reduce(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, int, CudaStream)} on device addresses. */
+    /**
+     * {@link #reduce(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, int, CudaStream)} on device addresses.
+     *
+     * @param sendAddress each rank's input, {@code count} elements
+     * @param receiveAddress the root's output, {@code count} elements; 0 off the root
+     * @param count the number of elements, >= 0
+     * @param type the element type
+     * @param op the reduction
+     * @param root the root rank, 0 to {@code nranks - 1}
+     * @param streamHandle the {@code cudaStream_t} to enqueue on, 0 for the legacy default stream
+     * @throws IllegalArgumentException if {@code count} is negative or {@code root} is not a rank
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
+     *     inside an NCCL call on it
+     * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type or the reduction
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
+     */
     public void reduce(long sendAddress, long receiveAddress, long count, NcclDataType type, NcclReduction op, int root,
                        long streamHandle) {
         checkCount(REDUCE, comm.site(), count, "count");
@@ -183,7 +280,7 @@ public final class NcclCollectives {
         int result;
         try {
             result = comm.settle(nccl_h.ncclReduce(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), count, type.code(), op.code(), root, comm.comm(),
+                    MemorySegment.ofAddress(receiveAddress), count, type.code(), effective(op), root, comm.comm(),
                     MemorySegment.ofAddress(streamHandle)));
         } finally {
             comm.exit();
@@ -200,6 +297,19 @@ public final class NcclCollectives {
      * {@code receive[r * sendCount + i] = send of rank r [i]} ({@code ncclAllGather}):
      * {@code receive} holds {@code nranks * sendCount} elements. In place when {@code send} starts
      * at {@code receive + rank * sendCount} elements (e.g. {@code receive.slice(rank * bytes, bytes)}).
+     *
+     * @param send this rank's part, at least {@code sendCount} elements
+     * @param receive the gathered result, at least {@code nranks * sendCount} elements
+     * @param sendCount the number of elements each rank contributes, >= 0
+     * @param type the element type
+     * @param stream the stream to enqueue on, of the communicator's device
+     * @throws IllegalArgumentException if a buffer is too small or on another device, the stream is of
+     *     another device, or the buffers overlap other than in place
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
+     *     inside an NCCL call on it
+     * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void allGather(DeviceBuffer send, DeviceBuffer receive, long sendCount, NcclDataType type, CudaStream stream) {
         String site = comm.site();
@@ -216,7 +326,21 @@ public final class NcclCollectives {
         allGather(send.address(), receive.address(), sendCount, type, stream.handle());
     }
 
-    /** {@link #allGather(DeviceBuffer, DeviceBuffer, long, NcclDataType, CudaStream)} on device addresses. */
+    /**
+     * {@link #allGather(DeviceBuffer, DeviceBuffer, long, NcclDataType, CudaStream)} on device addresses.
+     *
+     * @param sendAddress this rank's part, {@code sendCount} elements
+     * @param receiveAddress the gathered result, {@code nranks * sendCount} elements
+     * @param sendCount the number of elements each rank contributes, >= 0
+     * @param type the element type
+     * @param streamHandle the {@code cudaStream_t} to enqueue on, 0 for the legacy default stream
+     * @throws IllegalArgumentException if {@code sendCount} is negative
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
+     *     inside an NCCL call on it
+     * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
+     */
     public void allGather(long sendAddress, long receiveAddress, long sendCount, NcclDataType type, long streamHandle) {
         checkCount(ALL_GATHER, comm.site(), sendCount, "sendCount");
         comm.support().requireType(type, ALL_GATHER, comm.site());
@@ -240,6 +364,20 @@ public final class NcclCollectives {
      * {@code receive[i] = op over ranks r of send of r [rank * receiveCount + i]}
      * ({@code ncclReduceScatter}): {@code send} holds {@code nranks * receiveCount} elements. In
      * place when {@code receive} starts at {@code send + rank * receiveCount} elements.
+     *
+     * @param send this rank's input, at least {@code nranks * receiveCount} elements
+     * @param receive this rank's share of the result, at least {@code receiveCount} elements
+     * @param receiveCount the number of elements each rank receives, >= 0
+     * @param type the element type
+     * @param op the reduction
+     * @param stream the stream to enqueue on, of the communicator's device
+     * @throws IllegalArgumentException if a buffer is too small or on another device, the stream is of
+     *     another device, or the buffers overlap other than in place
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
+     *     inside an NCCL call on it
+     * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type or the reduction
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void reduceScatter(DeviceBuffer send, DeviceBuffer receive, long receiveCount, NcclDataType type,
                               NcclReduction op, CudaStream stream) {
@@ -259,7 +397,23 @@ public final class NcclCollectives {
         reduceScatter(send.address(), receive.address(), receiveCount, type, op, stream.handle());
     }
 
-    /** {@link #reduceScatter(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, CudaStream)} on device addresses. */
+    /**
+     * {@link #reduceScatter(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, CudaStream)} on device addresses.
+     *
+     * @param sendAddress this rank's input, {@code nranks * receiveCount} elements
+     * @param receiveAddress this rank's share of the result, {@code receiveCount} elements
+     * @param receiveCount the number of elements each rank receives, >= 0
+     * @param type the element type
+     * @param op the reduction
+     * @param streamHandle the {@code cudaStream_t} to enqueue on, 0 for the legacy default stream
+     * @throws IllegalArgumentException if {@code receiveCount} is negative
+     * @throws NullPointerException if {@code type} or {@code op} is {@code null}
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
+     *     inside an NCCL call on it
+     * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type or the reduction
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
+     */
     public void reduceScatter(long sendAddress, long receiveAddress, long receiveCount, NcclDataType type,
                               NcclReduction op, long streamHandle) {
         checkCount(REDUCE_SCATTER, comm.site(), receiveCount, "receiveCount");
@@ -268,7 +422,7 @@ public final class NcclCollectives {
         int result;
         try {
             result = comm.settle(nccl_h.ncclReduceScatter(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), receiveCount, type.code(), op.code(), comm.comm(),
+                    MemorySegment.ofAddress(receiveAddress), receiveCount, type.code(), effective(op), comm.comm(),
                     MemorySegment.ofAddress(streamHandle)));
         } finally {
             comm.exit();
@@ -285,6 +439,19 @@ public final class NcclCollectives {
      * Sends {@code count} elements of {@code buffer} to rank {@code peer} ({@code ncclSend}), which
      * must make the matching {@link #recv}. Blocks the stream until the peer receives: make a send
      * and a receive that must progress together inside one {@link NcclGroup}.
+     *
+     * @param buffer the data to send, at least {@code count} elements, on the communicator's device
+     * @param count the number of elements, >= 0
+     * @param type the element type
+     * @param peer the receiving rank, 0 to {@code nranks - 1}
+     * @param stream the stream to enqueue on, of the communicator's device
+     * @throws IllegalArgumentException if {@code peer} is not a rank, the buffer is too small or on another
+     *     device, or the stream is of another device
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
+     *     inside an NCCL call on it
+     * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
      */
     public void send(DeviceBuffer buffer, long count, NcclDataType type, int peer, CudaStream stream) {
         String site = comm.site();
@@ -296,12 +463,41 @@ public final class NcclCollectives {
         send(buffer.address(), count, type, peer, stream.handle());
     }
 
-    /** {@link #send(DeviceBuffer, long, NcclDataType, int, CudaStream)} on a device address. */
+    /**
+     * {@link #send(DeviceBuffer, long, NcclDataType, int, CudaStream)} on a device address.
+     *
+     * @param address the device address of the data to send, {@code count} elements
+     * @param count the number of elements, >= 0
+     * @param type the element type
+     * @param peer the receiving rank, 0 to {@code nranks - 1}
+     * @param streamHandle the {@code cudaStream_t} to enqueue on, 0 for the legacy default stream
+     * @throws IllegalArgumentException if {@code count} is negative or {@code peer} is not a rank
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
+     *     inside an NCCL call on it
+     * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
+     */
     public void send(long address, long count, NcclDataType type, int peer, long streamHandle) {
         pointToPoint(true, address, count, type, peer, streamHandle);
     }
 
-    /** Receives {@code count} elements from rank {@code peer} into {@code buffer} ({@code ncclRecv}); see {@link #send}. */
+    /**
+     * Receives {@code count} elements from rank {@code peer} into {@code buffer} ({@code ncclRecv}); see {@link #send}.
+     *
+     * @param buffer where the data is received, at least {@code count} elements, on the communicator's device
+     * @param count the number of elements, >= 0
+     * @param type the element type
+     * @param peer the sending rank, 0 to {@code nranks - 1}
+     * @param stream the stream to enqueue on, of the communicator's device
+     * @throws IllegalArgumentException if {@code peer} is not a rank, the buffer is too small or on another
+     *     device, or the stream is of another device
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
+     *     inside an NCCL call on it
+     * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
+     */
     public void recv(DeviceBuffer buffer, long count, NcclDataType type, int peer, CudaStream stream) {
         String site = comm.site();
         checkCount(RECV, site, count, "count");
@@ -312,7 +508,21 @@ public final class NcclCollectives {
         recv(buffer.address(), count, type, peer, stream.handle());
     }
 
-    /** {@link #recv(DeviceBuffer, long, NcclDataType, int, CudaStream)} on a device address. */
+    /**
+     * {@link #recv(DeviceBuffer, long, NcclDataType, int, CudaStream)} on a device address.
+     *
+     * @param address the device address of where the data is received, {@code count} elements
+     * @param count the number of elements, >= 0
+     * @param type the element type
+     * @param peer the sending rank, 0 to {@code nranks - 1}
+     * @param streamHandle the {@code cudaStream_t} to enqueue on, 0 for the legacy default stream
+     * @throws IllegalArgumentException if {@code count} is negative or {@code peer} is not a rank
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or another thread is
+     *     inside an NCCL call on it
+     * @throws NcclUnsupportedException if the loaded NCCL or this GPU lacks the data type
+     * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
+     *     {@code ncclInProgress})
+     */
     public void recv(long address, long count, NcclDataType type, int peer, long streamHandle) {
         pointToPoint(false, address, count, type, peer, streamHandle);
     }
@@ -337,6 +547,16 @@ public final class NcclCollectives {
             throw comm.fail(result, call + "(" + count + " x " + type.ncclName() + (isSend ? " to" : " from") + " rank "
                     + peer + ")");
         }
+    }
+
+    /**
+     * The reduction passed to NCCL. With one rank, average equals sum (a division by 1), and
+     * NCCL's average over one rank was seen to leave the tail of a 65543-element float64
+     * all-reduce unwritten (NCCL 2.28.9 on an H200, 2026-12-01: the last 7 elements, out of
+     * place); the sum writes every element.
+     */
+    private int effective(NcclReduction op) {
+        return op == NcclReduction.AVG && comm.nranks() == 1 ? NcclReduction.SUM.code() : op.code();
     }
 
     private void requireReduction(NcclDataType type, NcclReduction op, String call) {

@@ -85,7 +85,12 @@ public final class NcclCommunicator implements AutoCloseable {
      * thread's current device ({@code ncclCommInitRank}), blocking until all ranks have joined,
      * with no deadline. Prefer {@link #initRank(NcclUniqueId, int, int, Duration)}.
      *
+     * @param id the unique id rank 0 made ({@link NcclUniqueId#generate()}) and sent to every rank
+     * @param nranks the number of ranks, at least 1
+     * @param rank this process's rank, 0 to {@code nranks - 1}
+     * @return this rank's communicator, owned by the caller
      * @throws IllegalArgumentException unless {@code nranks >= 1} and {@code 0 <= rank < nranks}
+     * @throws NcclException if NCCL fails the init
      */
     public static NcclCommunicator initRank(NcclUniqueId id, int nranks, int rank) {
         return NcclCommInit.blocking(id, nranks, rank);
@@ -97,6 +102,11 @@ public final class NcclCommunicator implements AutoCloseable {
      * {@code blocking = 0}, then {@code ncclCommGetAsyncError} polled until NCCL reports success).
      * {@code timeout} bounds the init and, afterwards, every wait of this communicator.
      *
+     * @param id the unique id rank 0 made ({@link NcclUniqueId#generate()}) and sent to every rank
+     * @param nranks the number of ranks, at least 1
+     * @param rank this process's rank, 0 to {@code nranks - 1}
+     * @param timeout the bound on the init and on every later wait of this communicator; positive
+     * @return this rank's communicator, owned by the caller
      * @throws NcclTimeoutException     if the group has not formed within {@code timeout} (usually a
      *                                  rank that never started); the communicator was aborted
      * @throws NcclException            if NCCL failed the init; the communicator was aborted
@@ -114,64 +124,123 @@ public final class NcclCommunicator implements AutoCloseable {
      * {@code cancelled} returns true (asked every poll, i.e. at least once a millisecond, on the
      * calling thread): how a watchdog or an application's {@code abort()} stops an init whose
      * peers are gone without waiting for the timeout.
+     *
+     * @param id the unique id rank 0 made ({@link NcclUniqueId#generate()}) and sent to every rank
+     * @param nranks the number of ranks, at least 1
+     * @param rank this process's rank, 0 to {@code nranks - 1}
+     * @param timeout the bound on the init and on every later wait of this communicator; positive
+     * @param cancelled asked on every poll whether to give up; must be cheap and must not block
+     * @return this rank's communicator, owned by the caller
+     * @throws NcclAbortedException if {@code cancelled} returned true before the group formed; the
+     *     communicator was aborted
+     * @throws NcclTimeoutException if the group has not formed within {@code timeout}; the communicator was
+     *     aborted
+     * @throws NcclException if NCCL failed the init; the communicator was aborted
+     * @throws IllegalArgumentException unless {@code nranks >= 1}, {@code 0 <= rank < nranks} and
+     *     {@code timeout} is positive
      */
     public static NcclCommunicator initRank(NcclUniqueId id, int nranks, int rank, Duration timeout,
                                             BooleanSupplier cancelled) {
         return NcclCommInit.nonBlocking(id, nranks, rank, timeout, cancelled);
     }
 
-    /** This rank. */
+    /**
+     * This rank.
+     *
+     * @return this rank, 0 to {@link #nranks()} - 1
+     */
     public int rank() {
         return rank;
     }
 
-    /** Number of ranks. */
+    /**
+     * Number of ranks.
+     *
+     * @return the number of ranks, at least 1
+     */
     public int nranks() {
         return nranks;
     }
 
-    /** The CUDA device the communicator uses. */
+    /**
+     * The CUDA device the communicator uses.
+     *
+     * @return the CUDA device ordinal that was current at init
+     */
     public int device() {
         return device;
     }
 
-    /** True for a communicator made by the blocking {@link #initRank(NcclUniqueId, int, int)}. */
+    /**
+     * True for a communicator made by the blocking {@link #initRank(NcclUniqueId, int, int)}.
+     *
+     * @return {@code true} if blocking, {@code false} if non-blocking
+     */
     public boolean isBlocking() {
         return blocking;
     }
 
-    /** The bound on each wait of this communicator (the init timeout; {@link #BLOCKING_WAIT_TIMEOUT} for a blocking one). */
+    /**
+     * The bound on each wait of this communicator (the init timeout; {@link #BLOCKING_WAIT_TIMEOUT} for a blocking one).
+     *
+     * @return the wait bound, positive
+     */
     public Duration timeout() {
         return timeout;
     }
 
-    /** The loaded NCCL's version. */
+    /**
+     * The loaded NCCL's version.
+     *
+     * @return the version the loaded library reports
+     */
     public NcclVersion ncclVersion() {
         return support.version();
     }
 
-    /** The collectives on this communicator. */
+    /**
+     * The collectives on this communicator.
+     *
+     * @return the collectives object of this communicator (always the same one)
+     */
     public NcclCollectives collectives() {
         return collectives;
     }
 
-    /** The {@code ncclComm_t} as a zero-length segment. */
+    /**
+     * The {@code ncclComm_t} as a zero-length segment.
+     *
+     * @return the handle, valid until close or abort
+     * @throws IllegalStateException if the communicator is closed or aborted
+     */
     public MemorySegment handle() {
         ensureOpen();
         return comm;
     }
 
-    /** False once closed or aborted (or while that is under way). */
+    /**
+     * False once closed or aborted (or while that is under way).
+     *
+     * @return {@code true} until close or abort begins
+     */
     public boolean isOpen() {
         return !guard.isClosing();
     }
 
-    /** True once NCCL reported a fatal error on this communicator or a wait on it expired; close then aborts. */
+    /**
+     * True once NCCL reported a fatal error on this communicator or a wait on it expired; close then aborts.
+     *
+     * @return {@code true} if the communicator failed
+     */
     public boolean isFailed() {
         return failure != null;
     }
 
-    /** The first fatal failure, if {@link #isFailed()}. */
+    /**
+     * The first fatal failure, if {@link #isFailed()}.
+     *
+     * @return the first failure, or empty while the communicator has not failed
+     */
     public Optional<NcclException> failure() {
         return Optional.ofNullable(failure);
     }
@@ -181,7 +250,16 @@ public final class NcclCommunicator implements AutoCloseable {
      * {@link NcclCollectives#allReduce(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, CudaStream)}
      * with {@link NcclReduction#SUM}.
      *
+     * @param send the input, at least {@code count} elements, on the communicator's device
+     * @param receive the output, at least {@code count} elements, on the communicator's device; {@code send}
+     *     for in place
+     * @param count the number of elements, >= 0
+     * @param dtype the element type
+     * @param stream the stream to enqueue on, of the communicator's device
      * @throws IllegalArgumentException if a buffer is on another device or smaller than {@code count} elements
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or used by another
+     *     thread at the same time
+     * @throws NcclException if NCCL reports an error
      */
     public void allReduceSum(DeviceBuffer send, DeviceBuffer receive, long count, DType dtype, CudaStream stream) {
         collectives.allReduce(send, receive, count, NcclDataType.of(dtype), NcclReduction.SUM, stream);
@@ -191,6 +269,16 @@ public final class NcclCommunicator implements AutoCloseable {
      * Enqueues a sum all-reduce of {@code count} elements from {@code sendAddress} to
      * {@code receiveAddress} (device addresses; equal for in place) on the stream {@code streamHandle}
      * (a {@code cudaStream_t}; 0 is the legacy default stream). No checks beyond NCCL's own.
+     *
+     * @param sendAddress the input's device address
+     * @param receiveAddress the output's device address; {@code sendAddress} for in place
+     * @param count the number of elements, >= 0
+     * @param dtype the element type
+     * @param streamHandle the {@code cudaStream_t} to enqueue on, 0 for the legacy default stream
+     * @throws IllegalArgumentException if {@code count} is negative
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or used by another
+     *     thread at the same time
+     * @throws NcclException if NCCL reports an error
      */
     public void allReduceSum(long sendAddress, long receiveAddress, long count, DType dtype, long streamHandle) {
         collectives.allReduce(sendAddress, receiveAddress, count, NcclDataType.of(dtype), NcclReduction.SUM, streamHandle);
@@ -203,6 +291,13 @@ public final class NcclCommunicator implements AutoCloseable {
      * may use its symmetric-memory kernels on them.
      *
      * @param flags {@link #WINDOW_DEFAULT}, {@link #WINDOW_COLLECTIVE_SYMMETRIC}, {@link #WINDOW_STRICT_ORDERING}, or'ed
+     * @param buffer the buffer to register, on the communicator's device; from {@link Nccl#memAlloc} for a
+     *     symmetric window
+     * @return the registered window, to be deregistered (collectively) by closing it before this communicator
+     *     is closed
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or used by another
+     *     thread at the same time
+     * @throws NcclException if NCCL refuses the registration
      */
     public NcclWindow registerWindow(DeviceBuffer buffer, int flags) {
         return NcclWindow.register(this, buffer, flags);
@@ -215,11 +310,15 @@ public final class NcclCommunicator implements AutoCloseable {
      * The new communicator inherits this one's configuration (non-blocking stays non-blocking,
      * with the same timeout) and device, and is owned by the caller.
      *
+     * @param color the sub-group to join, >= 0, or {@link #SPLIT_NO_COLOR}
+     * @param key the rank order inside the new communicator (lower first)
      * @return the new communicator, empty for {@link #SPLIT_NO_COLOR}
      * @throws IllegalArgumentException unless {@code color >= 0} or {@code color == SPLIT_NO_COLOR}
      * @throws IllegalStateException    inside an {@link NcclGroup}
      * @throws NcclTimeoutException     if the split did not complete in time (the new communicator
      *                                  and this one were aborted)
+     * @throws NcclUnsupportedException if the loaded NCCL has no {@code ncclCommSplit}
+     * @throws NcclException if NCCL fails the split
      */
     public Optional<NcclCommunicator> split(int color, int key) {
         if (color < 0 && color != SPLIT_NO_COLOR) {
@@ -240,6 +339,12 @@ public final class NcclCommunicator implements AutoCloseable {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
             result = calls.commSplit(comm, color, key, out, MemorySegment.NULL);
             child = out.get(ValueLayout.ADDRESS, 0);
+            // On a non-blocking communicator NCCL may set *newcomm only when its background work
+            // is done (seen on an H200 with NCCL 2.28.9: success, and no handle yet). Then wait
+            // on the parent and read the handle again.
+            if (result == NcclErrors.SUCCESS && child.address() == 0 && color != SPLIT_NO_COLOR && !blocking) {
+                result = NcclErrors.IN_PROGRESS;
+            }
             if (result == NcclErrors.IN_PROGRESS) {
                 MemorySegment watched = child.address() != 0 ? child : comm;
                 AsyncStateWait.Result wait = AsyncStateWait.await(calls, watched, timeoutNanos, guard::isClosing,
@@ -249,6 +354,9 @@ public final class NcclCommunicator implements AutoCloseable {
                     case TIMED_OUT -> NcclTiming.WAIT_TIMED_OUT;
                     case STOPPED -> NcclTiming.WAIT_STOPPED;
                 };
+                if (child.address() == 0) {
+                    child = out.get(ValueLayout.ADDRESS, 0);
+                }
             }
             if (result == NcclErrors.SUCCESS) {
                 return child.address() == 0 ? Optional.empty()
@@ -272,6 +380,9 @@ public final class NcclCommunicator implements AutoCloseable {
      * An error NCCL met asynchronously (a peer died, a timeout) as an exception, or empty
      * ({@code ncclCommGetAsyncError}; {@code ncclInProgress} counts as no error). Safe from any
      * thread, e.g. a watchdog. A fatal error also marks the communicator failed.
+     *
+     * @return the asynchronous error, or empty while there is none
+     * @throws NcclException if {@code ncclCommGetAsyncError} itself fails
      */
     public Optional<NcclException> asyncError() {
         NcclException failed = failure;
@@ -301,7 +412,12 @@ public final class NcclCommunicator implements AutoCloseable {
         return Optional.of(e);
     }
 
-    /** NCCL's last error message ({@code ncclGetLastError}); empty if none. */
+    /**
+     * NCCL's last error message ({@code ncclGetLastError}); empty if none.
+     *
+     * @return the message, or an empty string
+     * @throws IllegalStateException if the communicator is closed or aborted
+     */
     public String lastError() {
         ensureOpen();
         return calls.lastError(comm);

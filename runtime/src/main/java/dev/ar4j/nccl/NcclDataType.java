@@ -48,37 +48,68 @@ public enum NcclDataType {
         this.since = since;
     }
 
-    /** The {@code ncclDataType_t} value. */
+    /**
+     * The {@code ncclDataType_t} value.
+     *
+     * @return the NCCL value of this type
+     */
     public int code() {
         return code;
     }
 
-    /** The C name, e.g. {@code ncclBfloat16}. */
+    /**
+     * The C name, e.g. {@code ncclBfloat16}.
+     *
+     * @return NCCL's C name of this type
+     */
     public String ncclName() {
         return ncclName;
     }
 
-    /** Bytes of one element. */
+    /**
+     * Bytes of one element.
+     *
+     * @return 1, 2, 4 or 8
+     */
     public int byteSize() {
         return byteSize;
     }
 
-    /** True for the floating-point types. */
+    /**
+     * True for the floating-point types.
+     *
+     * @return {@code true} for {@code FLOAT16}, {@code FLOAT32}, {@code FLOAT64}, {@code BFLOAT16} and the
+     *     two 8-bit floats
+     */
     public boolean isFloatingPoint() {
         return floatingPoint;
     }
 
-    /** True for the two 8-bit floating-point types, whose reductions NCCL runs only on sm_90 and newer. */
+    /**
+     * True for the two 8-bit floating-point types, whose reductions NCCL runs only on sm_90 and newer.
+     *
+     * @return {@code true} for {@link #FLOAT8_E4M3} and {@link #FLOAT8_E5M2}
+     */
     public boolean isFloat8() {
         return this == FLOAT8_E4M3 || this == FLOAT8_E5M2;
     }
 
-    /** The first NCCL release that has this type. */
+    /**
+     * The first NCCL release that has this type.
+     *
+     * @return the version that introduced the type
+     */
     public NcclVersion since() {
         return since;
     }
 
-    /** The NCCL type of an ar4j dtype: FLOAT32, FLOAT16 and BFLOAT16 map to their namesakes. */
+    /**
+     * The NCCL type of an ar4j dtype: FLOAT32, FLOAT16 and BFLOAT16 map to their namesakes.
+     *
+     * @param dtype an ar4j dtype
+     * @return the NCCL type of the same name
+     * @throws NullPointerException if {@code dtype} is {@code null}
+     */
     public static NcclDataType of(DType dtype) {
         return switch (Objects.requireNonNull(dtype, "dtype")) {
             case FLOAT32 -> FLOAT32;

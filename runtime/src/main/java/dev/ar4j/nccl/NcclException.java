@@ -10,10 +10,15 @@ import dev.ar4j.Ar4jException;
 public class NcclException extends Ar4jException {
     private static final long serialVersionUID = 1L;
 
+    /** The call that failed. */
     private final String call;
+    /** The {@code ncclResult_t}. */
     private final int code;
+    /** The result's name. */
     private final String resultName;
+    /** NCCL's description of the code. */
     private final String errorString;
+    /** NCCL's last error message, empty if none. */
     private final String lastError;
 
     NcclException(String call, int code, String resultName, String errorString, String lastError) {
@@ -33,27 +38,47 @@ public class NcclException extends Ar4jException {
         this.lastError = lastError == null ? "" : lastError;
     }
 
-    /** The call that failed. */
+    /**
+     * The call that failed.
+     *
+     * @return the call's name and arguments
+     */
     public String call() {
         return call;
     }
 
-    /** The {@code ncclResult_t}. */
+    /**
+     * The {@code ncclResult_t}.
+     *
+     * @return the result code
+     */
     public int code() {
         return code;
     }
 
-    /** The result's name, e.g. {@code ncclUnhandledCudaError}. */
+    /**
+     * The result's name, e.g. {@code ncclUnhandledCudaError}.
+     *
+     * @return the name of the result code
+     */
     public String resultName() {
         return resultName;
     }
 
-    /** {@code ncclGetErrorString} of the code. */
+    /**
+     * {@code ncclGetErrorString} of the code.
+     *
+     * @return NCCL's description of the result code
+     */
     public String errorString() {
         return errorString;
     }
 
-    /** {@code ncclGetLastError}: NCCL's message about the failure; empty if it had none. */
+    /**
+     * {@code ncclGetLastError}: NCCL's message about the failure; empty if it had none.
+     *
+     * @return the message, never {@code null}
+     */
     public String lastError() {
         return lastError;
     }

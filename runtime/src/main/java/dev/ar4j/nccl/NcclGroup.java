@@ -36,7 +36,13 @@ public final class NcclGroup implements AutoCloseable {
         this.owner = owner;
     }
 
-    /** Starts a group on the calling thread ({@code ncclGroupStart}). */
+    /**
+     * Starts a group on the calling thread ({@code ncclGroupStart}).
+     *
+     * @return the open group, to be closed on this thread
+     * @throws dev.ar4j.NativeLibraryException if libcudart or libnccl cannot be loaded
+     * @throws NcclException if {@code ncclGroupStart} fails
+     */
     public static NcclGroup start() {
         Nccl.ensureLoaded();
         NcclErrors.check(GroupCalls.START.apply(), "ncclGroupStart", MemorySegment.NULL);
@@ -81,7 +87,11 @@ public final class NcclGroup implements AutoCloseable {
         members.add(communicator);
     }
 
-    /** True while the group is open. */
+    /**
+     * True while the group is open.
+     *
+     * @return {@code true} until {@link #close()} was called
+     */
     public boolean isOpen() {
         return !closed;
     }

@@ -23,17 +23,29 @@ public enum NcclReduction {
         this.since = since;
     }
 
-    /** The {@code ncclRedOp_t} value. */
+    /**
+     * The {@code ncclRedOp_t} value.
+     *
+     * @return the NCCL value of this reduction
+     */
     public int code() {
         return code;
     }
 
-    /** The C name, e.g. {@code ncclAvg}. */
+    /**
+     * The C name, e.g. {@code ncclAvg}.
+     *
+     * @return NCCL's C name of this reduction
+     */
     public String ncclName() {
         return ncclName;
     }
 
-    /** The first NCCL release that has this reduction. */
+    /**
+     * The first NCCL release that has this reduction.
+     *
+     * @return the version that introduced the reduction
+     */
     public NcclVersion since() {
         return since;
     }

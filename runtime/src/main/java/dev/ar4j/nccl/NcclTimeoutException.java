@@ -11,8 +11,11 @@ import java.time.Duration;
 public final class NcclTimeoutException extends NcclException {
     private static final long serialVersionUID = 1L;
 
+    /** This process's rank in the communicator that timed out. */
     private final int rank;
+    /** The communicator's number of ranks. */
     private final int nranks;
+    /** The deadline that passed. */
     private final Duration timeout;
 
     NcclTimeoutException(String message, String call, int rank, int nranks, Duration timeout, String lastError) {
@@ -23,17 +26,29 @@ public final class NcclTimeoutException extends NcclException {
         this.timeout = timeout;
     }
 
-    /** This process's rank in the communicator that timed out. */
+    /**
+     * This process's rank in the communicator that timed out.
+     *
+     * @return the rank, 0 to {@link #nranks()} - 1
+     */
     public int rank() {
         return rank;
     }
 
-    /** The communicator's number of ranks. */
+    /**
+     * The communicator's number of ranks.
+     *
+     * @return the number of ranks, at least 1
+     */
     public int nranks() {
         return nranks;
     }
 
-    /** The deadline that passed. */
+    /**
+     * The deadline that passed.
+     *
+     * @return the communicator's wait bound
+     */
     public Duration timeout() {
         return timeout;
     }

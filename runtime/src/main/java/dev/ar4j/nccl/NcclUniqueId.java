@@ -26,7 +26,13 @@ public final class NcclUniqueId {
         this.bytes = bytes;
     }
 
-    /** Makes a new id ({@code ncclGetUniqueId}). */
+    /**
+     * Makes a new id ({@code ncclGetUniqueId}).
+     *
+     * @return the new id, to send to every rank
+     * @throws dev.ar4j.NativeLibraryException if libcudart or libnccl cannot be loaded
+     * @throws NcclException if {@code ncclGetUniqueId} fails (for example no usable network interface)
+     */
     public static NcclUniqueId generate() {
         Nccl.ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
@@ -39,7 +45,10 @@ public final class NcclUniqueId {
     /**
      * An id from its 128 bytes.
      *
+     * @param bytes the id's bytes, as {@link #toBytes()} gives them; copied
+     * @return the id
      * @throws IllegalArgumentException unless {@code bytes.length == 128}
+     * @throws NullPointerException if {@code bytes} is {@code null}
      */
     public static NcclUniqueId fromBytes(byte[] bytes) {
         Objects.requireNonNull(bytes, "bytes");
@@ -50,7 +59,11 @@ public final class NcclUniqueId {
         return new NcclUniqueId(bytes.clone());
     }
 
-    /** A copy of the 128 bytes. */
+    /**
+     * A copy of the 128 bytes.
+     *
+     * @return a new 128-byte array
+     */
     public byte[] toBytes() {
         return bytes.clone();
     }

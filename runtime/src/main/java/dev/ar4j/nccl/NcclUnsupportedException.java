@@ -10,7 +10,9 @@ package dev.ar4j.nccl;
 public final class NcclUnsupportedException extends NcclException {
     private static final long serialVersionUID = 1L;
 
+    /** The NCCL version that is loaded. */
     private final NcclVersion installed;
+    /** The oldest NCCL version that has the feature. */
     private final NcclVersion required;
 
     NcclUnsupportedException(String message, String call, NcclVersion installed, NcclVersion required) {
@@ -20,12 +22,20 @@ public final class NcclUnsupportedException extends NcclException {
         this.required = required;
     }
 
-    /** The NCCL version that is loaded. */
+    /**
+     * The NCCL version that is loaded.
+     *
+     * @return the loaded version
+     */
     public NcclVersion installed() {
         return installed;
     }
 
-    /** The oldest NCCL version that has the feature (equal to {@link #installed()} when the GPU is what lacks it). */
+    /**
+     * The oldest NCCL version that has the feature (equal to {@link #installed()} when the GPU is what lacks it).
+     *
+     * @return the required version
+     */
     public NcclVersion required() {
         return required;
     }

@@ -47,7 +47,12 @@ public final class NcclWindow implements AutoCloseable {
         return new NcclWindow(communicator, window, buffer);
     }
 
-    /** The {@code ncclWindow_t} as a zero-length segment. */
+    /**
+     * The {@code ncclWindow_t} as a zero-length segment.
+     *
+     * @return the window handle, valid until {@link #close()}
+     * @throws IllegalStateException if the window is deregistered
+     */
     public MemorySegment handle() {
         if (closed.get()) {
             throw new IllegalStateException("this NCCL window is deregistered");
@@ -55,12 +60,20 @@ public final class NcclWindow implements AutoCloseable {
         return window;
     }
 
-    /** The registered buffer. */
+    /**
+     * The registered buffer.
+     *
+     * @return the buffer given to {@link NcclCommunicator#registerWindow}
+     */
     public DeviceBuffer buffer() {
         return buffer;
     }
 
-    /** False once deregistered. */
+    /**
+     * False once deregistered.
+     *
+     * @return {@code true} while neither the window is deregistered nor the communicator closed
+     */
     public boolean isOpen() {
         return !closed.get() && communicator.isOpen();
     }

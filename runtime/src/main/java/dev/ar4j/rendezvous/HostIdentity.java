@@ -45,6 +45,8 @@ public record HostIdentity(String hostname, String bootId) {
      * This host: its name from {@code /proc/sys/kernel/hostname}, else {@code HOSTNAME}, else
      * {@code COMPUTERNAME}, else the JDK's local host name; its boot id from
      * {@code /proc/sys/kernel/random/boot_id}, or empty.
+     *
+     * @return this host's identity
      */
     public static HostIdentity local() {
         return read(HOSTNAME_FILE, BOOT_ID_FILE, System.getenv());
@@ -89,12 +91,20 @@ public record HostIdentity(String hostname, String bootId) {
         return text == null || text.isBlank() ? null : text.trim();
     }
 
-    /** A stable text key, {@code hostname/bootId}, for maps and logs. */
+    /**
+     * A stable text key, {@code hostname/bootId}, for maps and logs.
+     *
+     * @return the host name, followed by {@code /} and the boot id when there is one
+     */
     public String key() {
         return bootId.isEmpty() ? hostname : hostname + "/" + bootId;
     }
 
-    /** The identity as bytes for a rendezvous: UTF-8 {@code hostname \n bootId}. */
+    /**
+     * The identity as bytes for a rendezvous: UTF-8 {@code hostname \n bootId}.
+     *
+     * @return a new array with the encoded identity
+     */
     public byte[] toBytes() {
         return (hostname + SEPARATOR + bootId).getBytes(StandardCharsets.UTF_8);
     }
@@ -102,7 +112,10 @@ public record HostIdentity(String hostname, String bootId) {
     /**
      * Reads what {@link #toBytes()} wrote.
      *
+     * @param bytes the bytes of a {@link #toBytes()} call, possibly from another rank
+     * @return the identity they encode
      * @throws IllegalArgumentException if the bytes are not such an identity
+     * @throws NullPointerException if {@code bytes} is {@code null}
      */
     public static HostIdentity fromBytes(byte[] bytes) {
         String text = new String(bytes, StandardCharsets.UTF_8);

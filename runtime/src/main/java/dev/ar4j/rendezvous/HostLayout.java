@@ -37,7 +37,10 @@ public final class HostLayout {
     /**
      * The layout of the given identities, element {@code r} being rank {@code r}'s host.
      *
+     * @param hostOfRank every rank's host, indexed by rank; copied
+     * @return the layout
      * @throws IllegalArgumentException if the list is empty
+     * @throws NullPointerException if {@code hostOfRank} is {@code null} or holds {@code null}
      */
     public static HostLayout of(List<HostIdentity> hostOfRank) {
         Objects.requireNonNull(hostOfRank, "hostOfRank");
@@ -51,8 +54,13 @@ public final class HostLayout {
      * All-gathers {@link HostIdentity#local()} under {@code key} and returns the layout. Every rank
      * must call it with the same key.
      *
+     * @param rendezvous the group's rendezvous
+     * @param key the all-gather's key, the same on every rank
+     * @param timeout how long to wait for the other ranks; positive
+     * @return the layout, the same on every rank
      * @throws RendezvousTimeoutException naming the ranks that did not take part in time
      * @throws IllegalArgumentException   if a rank sent something that is not a host identity
+     * @throws RankLostException if a rank is lost before it took part
      */
     public static HostLayout exchange(Rendezvous rendezvous, String key, Duration timeout) {
         byte[][] gathered = rendezvous.allGather(key, HostIdentity.local().toBytes(), timeout);
@@ -68,32 +76,62 @@ public final class HostLayout {
         return new HostLayout(hosts);
     }
 
-    /** How many ranks the layout covers. */
+    /**
+     * How many ranks the layout covers.
+     *
+     * @return the number of ranks, at least 1
+     */
     public int worldSize() {
         return hostOfRank.size();
     }
 
-    /** How many distinct hosts the ranks run on. */
+    /**
+     * How many distinct hosts the ranks run on.
+     *
+     * @return the number of hosts, 1 to {@link #worldSize()}
+     */
     public int hostCount() {
         return ranksOfHost.size();
     }
 
-    /** Whether all ranks run on one host. */
+    /**
+     * Whether all ranks run on one host.
+     *
+     * @return {@code true} if there is one host
+     */
     public boolean isSingleHost() {
         return ranksOfHost.size() == 1;
     }
 
-    /** The host of {@code rank}. */
+    /**
+     * The host of {@code rank}.
+     *
+     * @param rank a rank, 0 to {@link #worldSize()} - 1
+     * @return that rank's host identity
+     * @throws IndexOutOfBoundsException if {@code rank} is out of range
+     */
     public HostIdentity host(int rank) {
         return hostOfRank.get(checkRank(rank));
     }
 
-    /** The index of {@code rank}'s host, 0 for the host of rank 0. */
+    /**
+     * The index of {@code rank}'s host, 0 for the host of rank 0.
+     *
+     * @param rank a rank, 0 to {@link #worldSize()} - 1
+     * @return the host's index, 0 to {@link #hostCount()} - 1
+     * @throws IndexOutOfBoundsException if {@code rank} is out of range
+     */
     public int hostIndex(int rank) {
         return hostIndexOfRank[checkRank(rank)];
     }
 
-    /** The ranks on host {@code hostIndex}, ascending. */
+    /**
+     * The ranks on host {@code hostIndex}, ascending.
+     *
+     * @param hostIndex a host index, 0 to {@link #hostCount()} - 1
+     * @return an unmodifiable list of the host's ranks, never empty
+     * @throws IndexOutOfBoundsException if {@code hostIndex} is out of range
+     */
     public List<Integer> ranksOnHost(int hostIndex) {
         if (hostIndex < 0 || hostIndex >= ranksOfHost.size()) {
             throw new IndexOutOfBoundsException("host index " + hostIndex + " is out of range; there are "
@@ -102,12 +140,24 @@ public final class HostLayout {
         return ranksOfHost.get(hostIndex);
     }
 
-    /** The ranks on {@code rank}'s host, itself included, ascending. */
+    /**
+     * The ranks on {@code rank}'s host, itself included, ascending.
+     *
+     * @param rank a rank, 0 to {@link #worldSize()} - 1
+     * @return an unmodifiable list of the ranks on the same host
+     * @throws IndexOutOfBoundsException if {@code rank} is out of range
+     */
     public List<Integer> ranksSharingHostWith(int rank) {
         return ranksOfHost.get(hostIndex(rank));
     }
 
-    /** {@code rank}'s position among the ranks of its host. */
+    /**
+     * {@code rank}'s position among the ranks of its host.
+     *
+     * @param rank a rank, 0 to {@link #worldSize()} - 1
+     * @return the local index, 0 to the number of ranks on the host - 1 (the local rank)
+     * @throws IndexOutOfBoundsException if {@code rank} is out of range
+     */
     public int localIndex(int rank) {
         return ranksSharingHostWith(rank).indexOf(rank);
     }

@@ -44,6 +44,8 @@ public final class InProcessRendezvous {
     /**
      * A group of {@code worldSize} ranks.
      *
+     * @param worldSize the number of ranks, at least 1
+     * @return the new group, with no view made yet
      * @throws IllegalArgumentException if {@code worldSize < 1}
      */
     public static InProcessRendezvous create(int worldSize) {
@@ -53,7 +55,11 @@ public final class InProcessRendezvous {
         return new InProcessRendezvous(worldSize);
     }
 
-    /** How many ranks the group has. */
+    /**
+     * How many ranks the group has.
+     *
+     * @return the world size given to {@link #create(int)}
+     */
     public int worldSize() {
         return worldSize;
     }
@@ -62,6 +68,8 @@ public final class InProcessRendezvous {
      * The view of rank {@code rank}. Every call for one rank returns the same view, because the
      * view counts the uses of each key for that rank. A closed view stays closed.
      *
+     * @param rank the rank, 0 to {@link #worldSize()} - 1
+     * @return that rank's view
      * @throws IllegalArgumentException if {@code rank} is out of range
      */
     public synchronized Rendezvous forRank(int rank) {
@@ -79,7 +87,10 @@ public final class InProcessRendezvous {
      * Declares {@code rank} lost (its thread failed, say): every wait that needs one of its missing
      * keys fails at once with a {@link RankLostException}, and every view's listeners are told.
      *
+     * @param rank the lost rank, 0 to {@link #worldSize()} - 1
+     * @param reason what happened, for the messages and the listeners
      * @throws IllegalArgumentException if {@code rank} is out of range
+     * @throws NullPointerException if {@code reason} is {@code null}
      */
     public void abort(int rank, String reason) {
         if (rank < 0 || rank >= worldSize) {

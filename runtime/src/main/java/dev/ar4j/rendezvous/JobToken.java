@@ -37,7 +37,14 @@ public final class JobToken {
         this.source = source;
     }
 
-    /** A token from a secret the caller chose. */
+    /**
+     * A token from a secret the caller chose.
+     *
+     * @param secret the job's secret, the same on every rank; not blank
+     * @return a token derived from it (SHA-256)
+     * @throws NullPointerException if {@code secret} is {@code null}
+     * @throws IllegalArgumentException if {@code secret} is blank
+     */
     public static JobToken of(String secret) {
         Objects.requireNonNull(secret, "secret");
         if (secret.isBlank()) {
@@ -46,17 +53,31 @@ public final class JobToken {
         return new JobToken(digest("ar4j-token:" + secret), "given secret");
     }
 
-    /** No token: loopback only. */
+    /**
+     * No token: loopback only.
+     *
+     * @return the token of no secret
+     */
     public static JobToken none() {
         return NONE;
     }
 
-    /** The token of this process's environment ({@link System#getenv()}). */
+    /**
+     * The token of this process's environment ({@link System#getenv()}).
+     *
+     * @return the token, {@link #none()} if none of the variables is set
+     */
     public static JobToken fromSystem() {
         return fromEnvironment(System.getenv());
     }
 
-    /** The token {@code environment} gives, in the order the class describes. */
+    /**
+     * The token {@code environment} gives, in the order the class describes.
+     *
+     * @param environment the variables to read; blank values count as unset
+     * @return the token, {@link #none()} if none of the variables is set
+     * @throws NullPointerException if {@code environment} is {@code null}
+     */
     public static JobToken fromEnvironment(Map<String, String> environment) {
         Objects.requireNonNull(environment, "environment");
         String secret = value(environment, AR4J_RDZV_TOKEN);
@@ -79,12 +100,20 @@ public final class JobToken {
         return NONE;
     }
 
-    /** Whether there is a secret; without one the rendezvous serves on loopback only. */
+    /**
+     * Whether there is a secret; without one the rendezvous serves on loopback only.
+     *
+     * @return {@code true} if a secret was given or derived
+     */
     public boolean isPresent() {
         return key != null;
     }
 
-    /** Where the token came from, for logs: never the secret itself. */
+    /**
+     * Where the token came from, for logs: never the secret itself.
+     *
+     * @return a description of the source, such as {@code "derived from SLURM_JOB_ID and SLURM_STEP_ID"}
+     */
     public String source() {
         return source;
     }

@@ -91,7 +91,12 @@ public final class LaunchEnvironment {
         this.explanation = explanation;
     }
 
-    /** Reads the process environment ({@link System#getenv()}). */
+    /**
+     * Reads the process environment ({@link System#getenv()}).
+     *
+     * @return this process's place in its launch
+     * @throws IllegalArgumentException naming the variable whose value is missing or invalid
+     */
     public static LaunchEnvironment fromSystem() {
         return builder().build();
     }
@@ -99,58 +104,101 @@ public final class LaunchEnvironment {
     /**
      * Reads {@code environment}, a map of variable names to values.
      *
+     * @param environment the variables to read, instead of the process environment
+     * @return this process's place in its launch
      * @throws IllegalArgumentException naming the variable whose value is missing or invalid
+     * @throws NullPointerException if {@code environment} is {@code null}
      */
     public static LaunchEnvironment fromEnvironment(Map<String, String> environment) {
         return builder().build(environment);
     }
 
-    /** A builder whose values win over the environment's. */
+    /**
+     * A builder whose values win over the environment's.
+     *
+     * @return a new builder with no values set
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** This process's rank, {@code 0 <= rank < worldSize}. */
+    /**
+     * This process's rank, {@code 0 <= rank < worldSize}.
+     *
+     * @return the rank, 0 to {@link #worldSize()} - 1
+     */
     public int rank() {
         return rank;
     }
 
-    /** How many ranks the group has. */
+    /**
+     * How many ranks the group has.
+     *
+     * @return the world size, at least 1
+     */
     public int worldSize() {
         return worldSize;
     }
 
-    /** This process's index among the ranks of its host, usually its GPU index. */
+    /**
+     * This process's index among the ranks of its host, usually its GPU index.
+     *
+     * @return the local rank, 0 to {@link #localWorldSize()} - 1
+     */
     public int localRank() {
         return localRank;
     }
 
-    /** How many ranks run on this host. */
+    /**
+     * How many ranks run on this host.
+     *
+     * @return the local world size, 1 to {@link #worldSize()}
+     */
     public int localWorldSize() {
         return localWorldSize;
     }
 
-    /** Host name or address where rank 0 serves the rendezvous. */
+    /**
+     * Host name or address where rank 0 serves the rendezvous.
+     *
+     * @return the master address, trimmed and not blank
+     */
     public String masterAddr() {
         return masterAddr;
     }
 
-    /** Port where rank 0 serves the rendezvous. */
+    /**
+     * Port where rank 0 serves the rendezvous.
+     *
+     * @return the port, 1 to 65535
+     */
     public int masterPort() {
         return masterPort;
     }
 
-    /** Which launcher the values came from. */
+    /**
+     * Which launcher the values came from.
+     *
+     * @return the source of rank and world size
+     */
     public Source source() {
         return source;
     }
 
-    /** Whether all ranks run on this host, as the launcher tells it (local world size == world size). */
+    /**
+     * Whether all ranks run on this host, as the launcher tells it (local world size == world size).
+     *
+     * @return {@code true} if the local world size equals the world size
+     */
     public boolean isSingleHost() {
         return localWorldSize == worldSize;
     }
 
-    /** Where each value came from, for logs and error reports. */
+    /**
+     * Where each value came from, for logs and error reports.
+     *
+     * @return one line per value, each naming the variable or builder call it came from
+     */
     public String explain() {
         return explanation;
     }
@@ -191,31 +239,59 @@ public final class LaunchEnvironment {
         private Builder() {
         }
 
-        /** This process's rank. */
+        /**
+         * This process's rank.
+         *
+         * @param rank the rank, 0 to world size - 1 (checked at {@link #build(Map)})
+         * @return this builder
+         */
         public Builder rank(int rank) {
             this.rank = rank;
             return this;
         }
 
-        /** How many ranks the group has. */
+        /**
+         * How many ranks the group has.
+         *
+         * @param worldSize the number of ranks, at least 1 (checked at {@link #build(Map)})
+         * @return this builder
+         */
         public Builder worldSize(int worldSize) {
             this.worldSize = worldSize;
             return this;
         }
 
-        /** This process's index among the ranks of its host. */
+        /**
+         * This process's index among the ranks of its host.
+         *
+         * @param localRank the local rank, 0 to local world size - 1 (checked at {@link #build(Map)})
+         * @return this builder
+         */
         public Builder localRank(int localRank) {
             this.localRank = localRank;
             return this;
         }
 
-        /** How many ranks run on this host. */
+        /**
+         * How many ranks run on this host.
+         *
+         * @param localWorldSize the number of ranks on this host, 1 to the world size (checked at
+         *     {@link #build(Map)})
+         * @return this builder
+         */
         public Builder localWorldSize(int localWorldSize) {
             this.localWorldSize = localWorldSize;
             return this;
         }
 
-        /** Host name or address where rank 0 serves the rendezvous. */
+        /**
+         * Host name or address where rank 0 serves the rendezvous.
+         *
+         * @param masterAddr the host name or address, not blank; surrounding blanks are removed
+         * @return this builder
+         * @throws NullPointerException if {@code masterAddr} is {@code null}
+         * @throws IllegalArgumentException if {@code masterAddr} is blank
+         */
         public Builder masterAddr(String masterAddr) {
             Objects.requireNonNull(masterAddr, "masterAddr");
             if (masterAddr.isBlank()) {
@@ -225,13 +301,23 @@ public final class LaunchEnvironment {
             return this;
         }
 
-        /** Port where rank 0 serves the rendezvous, 1..65535. */
+        /**
+         * Port where rank 0 serves the rendezvous, 1..65535.
+         *
+         * @param masterPort the TCP port, 1 to 65535 (checked at {@link #build(Map)})
+         * @return this builder
+         */
         public Builder masterPort(int masterPort) {
             this.masterPort = masterPort;
             return this;
         }
 
-        /** Fills the unset fields from the process environment ({@link System#getenv()}). */
+        /**
+         * Fills the unset fields from the process environment ({@link System#getenv()}).
+         *
+         * @return this process's place in its launch
+         * @throws IllegalArgumentException naming the value that is missing or invalid and what is accepted
+         */
         public LaunchEnvironment build() {
             return build(System.getenv());
         }
@@ -239,7 +325,10 @@ public final class LaunchEnvironment {
         /**
          * Fills the unset fields from {@code environment}.
          *
+         * @param environment the variables to read for the unset fields
+         * @return this process's place in its launch
          * @throws IllegalArgumentException naming the value that is missing or invalid and what is accepted
+         * @throws NullPointerException if {@code environment} is {@code null}
          */
         public LaunchEnvironment build(Map<String, String> environment) {
             return new Resolver(this, Objects.requireNonNull(environment, "environment")).resolve();

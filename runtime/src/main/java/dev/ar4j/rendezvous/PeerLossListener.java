@@ -10,6 +10,8 @@ package dev.ar4j.rendezvous;
 public interface PeerLossListener {
 
     /**
+     * Called at most once, when the rendezvous first sees a loss.
+     *
      * @param rank   the rank that was lost, or -1 when the whole group failed (the rendezvous
      *               server is gone, or the group was aborted)
      * @param reason what was seen, e.g. "rank 1 disconnected" or "rank 1's heartbeat stopped

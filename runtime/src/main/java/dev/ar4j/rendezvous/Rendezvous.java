@@ -36,18 +36,31 @@ public interface Rendezvous extends AutoCloseable {
     /** Largest value one rank may contribute, in bytes (16 MiB). */
     int MAX_VALUE_BYTES = 16 << 20;
 
-    /** This rank, {@code 0 <= rank < worldSize}. */
+    /**
+     * This rank, {@code 0 <= rank < worldSize}.
+     *
+     * @return this rank, 0 to {@link #worldSize()} - 1
+     */
     int rank();
 
-    /** How many ranks the group has. */
+    /**
+     * How many ranks the group has.
+     *
+     * @return the number of ranks, at least 1
+     */
     int worldSize();
 
     /**
      * Contributes {@code mine} and returns the contributions of all ranks, indexed by rank (this
      * rank's own included). Returns when every rank has contributed.
      *
+     * @param key what is exchanged: not empty, at most {@link #MAX_KEY_BYTES} UTF-8 bytes
+     * @param mine this rank's contribution, at most {@link #MAX_VALUE_BYTES} bytes
+     * @param timeout how long to wait for the other ranks; positive
+     * @return one array per rank, indexed by rank, each a copy
      * @throws RendezvousTimeoutException naming the ranks that had not contributed in time
      * @throws IllegalArgumentException   if the key is empty or too long, or the value too large
+     * @throws RankLostException if a rank that has not contributed is lost
      */
     byte[][] allGather(String key, byte[] mine, Duration timeout);
 
@@ -56,40 +69,51 @@ public interface Rendezvous extends AutoCloseable {
      * {@code valueOrNullIfNotRoot} and returns (a copy of) it without waiting for the others; on
      * the other ranks the argument is ignored and the call waits for the root's value.
      *
+     * @param key what is exchanged: not empty, at most {@link #MAX_KEY_BYTES} UTF-8 bytes
+     * @param root the rank whose value is broadcast, 0 to {@link #worldSize()} - 1
+     * @param valueOrNullIfNotRoot the value, at most {@link #MAX_VALUE_BYTES} bytes, on the root; ignored
+     *     (may be {@code null}) elsewhere
+     * @param timeout how long to wait for the root's value; positive
+     * @return a copy of the root's value
      * @throws RendezvousTimeoutException naming {@code root} if its value did not come in time
      * @throws IllegalArgumentException   if {@code root} is out of range, or this rank is the root
      *                                    and the value is null
+     * @throws RankLostException if the root is lost before its value came
      */
     byte[] broadcast(String key, int root, byte[] valueOrNullIfNotRoot, Duration timeout);
 
     /**
      * Returns when every rank has entered the barrier of this key.
      *
+     * @param key names the barrier: not empty, at most {@link #MAX_KEY_BYTES} UTF-8 bytes
+     * @param timeout how long to wait for the other ranks; positive
      * @throws RendezvousTimeoutException naming the ranks that had not entered in time
+     * @throws IllegalArgumentException if the key is empty or too long
+     * @throws RankLostException if a rank that has not entered is lost
      */
     void barrier(String key, Duration timeout);
 
-    /** Stores {@code value} under {@code key}, replacing an earlier value; visible to all ranks. */
+    /**
+     * Stores {@code value} under {@code key}, replacing an earlier value; visible to all ranks.
+     *
+     * @param key the key: not empty, at most {@link #MAX_KEY_BYTES} UTF-8 bytes
+     * @param value the value, at most {@link #MAX_VALUE_BYTES} bytes
+     * @throws IllegalArgumentException if the key is empty or too long, or the value too large
+     */
     void set(String key, byte[] value);
 
     /**
      * Returns the value stored under {@code key}, waiting until some rank has set it.
      *
+     * @param key the key: not empty, at most {@link #MAX_KEY_BYTES} UTF-8 bytes
+     * @param timeout how long to wait for the value; positive
+     * @return a copy of the value
      * @throws RendezvousTimeoutException if no rank set the key in time (no missing ranks named:
      *                                    the store does not know who was meant to set it)
+     * @throws IllegalArgumentException if the key is empty or too long
      */
     byte[] get(String key, Duration timeout);
 
-    /** Leaves the group and frees what this rank holds. Idempotent. */
-    /**
-     * Subscribes to the loss of any rank of the group (see {@link PeerLossListener}). A listener
-     * added after a loss was seen is told at once. Closing the returned handle unsubscribes.
-     * The default implementation never reports a loss: a rendezvous that cannot observe its
-     * peers (a user's own implementation) leaves detection to the kernels' and NCCL's deadlines.
-     *
-     * @param listener told once, on a rendezvous thread
-     * @return a handle whose {@code close()} removes the listener
-     */
     /**
      * Declares this rank lost to the group (it gave up or was aborted): the peers' waits that need
      * it end at once and their {@link #onPeerLost} listeners are told. Must not block. The
@@ -102,11 +126,21 @@ public interface Rendezvous extends AutoCloseable {
         java.util.Objects.requireNonNull(reason, "reason");
     }
 
+    /**
+     * Subscribes to the loss of any rank of the group (see {@link PeerLossListener}). A listener
+     * added after a loss was seen is told at once. Closing the returned handle unsubscribes.
+     * The default implementation never reports a loss: a rendezvous that cannot observe its
+     * peers (a user's own implementation) leaves detection to the kernels' and NCCL's deadlines.
+     *
+     * @param listener told once, on a rendezvous thread
+     * @return a handle whose {@code close()} removes the listener
+     */
     default AutoCloseable onPeerLost(PeerLossListener listener) {
         java.util.Objects.requireNonNull(listener, "listener");
         return () -> { };
     }
 
+    /** Leaves the group and frees what this rank holds. Idempotent. */
     @Override
     void close();
 }

@@ -9,7 +9,11 @@ package dev.ar4j.rendezvous;
 public class RendezvousAuthenticationException extends RendezvousException {
     private static final long serialVersionUID = 1L;
 
-    /** A failure described by {@code message}. */
+    /**
+     * A failure described by {@code message}.
+     *
+     * @param message what failed, on which side, and what to check
+     */
     public RendezvousAuthenticationException(String message) {
         super(message);
     }

@@ -9,12 +9,21 @@ import dev.ar4j.Ar4jException;
 public class RendezvousException extends Ar4jException {
     private static final long serialVersionUID = 1L;
 
-    /** A failure described by {@code message}. */
+    /**
+     * A failure described by {@code message}.
+     *
+     * @param message what failed and what to check
+     */
     public RendezvousException(String message) {
         super(message);
     }
 
-    /** A failure described by {@code message}, caused by {@code cause}. */
+    /**
+     * A failure described by {@code message}, caused by {@code cause}.
+     *
+     * @param message what failed and what to check
+     * @param cause the underlying failure (an {@link java.io.IOException}, an interrupt), or {@code null}
+     */
     public RendezvousException(String message, Throwable cause) {
         super(message, cause);
     }

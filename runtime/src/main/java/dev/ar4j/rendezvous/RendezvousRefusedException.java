@@ -8,7 +8,11 @@ package dev.ar4j.rendezvous;
 public class RendezvousRefusedException extends RendezvousException {
     private static final long serialVersionUID = 1L;
 
-    /** A refusal described by {@code message}. */
+    /**
+     * A refusal described by {@code message}.
+     *
+     * @param message what was refused, the limit, and what to change
+     */
     public RendezvousRefusedException(String message) {
         super(message);
     }

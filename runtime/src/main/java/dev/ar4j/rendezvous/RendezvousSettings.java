@@ -61,12 +61,27 @@ public final class RendezvousSettings {
         this.maxKeysPerGet = maxKeysPerGet;
     }
 
-    /** The settings of this process: system properties, else environment, else defaults. */
+    /**
+     * The settings of this process: system properties, else environment, else defaults.
+     *
+     * @return the settings
+     * @throws IllegalArgumentException if a property or variable is not a positive whole number, or the
+     *     heartbeat timeout is less than twice the interval
+     */
     public static RendezvousSettings resolve() {
         return resolve(System.getProperties(), System.getenv());
     }
 
-    /** The settings {@code properties} and {@code environment} give, property first. */
+    /**
+     * The settings {@code properties} and {@code environment} give, property first.
+     *
+     * @param properties the properties to read first
+     * @param environment the variables to read where no property is set
+     * @return the settings
+     * @throws NullPointerException if an argument is {@code null}
+     * @throws IllegalArgumentException if a value is not a positive whole number, or the heartbeat timeout is
+     *     less than twice the interval
+     */
     public static RendezvousSettings resolve(Properties properties, Map<String, String> environment) {
         Objects.requireNonNull(properties, "properties");
         Objects.requireNonNull(environment, "environment");
@@ -82,77 +97,149 @@ public final class RendezvousSettings {
                 (int) s.number("ar4j.rdzv.maxKeysPerGet", "AR4J_RDZV_MAX_KEYS_PER_GET", 4096));
     }
 
-    /** How often each end sends a heartbeat when it has nothing else to send. */
+    /**
+     * How often each end sends a heartbeat when it has nothing else to send.
+     *
+     * @return the heartbeat interval, positive
+     */
     public Duration heartbeatInterval() {
         return heartbeatInterval;
     }
 
-    /** How long an end may be silent before it is declared lost. */
+    /**
+     * How long an end may be silent before it is declared lost.
+     *
+     * @return the heartbeat timeout, at least twice the interval
+     */
     public Duration heartbeatTimeout() {
         return heartbeatTimeout;
     }
 
-    /** How long a new connection has to complete the authenticated handshake. */
+    /**
+     * How long a new connection has to complete the authenticated handshake.
+     *
+     * @return the handshake timeout, positive
+     */
     public Duration handshakeTimeout() {
         return handshakeTimeout;
     }
 
-    /** The longest a read waits on the server, whatever the client asked for. */
+    /**
+     * The longest a read waits on the server, whatever the client asked for.
+     *
+     * @return the longest wait, positive
+     */
     public Duration maxWait() {
         return maxWait;
     }
 
-    /** How many connections may be waiting to authenticate at once; more are closed at once. */
+    /**
+     * How many connections may be waiting to authenticate at once; more are closed at once.
+     *
+     * @return the cap on unauthenticated connections, positive
+     */
     public int maxPendingConnections() {
         return maxPendingConnections;
     }
 
-    /** How many keys one rank may store. */
+    /**
+     * How many keys one rank may store.
+     *
+     * @return the key quota per rank, positive
+     */
     public int maxKeysPerRank() {
         return maxKeysPerRank;
     }
 
-    /** How many value bytes one rank may store. */
+    /**
+     * How many value bytes one rank may store.
+     *
+     * @return the byte quota per rank, positive
+     */
     public long maxBytesPerRank() {
         return maxBytesPerRank;
     }
 
-    /** The cap on keys in one read for a group of {@code worldSize}: never below the world size. */
+    /**
+     * The cap on keys in one read for a group of {@code worldSize}: never below the world size.
+     *
+     * @param worldSize the group's number of ranks
+     * @return the larger of the configured cap and {@code worldSize}
+     */
     public int maxKeysPerGet(int worldSize) {
         return Math.max(maxKeysPerGet, worldSize);
     }
 
-    /** These settings with both heartbeat values replaced. */
+    /**
+     * These settings with both heartbeat values replaced.
+     *
+     * @param interval the new heartbeat interval, positive
+     * @param timeout the new heartbeat timeout, at least twice {@code interval}
+     * @return a copy with those values
+     * @throws IllegalArgumentException if a value is not positive or the timeout is less than twice the
+     *     interval
+     */
     public RendezvousSettings withHeartbeat(Duration interval, Duration timeout) {
         return new RendezvousSettings(interval, timeout, handshakeTimeout, maxWait, maxPendingConnections,
                 maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
     }
 
-    /** These settings with the handshake timeout replaced. */
+    /**
+     * These settings with the handshake timeout replaced.
+     *
+     * @param timeout the new handshake timeout, positive
+     * @return a copy with that value
+     * @throws IllegalArgumentException if {@code timeout} is not positive
+     */
     public RendezvousSettings withHandshakeTimeout(Duration timeout) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, timeout, maxWait, maxPendingConnections,
                 maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
     }
 
-    /** These settings with the longest server-side wait replaced. */
+    /**
+     * These settings with the longest server-side wait replaced.
+     *
+     * @param wait the new longest wait, positive
+     * @return a copy with that value
+     * @throws IllegalArgumentException if {@code wait} is not positive
+     */
     public RendezvousSettings withMaxWait(Duration wait) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, wait,
                 maxPendingConnections, maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
     }
 
-    /** These settings with the cap on unauthenticated connections replaced. */
+    /**
+     * These settings with the cap on unauthenticated connections replaced.
+     *
+     * @param count the new cap on unauthenticated connections, positive
+     * @return a copy with that value
+     * @throws IllegalArgumentException if {@code count} is not positive
+     */
     public RendezvousSettings withMaxPendingConnections(int count) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait, count,
                 maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
     }
 
-    /** These settings with the per-rank store quota replaced. */
+    /**
+     * These settings with the per-rank store quota replaced.
+     *
+     * @param keysPerRank the number of keys one rank may store, positive
+     * @param bytesPerRank the number of value bytes one rank may store, positive
+     * @return a copy with those values
+     * @throws IllegalArgumentException if a value is not positive
+     */
     public RendezvousSettings withQuota(int keysPerRank, long bytesPerRank) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait,
                 maxPendingConnections, keysPerRank, bytesPerRank, maxKeysPerGet);
     }
 
-    /** These settings with the cap on keys per read replaced. */
+    /**
+     * These settings with the cap on keys per read replaced.
+     *
+     * @param count the new cap on keys per read, positive (raised to the world size where that is larger)
+     * @return a copy with that value
+     * @throws IllegalArgumentException if {@code count} is not positive
+     */
     public RendezvousSettings withMaxKeysPerGet(int count) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait,
                 maxPendingConnections, maxKeysPerRank, maxBytesPerRank, count);

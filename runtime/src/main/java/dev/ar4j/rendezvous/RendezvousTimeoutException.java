@@ -13,8 +13,11 @@ import java.util.List;
 public class RendezvousTimeoutException extends RendezvousException {
     private static final long serialVersionUID = 1L;
 
+    /** The user key of the operation that timed out. */
     private final String key;
+    /** The ranks that never arrived, ascending. */
     private final List<Integer> missingRanks;
+    /** The timeout that elapsed. */
     private final Duration timeout;
 
     /**
@@ -33,17 +36,29 @@ public class RendezvousTimeoutException extends RendezvousException {
         this.timeout = timeout;
     }
 
-    /** The user key of the operation that timed out. */
+    /**
+     * The user key of the operation that timed out.
+     *
+     * @return the key
+     */
     public String key() {
         return key;
     }
 
-    /** The ranks that never arrived, ascending; empty where the wait was not on particular ranks. */
+    /**
+     * The ranks that never arrived, ascending; empty where the wait was not on particular ranks.
+     *
+     * @return an unmodifiable list of ranks, possibly empty
+     */
     public List<Integer> missingRanks() {
         return missingRanks;
     }
 
-    /** The timeout that elapsed. */
+    /**
+     * The timeout that elapsed.
+     *
+     * @return the timeout
+     */
     public Duration timeout() {
         return timeout;
     }

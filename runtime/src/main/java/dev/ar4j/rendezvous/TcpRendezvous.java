@@ -78,7 +78,11 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
         this.listeners = listeners;
     }
 
-    /** A builder for a rendezvous whose parameters are given one by one. */
+    /**
+     * A builder for a rendezvous whose parameters are given one by one.
+     *
+     * @return a new builder: loopback server on port 29500, served by rank 0, default timeouts
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -92,6 +96,14 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
      * this host, and all interfaces otherwise (for example when the name resolves to 127.0.1.1 on rank 0 but the
      * ranks span hosts). A world of one rank serves on an ephemeral loopback port, since nobody
      * else needs to find it.
+     *
+     * @param environment this process's rank, world size and master address and port
+     * @param connectTimeout how long to keep trying to reach the server and complete the handshake; positive
+     * @return this rank's rendezvous, serving too on rank 0
+     * @throws NullPointerException if an argument is {@code null}
+     * @throws IllegalArgumentException if {@code connectTimeout} is not positive
+     * @throws RendezvousTimeoutException if the server could not be reached within {@code connectTimeout}
+     * @throws RendezvousException if the server could not be started or refused this rank
      */
     public static TcpRendezvous connect(LaunchEnvironment environment, Duration connectTimeout) {
         Objects.requireNonNull(environment, "environment");
@@ -146,7 +158,11 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
         return wildcard;
     }
 
-    /** Whether this rank runs the server. */
+    /**
+     * Whether this rank runs the server.
+     *
+     * @return {@code true} if this rank started the server and closes it
+     */
     public boolean isServing() {
         return ownedServer != null;
     }
@@ -155,6 +171,7 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
      * The port of the server this rank runs, which is the bound port when the builder asked for
      * port 0.
      *
+     * @return the server's bound TCP port, 1 to 65535
      * @throws IllegalStateException if this rank does not run the server
      */
     public int servingPort() {
@@ -281,31 +298,59 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
         private Builder() {
         }
 
-        /** The job's token; by default {@link JobToken#fromSystem()} ({@code AR4J_RDZV_TOKEN} or the launcher's job id). */
+        /**
+         * The job's token; by default {@link JobToken#fromSystem()} ({@code AR4J_RDZV_TOKEN} or the launcher's job id).
+         *
+         * @param token the token every rank of the job uses
+         * @return this builder
+         * @throws NullPointerException if {@code token} is {@code null}
+         */
         public Builder token(JobToken token) {
             this.token = Objects.requireNonNull(token, "token");
             return this;
         }
 
-        /** Heartbeat and limits; by default {@link RendezvousSettings#resolve()} (system properties, environment). */
+        /**
+         * Heartbeat and limits; by default {@link RendezvousSettings#resolve()} (system properties, environment).
+         *
+         * @param settings the heartbeat and limits, the same on every rank
+         * @return this builder
+         * @throws NullPointerException if {@code settings} is {@code null}
+         */
         public Builder settings(RendezvousSettings settings) {
             this.settings = Objects.requireNonNull(settings, "settings");
             return this;
         }
 
-        /** This rank, {@code 0 <= rank < worldSize}. */
+        /**
+         * This rank, {@code 0 <= rank < worldSize}.
+         *
+         * @param rank this rank, 0 to world size - 1 (checked by {@link #connect()})
+         * @return this builder
+         */
         public Builder rank(int rank) {
             this.rank = rank;
             return this;
         }
 
-        /** How many ranks the group has. */
+        /**
+         * How many ranks the group has.
+         *
+         * @param worldSize the number of ranks, at least 1 (checked by {@link #connect()})
+         * @return this builder
+         */
         public Builder worldSize(int worldSize) {
             this.worldSize = worldSize;
             return this;
         }
 
-        /** Host name or address of the server, as the clients reach it. */
+        /**
+         * Host name or address of the server, as the clients reach it.
+         *
+         * @param serverHost the server's host name or address (default: loopback)
+         * @return this builder
+         * @throws NullPointerException if {@code serverHost} is {@code null}
+         */
         public Builder serverHost(String serverHost) {
             this.serverHost = Objects.requireNonNull(serverHost, "serverHost");
             return this;
@@ -314,13 +359,21 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
         /**
          * Port of the server. 0 lets the serving rank bind an ephemeral port (see
          * {@link #servingPort()}); only the serving rank may be given 0.
+         *
+         * @param serverPort the TCP port, 0 to 65535 (checked by {@link #connect()}); default 29500
+         * @return this builder
          */
         public Builder serverPort(int serverPort) {
             this.serverPort = serverPort;
             return this;
         }
 
-        /** Whether this rank runs the server; by default rank 0 does. */
+        /**
+         * Whether this rank runs the server; by default rank 0 does.
+         *
+         * @param serve {@code true} if this rank runs the server, {@code false} if it only connects
+         * @return this builder
+         */
         public Builder serve(boolean serve) {
             this.serve = serve;
             return this;
@@ -329,19 +382,37 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
         /**
          * Address the server binds when this rank serves; by default loopback. The wildcard address
          * ({@code 0.0.0.0} or {@code ::}) binds all interfaces.
+         *
+         * @param bindAddress the local address the server listens on
+         * @return this builder
+         * @throws NullPointerException if {@code bindAddress} is {@code null}
          */
         public Builder bindAddress(InetAddress bindAddress) {
             this.bindAddress = Objects.requireNonNull(bindAddress, "bindAddress");
             return this;
         }
 
-        /** How long to keep trying to reach the server and complete the handshake. */
+        /**
+         * How long to keep trying to reach the server and complete the handshake.
+         *
+         * @param connectTimeout the time allowed to connect and authenticate; positive
+         * @return this builder
+         * @throws NullPointerException if {@code connectTimeout} is {@code null}
+         * @throws IllegalArgumentException if {@code connectTimeout} is not positive
+         */
         public Builder connectTimeout(Duration connectTimeout) {
             this.connectTimeout = Durations.requirePositive(connectTimeout, "connect timeout");
             return this;
         }
 
-        /** How long the serving rank's {@code close()} waits for the other ranks to finish. */
+        /**
+         * How long the serving rank's {@code close()} waits for the other ranks to finish.
+         *
+         * @param closeLinger the wait, zero or more
+         * @return this builder
+         * @throws NullPointerException if {@code closeLinger} is {@code null}
+         * @throws IllegalArgumentException if {@code closeLinger} is negative
+         */
         public Builder closeLinger(Duration closeLinger) {
             Objects.requireNonNull(closeLinger, "closeLinger");
             if (closeLinger.isNegative()) {
@@ -354,6 +425,7 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
         /**
          * Starts the server if this rank serves, connects and completes the handshake.
          *
+         * @return this rank's connected rendezvous
          * @throws IllegalArgumentException   for missing or inconsistent parameters
          * @throws RendezvousTimeoutException if the server could not be reached within the connect timeout
          * @throws RendezvousException        if the server could not be started, refused this rank

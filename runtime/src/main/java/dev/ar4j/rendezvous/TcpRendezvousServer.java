@@ -64,6 +64,9 @@ public final class TcpRendezvousServer implements AutoCloseable {
      * Binds {@code bindAddress} and serves a group of {@code worldSize} ranks, with the token of
      * this process's environment ({@link JobToken#fromSystem()}) and {@link RendezvousSettings#resolve()}.
      *
+     * @param bindAddress the address and port to listen on; port 0 binds an ephemeral port
+     * @param worldSize the number of ranks the group has, at least 1
+     * @return the running server, owned by the caller
      * @throws RendezvousException      if the address cannot be bound, or it is not a loopback
      *                                  address and there is no token
      * @throws IllegalArgumentException if {@code worldSize < 1}
@@ -72,7 +75,21 @@ public final class TcpRendezvousServer implements AutoCloseable {
         return start(bindAddress, worldSize, JobToken.fromSystem(), RendezvousSettings.resolve());
     }
 
-    /** Binds {@code bindAddress} and serves {@code worldSize} ranks of the job {@code token} names. */
+    /**
+     * Binds {@code bindAddress} and serves {@code worldSize} ranks of the job {@code token} names.
+     *
+     * @param bindAddress the address and port to listen on; port 0 binds an ephemeral port
+     * @param worldSize the number of ranks the group has, at least 1
+     * @param token the job's token, which every rank must prove it knows; without one only a loopback address
+     *     is served
+     * @param settings the heartbeat and limits
+     * @return the running server, owned by the caller
+     * @throws NullPointerException if an argument is {@code null}
+     * @throws IllegalArgumentException if {@code worldSize < 1}
+     * @throws RendezvousAuthenticationException if the address is not loopback and {@code token} has no
+     *     secret
+     * @throws RendezvousException if the address cannot be bound (the message hints at a port in use)
+     */
     public static TcpRendezvousServer start(InetSocketAddress bindAddress, int worldSize, JobToken token,
                                             RendezvousSettings settings) {
         Objects.requireNonNull(bindAddress, "bindAddress");
@@ -116,27 +133,51 @@ public final class TcpRendezvousServer implements AutoCloseable {
         return server;
     }
 
-    /** Starts a server on the loopback address, for a group whose ranks all run on this host. */
+    /**
+     * Starts a server on the loopback address, for a group whose ranks all run on this host.
+     *
+     * @param port the TCP port, 0 for an ephemeral one
+     * @param worldSize the number of ranks the group has, at least 1
+     * @return the running server, owned by the caller
+     * @throws IllegalArgumentException if {@code worldSize < 1}
+     * @throws RendezvousException if the port cannot be bound
+     */
     public static TcpRendezvousServer startOnLoopback(int port, int worldSize) {
         return start(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), worldSize);
     }
 
-    /** The address the server is bound to, with the actual port. */
+    /**
+     * The address the server is bound to, with the actual port.
+     *
+     * @return the bound address and port
+     */
     public InetSocketAddress address() {
         return boundAddress;
     }
 
-    /** The bound port (the ephemeral one chosen if started with port 0). */
+    /**
+     * The bound port (the ephemeral one chosen if started with port 0).
+     *
+     * @return the port, 1 to 65535
+     */
     public int port() {
         return boundAddress.getPort();
     }
 
-    /** The world size the server expects every rank to announce. */
+    /**
+     * The world size the server expects every rank to announce.
+     *
+     * @return the world size, at least 1
+     */
     public int worldSize() {
         return group.worldSize();
     }
 
-    /** The settings the server runs with. */
+    /**
+     * The settings the server runs with.
+     *
+     * @return the settings given at start
+     */
     public RendezvousSettings settings() {
         return settings;
     }
@@ -144,6 +185,9 @@ public final class TcpRendezvousServer implements AutoCloseable {
     /**
      * Subscribes to the first rank loss the server sees (a rank disconnected without goodbye, its
      * heartbeat stopped, or it joined again as a new incarnation).
+     *
+     * @param listener told once, on a server thread; must return quickly and not block
+     * @return a handle whose {@code close()} removes the listener
      */
     public AutoCloseable onPeerLost(PeerLossListener listener) {
         return group.onPeerLost(listener);
@@ -153,13 +197,19 @@ public final class TcpRendezvousServer implements AutoCloseable {
      * Waits until every rank has connected at least once and no rank is connected any more, so
      * that closing the server loses nothing a rank still needs.
      *
+     * @param timeout the longest wait; positive
      * @return true if that happened within {@code timeout}; false if the time ran out
      */
     public boolean awaitRanksFinished(Duration timeout) {
         return group.awaitMembership(timeout, group::allJoinedAndGone);
     }
 
-    /** Waits until no rank is connected any more, ignoring ranks that never joined; false on timeout. */
+    /**
+     * Waits until no rank is connected any more, ignoring ranks that never joined; false on timeout.
+     *
+     * @param timeout the longest wait; positive
+     * @return {@code true} if no rank is connected within {@code timeout}, {@code false} if the time ran out
+     */
     public boolean awaitConnectedRanksGone(Duration timeout) {
         return group.awaitMembership(timeout, group::noneConnected);
     }

@@ -37,6 +37,8 @@ class NcclMissingRankIT {
         Ar4jException e = assertThrows(Ar4jException.class, () -> Communicator.builder().rank(0).worldSize(2)
                 .localRank(0).masterAddress("127.0.0.1", port).rendezvousTimeout(deadline).build());
         long ms = (System.nanoTime() - start) / 1_000_000;
+        System.out.println("MEASURED NCCL missing rank: " + e.getClass().getSimpleName() + " after " + ms + " ms ("
+                + deadline.toMillis() + " ms deadline): " + e.getMessage());
         assertTrue(ms <= deadline.toMillis() + 5000, "took " + ms + " ms for a " + deadline.toMillis() + " ms deadline");
         boolean named = e instanceof RendezvousTimeoutException t ? t.missingRanks().contains(1)
                 : e.getMessage().contains("rank 1");

@@ -57,6 +57,7 @@ class PeerFailureTwoJvmIT {
                 String out = ranks.get(r).output();
                 long unblocked = Long.parseLong(line(out, "UNBLOCKED ").orElseThrow(() -> new AssertionError(
                         "no UNBLOCKED line:\n" + out)).split(" ")[1]);
+                System.out.println("MEASURED abort: rank " + r + " returned " + unblocked + " ms after abort()");
                 assertTrue(unblocked <= BOUND_MS, "rank " + r + " returned " + unblocked + " ms after abort():\n" + out);
             }
         } finally {
@@ -76,6 +77,8 @@ class PeerFailureTwoJvmIT {
             assertEquals(0, exit, "the survivor did not end with an exception:\n" + out);
             String failed = line(out, "FAILED ").orElseThrow(() -> new AssertionError("no FAILED line:\n" + out));
             long at = Long.parseLong(failed.split(" ")[1]);
+            System.out.println("MEASURED kill -9 (" + mode + "): the survivor threw " + (at - killedAt) + " ms after the kill: "
+                    + failed);
             assertTrue(failed.contains("peer=1"), "the exception must name rank 1: " + failed);
             assertTrue(at - killedAt <= BOUND_MS, "the survivor threw " + (at - killedAt) + " ms after the kill: "
                     + failed);
