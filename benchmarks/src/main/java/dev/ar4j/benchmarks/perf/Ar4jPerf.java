@@ -153,7 +153,7 @@ public final class Ar4jPerf implements Callable<Integer> {
     private Path outDir;
 
     @Option(names = "--csv", paramLabel = "FILE", description = "CSV output (default OUT-DIR/ar4j-perf[-OP][-verify|"
-            + "-verify-fused].csv)")
+            + "-verify-fused][-share-gpu].csv)")
     private Path csv;
 
     @Option(names = "--json", paramLabel = "FILE", description = "JSON output (default: as the CSV, .json)")
@@ -304,7 +304,8 @@ public final class Ar4jPerf implements Callable<Integer> {
         int worldSize = check.worldSize(gpus, settings.shareGpu());
         err.println("[ar4j-perf] " + check.gpus() + " GPUs visible, NCCL " + check.nccl() + "; world size " + worldSize
                 + "; " + settings.operation().label() + ", " + settings.scenario().label() + "; "
-                + settings.pdl().size() + " pdl settings x " + settings.sizes().size() + " sizes x " + settings.algorithms().size() + " algorithms ("
+                + settings.pdl().size() + " pdl settings x " + settings.sizes().size() + " sizes x "
+                + settings.algorithms().size() + " algorithms ("
                 + settings.algorithms().stream().map(PerfAlgorithm::label).collect(Collectors.joining(",")) + ") x "
                 + settings.modes().size() + " timing modes x " + settings.placements().size() + " placements");
         return WorkerLauncher.run(rawArgs, commandLine, worldSize, threads, settings.pdl().size(), timeLimit, err);
@@ -361,7 +362,8 @@ public final class Ar4jPerf implements Callable<Integer> {
 
     private OutputFiles outputs(PerfSettings settings) {
         String base = "ar4j-perf" + (settings.operation() == Operation.ALL_REDUCE ? "" : "-" + settings.operation().label())
-                + (settings.scenario() == Scenario.SWEEP ? "" : "-" + settings.scenario().label());
+                + (settings.scenario() == Scenario.SWEEP ? "" : "-" + settings.scenario().label())
+                + (settings.shareGpu() ? "-share-gpu" : "");
         return new OutputFiles(csv != null ? csv : outDir.resolve(base + ".csv"),
                 json != null ? json : outDir.resolve(base + ".json"),
                 noPng ? null : png != null ? png : outDir.resolve(base + ".png"));
