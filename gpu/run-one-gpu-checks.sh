@@ -9,6 +9,8 @@
 #            watchdog, PDL on and off, 2 ranks sharing GPU 0
 #   consumer the consumer program (.gpu/consumer, compiled by the caller) on the class path and
 #            the module path, no --add-modules
+#   race     (not in the default list) 10,000 rounds of abort()/close() racing allReduce() in
+#            AR4J_RACE_JVMS (3) JVMs at once, 2 ranks sharing GPU 0 in each (CloseRaceChild)
 #   gpu/run-one-gpu-checks.sh [step...]      # default: every step
 # Extra JVM options for the ITs: AR4J_IT_JAVA_OPTS. Exit 0 only when every step passed.
 set -uo pipefail
@@ -50,7 +52,23 @@ for s in "${steps[@]}"; do
                 dev.ar4j.consumer.Main "$version" "$commit" classpath
               step consumer-modulepath 60 "$java" --enable-native-access=dev.ar4j.runtime,dev.ar4j.bindings \
                 -p ".gpu/consumer/mod:$jars" -m dev.ar4j.consumer/dev.ar4j.consumer.Main "$version" "$commit" modulepath ;;
-    *) echo "run-one-gpu-checks: unknown step '$s' (native, rmsnorm, its, timing, consumer)" >&2; exit 2 ;;
+    race)     # AR4J_RACE_JVMS JVMs at once (default 3), each CloseRaceChild with its own seed, together
+              # AR4J_RACE_ROUNDS rounds (default 10000) of abort/close racing allReduce, 2 ranks on GPU 0.
+              jvms=${AR4J_RACE_JVMS:-3}; total=${AR4J_RACE_ROUNDS:-10000}; per=$(( (total + jvms - 1) / jvms ))
+              pids=()
+              for ((j = 0; j < jvms; j++)); do
+                timeout --kill-after=10 450 "$java" --enable-native-access=ALL-UNNAMED -cp ".gpu/test-classes:$jars" \
+                  dev.ar4j.it.CloseRaceChild "$per" "$((20261201 + j))" 400 >"$out/race-$j.log" 2>&1 &
+                pids+=($!)
+              done
+              echo "=== race: $jvms JVMs x $per rounds"
+              race_failed=0
+              for ((j = 0; j < jvms; j++)); do
+                wait "${pids[$j]}" || race_failed=1
+                grep -h "RESULT\|HUNG\|FIRST UNEXPECTED\|fatal error\|SIGSEGV" "$out/race-$j.log"
+              done
+              [[ $race_failed -eq 0 ]] || failed+=("race") ;;
+    *) echo "run-one-gpu-checks: unknown step '$s' (native, rmsnorm, its, timing, consumer, race)" >&2; exit 2 ;;
   esac
 done
 if [[ ${#failed[@]} -gt 0 ]]; then
