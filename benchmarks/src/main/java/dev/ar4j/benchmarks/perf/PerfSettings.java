@@ -56,7 +56,8 @@ public record PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, Lis
      * @param skipSymmetric   do not measure {@code nccl-symm}
      * @param timeout         bound on every wait for the other ranks or for the GPU; positive
      * @param seed            seed of the checked inputs
-     * @throws IllegalArgumentException if a value is out of range, as listed above
+     * @throws IllegalArgumentException if a value is out of range as listed above, or verify-fused is
+     *                                  asked to run in place
      * @throws NullPointerException     if {@code scenario}, {@code dtype}, {@code timeout} or a list is null
      */
     public PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, List<PerfAlgorithm> algorithms,
