@@ -173,7 +173,12 @@ public class EagerAllReduceBenchmark {
         }
     }
 
-    /** {@value #CALLS_PER_SYNC} eager all-reduces on each rank, then both streams synchronised. */
+    /**
+     * {@value #CALLS_PER_SYNC} eager all-reduces on each rank, then both streams synchronised.
+     *
+     * @return the dispatcher's decision for rank 0's last call; returned so that JMH consumes it
+     * @throws IllegalStateException if rank 1's thread failed or did not finish within the wait limit
+     */
     @Benchmark
     @OperationsPerInvocation(CALLS_PER_SYNC)
     public Decision allReduce() {
@@ -198,7 +203,12 @@ public class EagerAllReduceBenchmark {
         return d;
     }
 
-    /** Stops rank 1's thread and frees everything. */
+    /**
+     * Stops rank 1's thread and frees everything.
+     *
+     * @throws InterruptedException  if interrupted while waiting for rank 1's thread
+     * @throws IllegalStateException if rank 1's thread does not stop within the wait limit
+     */
     @TearDown(Level.Trial)
     public void tearDown() throws InterruptedException {
         stopping = true;
