@@ -33,6 +33,10 @@ import java.util.concurrent.TimeUnit;
 @Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
 public class DispatchBenchmark {
 
+    /** Made by JMH, once per {@code @State} scope (JMH needs a public no-argument constructor). */
+    public DispatchBenchmark() {
+    }
+
     /** Bytes per all-reduce: 1 KiB and 43008 B (push), 1 MiB (one-stage), 64 MiB (over the staging buffer). */
     @Param({"1024", "43008", "1048576", "67108864"})
     public long bytes;

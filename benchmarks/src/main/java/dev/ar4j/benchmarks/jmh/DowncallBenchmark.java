@@ -34,6 +34,10 @@ import java.util.concurrent.TimeUnit;
 @Measurement(iterations = 5, time = 1)
 @Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
 public class DowncallBenchmark {
+
+    /** Made by JMH, once per {@code @State} scope (JMH needs a public no-argument constructor). */
+    public DowncallBenchmark() {
+    }
     private static final int ALGORITHM = 1;
     private static final int DTYPE = 2;
     private static final long COUNT = 21504;

@@ -50,6 +50,10 @@ import java.util.concurrent.locks.LockSupport;
 @Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
 @Threads(1)
 public class EagerAllReduceBenchmark {
+
+    /** Made by JMH, once per {@code @State} scope (JMH needs a public no-argument constructor). */
+    public EagerAllReduceBenchmark() {
+    }
     /** All-reduces per invocation, between two synchronisations. */
     public static final int CALLS_PER_SYNC = 100;
     private static final Duration WAIT_LIMIT = Duration.ofSeconds(30);
