@@ -182,6 +182,34 @@ cudaError_t launch_ws(int ws, int32_t algorithm, bool in_place, const Params &p,
     }
 }
 
+template <typename T, int WS>
+cudaError_t preload_typed() {
+    cudaFuncAttributes attr;
+    cudaError_t e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_kernel<T, WS, true>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_kernel<T, WS, false>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::two_stage_kernel<T, WS>);
+    return e;
+}
+
+template <int WS>
+cudaError_t preload_ws() {
+    cudaError_t e = preload_typed<float, WS>();
+    if (e == cudaSuccess) e = preload_typed<__half, WS>();
+    if (e == cudaSuccess) e = preload_typed<__nv_bfloat16, WS>();
+    return e;
+}
+
+cudaError_t preload_kernels(int ws) {
+    switch (ws) {
+        case 2: return preload_ws<2>();
+        case 4: return preload_ws<4>();
+        case 6: return preload_ws<6>();
+        default: return preload_ws<8>();
+    }
+}
+
 // Marks an entry point that changes the context as running; a second one at the same time
 // (another host thread) is refused with AR4J_ERROR_CONCURRENT_USE instead of racing.
 struct CallGuard {
@@ -398,6 +426,12 @@ AR4J_API int ar4j_context_create(ar4j_context **out, const void *const *signals,
         e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<float, 2>);
         if (e == cudaSuccess) ctx->pdl_capable = attr.binaryVersion >= 90;
     }
+    // Loads every kernel of this world size now. Under CUDA's lazy loading (the default since
+    // CUDA 12.2) a kernel's first launch loads it, and a load can wait for running kernels: with
+    // ranks sharing a GPU, one rank's first launch of a kernel then waits for a peer's spinning
+    // kernel, which waits for this rank's launch, until the deadline (seen on one H200: the first
+    // fused call of a new dtype timed out).
+    if (e == cudaSuccess) e = preload_kernels(world_size);
     if (e == cudaSuccess) e = cudaMalloc(&ctx->slots, sizeof(RankPtrs) * static_cast<size_t>(max_buffers));
     if (e == cudaSuccess) {
         e = cudaHostAlloc(&ctx->error_host, 2 * sizeof(unsigned long long), cudaHostAllocMapped);

@@ -3,6 +3,9 @@
 //
 //   ar4j_fused_test [--ranks N] [--gpus G] [--quick] [--no-timing] [--seed S]
 //
+// It sets CUDA_DEVICE_MAX_CONNECTIONS=32 and CUDA_MODULE_LOADING=EAGER for itself (unless set): see
+// main() for why ranks sharing one GPU need them.
+//
 // 1. Correctness: fp32/fp16/bf16 x hidden {56, 64, 4096, 7168, 16384} x rows {1, 3, 17} (where
 //    rows * hidden * dtype size fits the push limit) x out of place / in place (out == in,
 //    residual_out == residual) x eager / CUDA graph x PDL off / on. Random inputs, outputs poisoned
@@ -155,19 +158,23 @@ void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t st, B
                         CHECK_CUDA(cudaMemcpy(bf.in, in.data(), bytes, cudaMemcpyHostToDevice));
                         CHECK_CUDA(cudaMemcpy(bf.residual, res.data(), bytes, cudaMemcpyHostToDevice));
                         CHECK_CUDA(cudaMemcpy(bf.weight, w.data(), hidden * esize(d), cudaMemcpyHostToDevice));
-                        // Unfused reference.
+                        // Every copy and memset first, then a barrier, then only kernels: with ranks
+                        // sharing a GPU, a copy queued behind a spinning kernel can hold up a peer's
+                        // copy on a shared hardware queue (8 ranks deadlocked until the deadline).
                         CHECK_CUDA(cudaMemsetAsync(bf.tmp, 0xff, bytes, st));
                         CHECK_CUDA(cudaMemsetAsync(bf.ref_out, 0xff, bytes, st));
                         CHECK_CUDA(cudaMemsetAsync(bf.ref_res, 0xff, bytes, st));
-                        CHECK_AR(ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, d, bf.in, bf.tmp, n, st));
-                        CHECK_AR(ar4j_residual_rmsnorm(d, bf.tmp, bf.residual, bf.weight, bf.ref_out, bf.ref_res, rows,
-                                                       hidden, eps, st));
-                        // Fused.
                         void *fin = bf.in, *fres = bf.residual, *fout = bf.out, *fro = bf.res_out;
                         if (inplace) {
                             fin = fout = bf.a;
                             fres = fro = bf.b;
+                            CHECK_CUDA(cudaMemcpyAsync(bf.a, bf.in, bytes, cudaMemcpyDeviceToDevice, st));
+                            CHECK_CUDA(cudaMemcpyAsync(bf.b, bf.residual, bytes, cudaMemcpyDeviceToDevice, st));
+                        } else {
+                            CHECK_CUDA(cudaMemsetAsync(bf.out, 0xff, bytes, st));
+                            CHECK_CUDA(cudaMemsetAsync(bf.res_out, 0xff, bytes, st));
                         }
+                        CHECK_CUDA(cudaStreamSynchronize(st));
                         cudaGraphExec_t exec = nullptr;
                         cudaGraph_t g = nullptr;
                         if (graph) {
@@ -177,13 +184,17 @@ void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t st, B
                             CHECK_CUDA(cudaStreamEndCapture(st, &g));
                             CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
                         }
-                        if (inplace) {
-                            CHECK_CUDA(cudaMemcpyAsync(bf.a, bf.in, bytes, cudaMemcpyDeviceToDevice, st));
-                            CHECK_CUDA(cudaMemcpyAsync(bf.b, bf.residual, bytes, cudaMemcpyDeviceToDevice, st));
-                        } else {
-                            CHECK_CUDA(cudaMemsetAsync(bf.out, 0xff, bytes, st));
-                            CHECK_CUDA(cudaMemsetAsync(bf.res_out, 0xff, bytes, st));
-                        }
+                        sync.arrive_and_wait();
+                        // Unfused reference, then the fused call (fused and plain push calls interleave).
+                        CHECK_AR(ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, d, bf.in, bf.tmp, n, st));
+                        CHECK_CUDA(cudaStreamSynchronize(st));
+                        CHECK_AR(ar4j_residual_rmsnorm(d, bf.tmp, bf.residual, bf.weight, bf.ref_out, bf.ref_res, rows,
+                                                       hidden, eps, st));
+                        // One spinning kernel per rank between barriers: with more streams than hardware
+                        // queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default; 8 ranks have 16 streams) a
+                        // rank's fused kernel can be queued ahead of a peer's reference push in one queue.
+                        CHECK_CUDA(cudaStreamSynchronize(st));
+                        sync.arrive_and_wait();
                         if (graph) {
                             CHECK_CUDA(cudaGraphLaunch(exec, st));
                         } else {
@@ -233,14 +244,36 @@ void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t st, B
                                 if (err > worst || std::isnan(err)) worst = std::isnan(err) ? 1e30 : err;
                             }
                         }
-                        // The all-reduce itself: tmp against the host sum of every rank's input is
-                        // checked by native_test; here at least no NaN may remain.
+                        // The all-reduce itself: tmp against the host's rank-order fp32 sum of every
+                        // rank's input (each rank regenerates its peers' inputs from their seeds).
+                        std::vector<float> sum(n, 0.f);
+                        for (int r = 0; r < sh.ws; ++r) {
+                            std::vector<uint8_t> pin;
+                            fill_random(d, key * 131 + r, n, -1.f, 1.f, pin);
+                            for (size_t i = 0; i < n; ++i) sum[i] = r == 0 ? to_float(d, &pin[i * esize(d)])
+                                                                           : sum[i] + to_float(d, &pin[i * esize(d)]);
+                        }
+                        for (size_t i = 0; i < n; ++i) {
+                            if (!(round_to(d, sum[i]) == to_float(d, &tmp[i * esize(d)]))) ref_bad++;
+                        }
                         const size_t nan_left = (n - count_not_nan(d, o)) + (n - count_not_nan(d, ro));
                         record(diff_res == 0 && diff_out == 0 && ref_bad == 0 && nan_left == 0,
                                std::string(tag) + ": residual_out " + std::to_string(diff_res) + " and out " +
                                    std::to_string(diff_out) + " elements differ from the unfused reference; reference " +
                                    std::to_string(ref_bad) + " off the host (worst rel " + std::to_string(worst) +
-                                   "), " + std::to_string(nan_left) + " NaN left");
+                                   "; all-reduce included), " + std::to_string(nan_left) + " NaN left");
+                        if (!(diff_res == 0 && diff_out == 0 && ref_bad == 0 && nan_left == 0)) {
+                            ar4j_failure_info fi;
+                            if (ar4j_read_failure(ctx, &fi) == AR4J_SUCCESS) {
+                                char line[300];
+                                std::snprintf(line, sizeof line,
+                                              "  rank %d failure record: poisoned %d origin %d reason %d peer %d block %d "
+                                              "timeout %d (peer %d block %d)",
+                                              rank, fi.poisoned, fi.origin_rank, fi.reason, fi.peer, fi.block,
+                                              fi.timeout.timed_out, fi.timeout.peer, fi.timeout.block);
+                                say(line);
+                            }
+                        }
                         sh.host_out[rank] = o;
                         sh.host_res[rank] = ro;
                         sync.arrive_and_wait();
@@ -434,6 +467,14 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    // Ranks sharing a GPU: a stream's work queued behind a kernel that spins for a peer (a kernel
+    // or copy waiting for it to complete) blocks the hardware queue it shares with other streams;
+    // with 8 ranks (16 streams, with the contexts' side streams) on the default 8 queues, a peer's
+    // launch then waited behind it until the deadline. As many queues as the driver allows, and
+    // every kernel loaded up front (lazy loading can wait for running kernels). Set before the
+    // first CUDA call; a value in the environment is kept.
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count < sh.gpus) {
         std::fprintf(stderr, "need %d GPUs\n", sh.gpus);
