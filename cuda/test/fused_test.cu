@@ -6,7 +6,7 @@
 // It sets CUDA_DEVICE_MAX_CONNECTIONS=32 and CUDA_MODULE_LOADING=EAGER for itself (unless set): see
 // main() for why ranks sharing one GPU need them.
 //
-// 1. Correctness: fp32/fp16/bf16 x hidden {56, 64, 4096, 7168, 16384} x rows {1, 3, 17} (where
+// 1. Correctness: fp32/fp16/bf16 x hidden {56, 64, 4096, 7168, 16384} x rows {1, 3, 17, 40} (where
 //    rows * hidden * dtype size fits the push limit) x out of place / in place (out == in,
 //    residual_out == residual) x eager / CUDA graph x PDL off / on. Random inputs, outputs poisoned
 //    with NaN before each run. Compared with the unfused reference on the same GPU
@@ -138,7 +138,7 @@ void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t st, B
                      int pdl) {
     const int dtypes[] = {AR4J_DTYPE_FLOAT32, AR4J_DTYPE_FLOAT16, AR4J_DTYPE_BFLOAT16};
     const size_t hiddens[] = {56, 64, 4096, 7168, 16384};
-    const size_t rowss[] = {1, 3, 17};
+    const size_t rowss[] = {1, 3, 17, 40};  // 40 > 32 blocks: a block owns two rows
     const float eps = 1e-6f;
     int cases = 0;
     for (int d : dtypes) {
