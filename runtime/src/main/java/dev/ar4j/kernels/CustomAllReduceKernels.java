@@ -38,6 +38,14 @@ public final class CustomAllReduceKernels {
     public static final int STATUS_CONCURRENT_USE = custom_all_reduce_h.AR4J_ERROR_CONCURRENT_USE();
     /** {@code AR4J_ERROR_ALREADY_LAUNCHED}: geometry or debug seed after the context's first all-reduce. */
     public static final int STATUS_ALREADY_LAUNCHED = custom_all_reduce_h.AR4J_ERROR_ALREADY_LAUNCHED();
+    /** {@code AR4J_ERROR_NOT_FUSED}: the algorithm has no fused all-reduce + residual + RMSNorm kernel. */
+    public static final int STATUS_NOT_FUSED = custom_all_reduce_h.AR4J_ERROR_NOT_FUSED();
+    /** {@code AR4J_ERROR_HIDDEN_TOO_LARGE}: hidden exceeds {@link #FUSED_MAX_HIDDEN}. */
+    public static final int STATUS_HIDDEN_TOO_LARGE = custom_all_reduce_h.AR4J_ERROR_HIDDEN_TOO_LARGE();
+    /** {@code AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16}: a row of the fused call is not a multiple of 16 bytes. */
+    public static final int STATUS_ROW_NOT_MULTIPLE_OF_16 = custom_all_reduce_h.AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16();
+    /** {@code AR4J_FUSED_MAX_HIDDEN}: the largest row (elements) of the fused all-reduce + residual + RMSNorm. */
+    public static final int FUSED_MAX_HIDDEN = custom_all_reduce_h.AR4J_FUSED_MAX_HIDDEN();
 
     /** {@code AR4J_POISON_TIMEOUT}: a kernel of the origin rank gave up waiting for a peer (set by kernels). */
     public static final int POISON_TIMEOUT = custom_all_reduce_h.AR4J_POISON_TIMEOUT();
@@ -75,8 +83,9 @@ public final class CustomAllReduceKernels {
         return new CustomArException(call, status, statusName(status), statusMessage(status), detail);
     }
 
-    /** The ABI version these bindings were generated for (0.3.0: poison, geometry, PDL). */
-    public static final int EXPECTED_ABI_VERSION = 300;
+    /** The ABI version these bindings were generated for (0.3.0: poison, geometry, PDL; 0.4.0: the fused
+     * all-reduce + residual + RMSNorm). */
+    public static final int EXPECTED_ABI_VERSION = 400;
 
     /**
      * The name of a poison reason: {@code "TIMEOUT"}, {@code "ABORT"}, {@code "PEER_LOST"},

@@ -203,6 +203,108 @@ public final class CustomArContext implements AutoCloseable {
         }
     }
 
+    /**
+     * Enqueues the fused all-reduce (sum) + residual add + RMSNorm over {@code rows} rows of
+     * {@code hidden} elements ({@code ar4j_all_reduce_residual_rmsnorm}) on {@code stream}:
+     * {@code residualOut = allreduce(in) + residual} (the sum rounded to the dtype, then one fp32 add
+     * rounded to the dtype) and {@code out = residualOut * rsqrt(mean(residualOut^2) + eps) * weight}
+     * per row, fp32 arithmetic. Bitwise the same as {@link #allReduce} with
+     * {@link CustomAllReduceKernels#ALGO_ONE_SHOT_PUSH} followed by {@link ResidualRmsNorm#launch}, and
+     * the same on every rank (give every rank the same residual and weight). Device addresses of this
+     * context's device; every rank must make the same calls in the same order; graph capture and PDL as
+     * for {@link #allReduce}. On a poisoned or failed launch, {@code out} and {@code residualOut} are NaN.
+     *
+     * @param algorithm   {@link CustomAllReduceKernels#ALGO_ONE_SHOT_PUSH}, the one algorithm with a fused kernel
+     * @param in          {@code rows * hidden} elements, this rank's addend; may equal {@code out}
+     * @param residual    {@code rows * hidden} elements; may equal {@code residualOut}
+     * @param weight      {@code hidden} elements
+     * @param out         {@code rows * hidden} elements; overlaps no other argument unless it equals {@code in}
+     * @param residualOut {@code rows * hidden} elements; may equal {@code residual} or {@code in}, overlaps nothing else
+     * @param rows        at least 1; {@code rows * hidden * dtype size} at most {@link CustomAllReduceKernels#PUSH_MAX_BYTES}
+     * @param hidden      1 to {@link CustomAllReduceKernels#FUSED_MAX_HIDDEN}, {@code hidden * dtype size} a multiple of 16
+     * @param eps         finite and greater than 0
+     * @param stream      a {@code cudaStream_t} handle; 0 is the legacy default stream
+     * @throws IllegalArgumentException for an argument outside the rules above, before any native call
+     * @throws CustomArException        for a status the native side returns (e.g. {@code AR4J_ERROR_POISONED})
+     */
+    public void allReduceResidualRmsNorm(int algorithm, DType dtype, long in, long residual, long weight, long out,
+                                         long residualOut, long rows, int hidden, float eps, long stream) {
+        checkFusedArguments(algorithm, dtype, in, residual, weight, out, residualOut, rows, hidden, eps);
+        ensureOpen();
+        int status = custom_all_reduce_h.ar4j_all_reduce_residual_rmsnorm(context, algorithm, dtype.kernelCode(),
+                MemorySegment.ofAddress(in), MemorySegment.ofAddress(residual), MemorySegment.ofAddress(weight),
+                MemorySegment.ofAddress(out), MemorySegment.ofAddress(residualOut), rows, hidden, eps,
+                MemorySegment.ofAddress(stream));
+        if (status != 0) {
+            throw CustomAllReduceKernels.exception(status, "ar4j_all_reduce_residual_rmsnorm(algorithm " + algorithm
+                    + ", " + dtype + ", rows " + rows + ", hidden " + hidden + ")", cudaDetail(status));
+        }
+    }
+
+    /** The argument rules of {@link #allReduceResidualRmsNorm}, checked without any native call. */
+    static void checkFusedArguments(int algorithm, DType dtype, long in, long residual, long weight, long out,
+                                    long residualOut, long rows, int hidden, float eps) {
+        Objects.requireNonNull(dtype, "dtype");
+        if (algorithm != CustomAllReduceKernels.ALGO_ONE_SHOT_PUSH) {
+            throw new IllegalArgumentException("algorithm " + algorithm + " has no fused all-reduce + residual + RMSNorm "
+                    + "kernel; only ALGO_ONE_SHOT_PUSH (" + CustomAllReduceKernels.ALGO_ONE_SHOT_PUSH + ") has one (call "
+                    + "allReduce, then ResidualRmsNorm.launch, for the others)");
+        }
+        if (hidden < 1 || hidden > CustomAllReduceKernels.FUSED_MAX_HIDDEN) {
+            throw new IllegalArgumentException("hidden must be 1 to " + CustomAllReduceKernels.FUSED_MAX_HIDDEN
+                    + " elements, got " + hidden);
+        }
+        long rowBytes = (long) hidden * dtype.byteSize();
+        if (rowBytes % 16 != 0) {
+            throw new IllegalArgumentException("hidden * element size must be a multiple of 16 bytes for the fused "
+                    + "kernel; " + hidden + " " + dtype + " elements are " + rowBytes + " bytes");
+        }
+        long maxRows = CustomAllReduceKernels.PUSH_MAX_BYTES / rowBytes;
+        if (rows < 1 || rows > maxRows) {
+            throw new IllegalArgumentException("rows must be 1 to " + maxRows + " (rows * hidden * element size at most "
+                    + CustomAllReduceKernels.PUSH_MAX_BYTES + " bytes, the push limit, with " + rowBytes
+                    + " bytes a row), got " + rows);
+        }
+        if (!(eps > 0f) || !Float.isFinite(eps)) {
+            throw new IllegalArgumentException("eps must be finite and greater than 0, got " + eps);
+        }
+        long[] addresses = {in, residual, weight, out, residualOut};
+        String[] names = {"in", "residual", "weight", "out", "residualOut"};
+        for (int i = 0; i < addresses.length; i++) {
+            if (addresses[i] == 0) {
+                throw new IllegalArgumentException(names[i] + " must not be 0 (a device address)");
+            }
+            if ((addresses[i] & 15) != 0) {
+                throw new IllegalArgumentException(names[i] + " must be 16-byte aligned, got 0x"
+                        + Long.toHexString(addresses[i]));
+            }
+        }
+        long bytes = rows * rowBytes;
+        if (overlaps(out, bytes, residualOut, bytes)) {
+            throw new IllegalArgumentException("out and residualOut overlap");
+        }
+        if (out != in && overlaps(out, bytes, in, bytes)) {
+            throw new IllegalArgumentException("out overlaps in without being equal to it (in place is out == in)");
+        }
+        if (overlaps(out, bytes, residual, bytes)) {
+            throw new IllegalArgumentException("out overlaps residual (the kernel reads residual after writing out "
+                    + "elsewhere); out may be in, residualOut may be residual or in");
+        }
+        if (residualOut != residual && overlaps(residualOut, bytes, residual, bytes)) {
+            throw new IllegalArgumentException("residualOut overlaps residual without being equal to it");
+        }
+        if (residualOut != in && overlaps(residualOut, bytes, in, bytes)) {
+            throw new IllegalArgumentException("residualOut overlaps in without being equal to it");
+        }
+        if (overlaps(weight, rowBytes, out, bytes) || overlaps(weight, rowBytes, residualOut, bytes)) {
+            throw new IllegalArgumentException("weight overlaps out or residualOut (every row reads weight)");
+        }
+    }
+
+    private static boolean overlaps(long a, long aBytes, long b, long bBytes) {
+        return Long.compareUnsigned(a, b + bBytes) < 0 && Long.compareUnsigned(b, a + aBytes) < 0;
+    }
+
     /** Number of graph inputs recorded during capture and not yet registered ({@code ar4j_graph_pending_count}). */
     public int graphPendingCount() {
         ensureOpen();
