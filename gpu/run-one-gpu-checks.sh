@@ -60,8 +60,8 @@ for s in "${steps[@]}"; do
               jvms=${AR4J_RACE_JVMS:-3}; total=${AR4J_RACE_ROUNDS:-10000}; per=$(( (total + jvms - 1) / jvms ))
               pids=()
               for ((j = 0; j < jvms; j++)); do
-                timeout --kill-after=10 450 "$java" --enable-native-access=ALL-UNNAMED -cp ".gpu/test-classes:$jars" \
-                  dev.ar4j.it.CloseRaceChild "$per" "$((20261201 + j))" 400 >"$out/race-$j.log" 2>&1 &
+                timeout --kill-after=10 $(( ${AR4J_RACE_SECONDS:-400} + 50 )) "$java" --enable-native-access=ALL-UNNAMED -cp ".gpu/test-classes:$jars" \
+                  dev.ar4j.it.CloseRaceChild "$per" "$((20261201 + j))" "${AR4J_RACE_SECONDS:-400}" >"$out/race-$j.log" 2>&1 &
                 pids+=($!)
               done
               echo "=== race: $jvms JVMs x $per rounds"
