@@ -24,17 +24,19 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class SplitPlanTest {
 
     private static final Duration WAIT = Duration.ofSeconds(10);
+    /** Each rank's random number (0x0b, 0x16, ...): the first member's names the namespace. */
+    private static final long[] NONCES = {11, 22, 33, 44, 55, 66};
 
     @Test
     void membersAreOrderedByKeyThenParentRank() {
         int[] colors = {1, 0, 1, 1, 0, 1};
         int[] keys = {5, 0, 2, 5, 0, -1};
-        SplitPlan p0 = SplitPlan.of(colors, keys, 0, "s/3");
+        SplitPlan p0 = SplitPlan.of(colors, keys, NONCES, 0, "s/3");
         assertArrayEquals(new int[] {5, 2, 0, 3}, p0.members(), "key -1, 2, 5, 5 (ties by rank)");
         assertEquals(2, p0.subRank());
         assertEquals(1, p0.color());
-        assertEquals("s/3/1/", p0.namespace());
-        SplitPlan p4 = SplitPlan.of(colors, keys, 4, "s/3");
+        assertEquals("s/3/1/42/", p0.namespace(), "step, color, the first member's (rank 5's) number in hex");
+        SplitPlan p4 = SplitPlan.of(colors, keys, NONCES, 4, "s/3");
         assertArrayEquals(new int[] {1, 4}, p4.members());
         assertEquals(1, p4.subRank());
         assertNotEquals(p0.namespace(), p4.namespace());
@@ -42,12 +44,20 @@ class SplitPlanTest {
     }
 
     @Test
+    void twoSplitsAtTheSameStepOfCommunicatorsSharingARendezvousGetTheirOwnNamespaces() {
+        int[] colors = {0, 0};
+        int[] keys = {0, 0};
+        assertNotEquals(SplitPlan.of(colors, keys, new long[] {1, 2}, 0, "s/0").namespace(),
+                SplitPlan.of(colors, keys, new long[] {3, 2}, 0, "s/0").namespace());
+    }
+
+    @Test
     void colorMinusOneJoinsNothing() {
-        SplitPlan p = SplitPlan.of(new int[] {-1, 0, 0}, new int[] {0, 0, 0}, 0, "s/0");
+        SplitPlan p = SplitPlan.of(new int[] {-1, 0, 0}, new int[] {0, 0, 0}, NONCES, 0, "s/0");
         assertFalse(p.joins());
         assertEquals(-1, p.subRank());
         assertEquals(0, p.members().length);
-        assertArrayEquals(new int[] {1, 2}, SplitPlan.of(new int[] {-1, 0, 0}, new int[] {0, 0, 0}, 2, "s/0").members());
+        assertArrayEquals(new int[] {1, 2}, SplitPlan.of(new int[] {-1, 0, 0}, new int[] {0, 0, 0}, NONCES, 2, "s/0").members());
     }
 
     @Test

@@ -45,6 +45,7 @@ class SubGroupRendezvousTest {
 
     private static final Duration WAIT = Duration.ofSeconds(10);
     private static final int WORLD = 4;
+    private static final long[] NONCES = {11, 22, 33, 44};
 
     /** What one parent rank saw through its sub-group. */
     record Seen(int parentRank, SplitPlan plan, List<String> gathered, String broadcast, List<String> again,
@@ -171,7 +172,7 @@ class SubGroupRendezvousTest {
         for (String step : List.of("ar4j/comm/split/1", "ar4j/comm/split/2")) {
             for (int color = 0; color < 2; color++) {
                 int[] colors = {color, color, color, color};
-                SplitPlan plan = SplitPlan.of(colors, new int[WORLD], 0, step);
+                SplitPlan plan = SplitPlan.of(colors, new int[WORLD], NONCES, 0, step);
                 SubGroupRendezvous view = SubGroupRendezvous.over(InProcessRendezvous.create(WORLD).forRank(0), plan);
                 for (long call = 0; call < 20; call++) {
                     for (int from = 0; from < WORLD; from++) {
@@ -191,7 +192,7 @@ class SubGroupRendezvousTest {
     void membersOutOfStepAreNamedInsteadOfGettingWrongValues() throws Exception {
         InProcessRendezvous group = InProcessRendezvous.create(2);
         List<String> messages = onEveryRank(2, r -> {
-            SplitPlan plan = SplitPlan.of(new int[] {0, 0}, new int[] {0, 1}, r, "ar4j/comm/split/0");
+            SplitPlan plan = SplitPlan.of(new int[] {0, 0}, new int[] {0, 1}, NONCES, r, "ar4j/comm/split/0");
             try (SubGroupRendezvous sub = SubGroupRendezvous.over(group.forRank(r), plan)) {
                 IllegalStateException e = assertThrows(IllegalStateException.class, () -> {
                     if (r == 0) {
@@ -211,7 +212,7 @@ class SubGroupRendezvousTest {
     @Test
     void aWaitForAMemberThatNeverComesTimesOutNamingIt() {
         InProcessRendezvous group = InProcessRendezvous.create(WORLD);
-        SplitPlan plan = SplitPlan.of(new int[] {0, 1, 0, 1}, new int[] {0, 0, 0, 0}, 0, "ar4j/comm/split/0");
+        SplitPlan plan = SplitPlan.of(new int[] {0, 1, 0, 1}, new int[] {0, 0, 0, 0}, NONCES, 0, "ar4j/comm/split/0");
         try (SubGroupRendezvous sub = SubGroupRendezvous.over(group.forRank(0), plan)) {
             long start = System.nanoTime();
             RendezvousTimeoutException e = assertThrows(RendezvousTimeoutException.class,
@@ -226,7 +227,7 @@ class SubGroupRendezvousTest {
     @Test
     void argumentsAreCheckedNamingWhatIsAccepted() {
         InProcessRendezvous group = InProcessRendezvous.create(2);
-        SplitPlan plan = SplitPlan.of(new int[] {0, 0}, new int[] {0, 0}, 0, "ar4j/comm/split/0");
+        SplitPlan plan = SplitPlan.of(new int[] {0, 0}, new int[] {0, 0}, NONCES, 0, "ar4j/comm/split/0");
         SubGroupRendezvous sub = SubGroupRendezvous.over(group.forRank(0), plan);
         assertTrue(assertThrows(IllegalArgumentException.class, () -> sub.broadcast("k", 2, null, WAIT))
                 .getMessage().contains("sub-ranks 0..1"));
@@ -239,7 +240,7 @@ class SubGroupRendezvousTest {
         assertArrayEquals(new byte[] {7}, sub.get(longKey, WAIT));
         assertTrue(assertThrows(IllegalArgumentException.class,
                 () -> sub.allGather("k", new byte[Rendezvous.MAX_VALUE_BYTES], WAIT)).getMessage().contains("at most"));
-        SplitPlan none = SplitPlan.of(new int[] {-1, 0}, new int[] {0, 0}, 0, "ar4j/comm/split/0");
+        SplitPlan none = SplitPlan.of(new int[] {-1, 0}, new int[] {0, 0}, NONCES, 0, "ar4j/comm/split/0");
         assertThrows(IllegalArgumentException.class, () -> SubGroupRendezvous.over(group.forRank(0), none));
         sub.close();
         assertTrue(assertThrows(IllegalStateException.class, () -> sub.barrier("k", WAIT)).getMessage()
@@ -269,7 +270,7 @@ class SubGroupRendezvousTest {
         List<SubGroupRendezvous> views = new ArrayList<>();
         List<Losses> losses = new ArrayList<>();
         for (int r = 0; r < WORLD; r++) {
-            views.add(SubGroupRendezvous.over(group.forRank(r), SplitPlan.of(colors, keys, r, "ar4j/comm/split/0")));
+            views.add(SubGroupRendezvous.over(group.forRank(r), SplitPlan.of(colors, keys, NONCES, r, "ar4j/comm/split/0")));
             Losses l = new Losses();
             l.listen(views.get(r));
             losses.add(l);
@@ -318,7 +319,7 @@ class SubGroupRendezvousTest {
             ExecutorService pool = Executors.newSingleThreadExecutor();
             try {
                 for (int r = 0; r < 3; r++) {
-                    views.add(SubGroupRendezvous.over(ranks.get(r), SplitPlan.of(colors, keys, r, "ar4j/comm/split/0")));
+                    views.add(SubGroupRendezvous.over(ranks.get(r), SplitPlan.of(colors, keys, NONCES, r, "ar4j/comm/split/0")));
                     Losses l = new Losses();
                     l.listen(views.get(r));
                     losses.add(l);
@@ -356,7 +357,7 @@ class SubGroupRendezvousTest {
     @Test
     void abortFailsTheViewsLaterCallsAndTellsItsListeners() {
         InProcessRendezvous group = InProcessRendezvous.create(2);
-        SplitPlan plan = SplitPlan.of(new int[] {0, 0}, new int[] {0, 0}, 1, "ar4j/comm/split/0");
+        SplitPlan plan = SplitPlan.of(new int[] {0, 0}, new int[] {0, 0}, NONCES, 1, "ar4j/comm/split/0");
         SubGroupRendezvous sub = SubGroupRendezvous.over(group.forRank(1), plan);
         Losses l = new Losses();
         l.listen(sub);
