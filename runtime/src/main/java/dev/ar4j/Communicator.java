@@ -652,7 +652,10 @@ public final class Communicator implements AutoCloseable {
      * this communicator (a watchdog finding, {@link #abort()}, ranks out of step) is not one of the
      * sub-communicator, except through what they share: the loss of one of its own ranks, reported
      * by the rendezvous, fails the sub-communicator too (its watchdog is told), and the loss of a
-     * rank outside it does not. A failed split of this group's step (a rank lost, a timeout) fails
+     * rank outside it does not. An in-process group's rendezvous reports {@link #abort()} as the
+     * loss of the aborting rank, so there aborting this communicator also fails the
+     * sub-communicator that rank belongs to (on every member); abort each sub-communicator
+     * yourself to be sure. A failed split of this group's step (a rank lost, a timeout) fails
      * this communicator, like any collective step; a failure while the sub-communicator is being
      * built is thrown here and leaves this communicator as it was.
      *
