@@ -2,6 +2,8 @@
 # Every check that one GPU allows, in one go (after gpu/prepare.sh on the build machine), each
 # step bounded by `timeout` and logged to $OUT (default ./one-gpu-out):
 #   native   ar4j_native_test with 2 ranks sharing GPU 0 (quick matrix, containment tests)
+#   fused    ar4j_fused_test --ranks 2 --quick (fused all-reduce + residual + RMSNorm against the
+#            unfused path, bitwise)
 #   rmsnorm  ar4j_rmsnorm_test (residual add + RMSNorm against a host reference)
 #   its      the GPU integration tests that need one GPU (failure containment with 2 ranks on
 #            GPU 0 in both process models, NCCL world size 1 and the missing-rank timeout, ...)
@@ -22,7 +24,7 @@ mkdir -p "$out"
 java=.gpu/jre/bin/java
 jars=".gpu/lib/ar4j-runtime-0.1.0-SNAPSHOT.jar:.gpu/lib/ar4j-bindings-0.1.0-SNAPSHOT.jar:.gpu/lib/ar4j-cuda-0.1.0-SNAPSHOT.jar"
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(native rmsnorm its timing consumer)
+[[ ${#steps[@]} -eq 0 ]] && steps=(native fused rmsnorm its timing consumer)
 failed=()
 step() {  # name seconds command...
   local name="$1" limit="$2"; shift 2
@@ -37,12 +39,13 @@ step() {  # name seconds command...
 for s in "${steps[@]}"; do
   case "$s" in
     native)   step native 150 .gpu/native/ar4j_native_test --gpus 1 --ranks 2 --quick ;;
+    fused)    step fused 120 .gpu/native/ar4j_fused_test --ranks 2 --quick ;;
     rmsnorm)  step rmsnorm 60 .gpu/native/ar4j_rmsnorm_test ;;
     its)      step its 330 gpu/run-its.sh \
                 --select-class dev.ar4j.it.FailureContainmentOneJvmIT --select-class dev.ar4j.it.PeerFailureTwoJvmIT \
                 --select-class dev.ar4j.it.NcclMissingRankIT --select-class dev.ar4j.kernels.ResidualRmsNormIT \
                 --select-class dev.ar4j.nccl.NcclSingleGpuIT --select-class dev.ar4j.nccl.NcclInitTimeoutIT \
-                --select-class dev.ar4j.cuda.CudaSingleGpuIT ;;
+                --select-class dev.ar4j.cuda.CudaSingleGpuIT --select-class dev.ar4j.it.FusedNormOneJvmIT ;;
     timing)   step timing 180 "$java" --enable-native-access=ALL-UNNAMED -cp ".gpu/test-classes:$jars" \
                 dev.ar4j.it.FastPathTiming 1024 43008 ;;
     consumer) version=0.1.0-SNAPSHOT
@@ -68,7 +71,7 @@ for s in "${steps[@]}"; do
                 grep -h "RESULT\|HUNG\|FIRST UNEXPECTED\|fatal error\|SIGSEGV" "$out/race-$j.log"
               done
               [[ $race_failed -eq 0 ]] || failed+=("race") ;;
-    *) echo "run-one-gpu-checks: unknown step '$s' (native, rmsnorm, its, timing, consumer, race)" >&2; exit 2 ;;
+    *) echo "run-one-gpu-checks: unknown step '$s' (native, fused, rmsnorm, its, timing, consumer, race)" >&2; exit 2 ;;
   esac
 done
 if [[ ${#failed[@]} -gt 0 ]]; then

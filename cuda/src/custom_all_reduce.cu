@@ -6,12 +6,14 @@
 #include <atomic>
 #include <mutex>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 #include <new>
 #include <vector>
 
 #include "ar4j/custom_all_reduce.h"
 #include "kernels.cuh"
+#include "fused_kernels.cuh"
 
 #define AR4J_API extern "C" __attribute__((visibility("default")))
 
@@ -136,8 +138,8 @@ const Registration *find_registration(const ar4j_context *ctx, const void *p) {
 
 // Launches kernel<<<blocks, threads>>>(p) on stream, with programmatic stream serialization
 // (PDL) when asked: the kernels call griddepcontrol.wait before their first dependent access.
-template <typename Kernel>
-cudaError_t launch_kernel(Kernel kernel, int blocks, int threads, cudaStream_t stream, bool pdl, const Params &p) {
+template <typename Kernel, typename P>
+cudaError_t launch_kernel(Kernel kernel, int blocks, int threads, cudaStream_t stream, bool pdl, const P &p) {
     if (!pdl) {
         kernel<<<blocks, threads, 0, stream>>>(p);
         return cudaGetLastError();
@@ -177,6 +179,34 @@ cudaError_t launch_ws(int ws, int32_t algorithm, bool in_place, const Params &p,
         case 6: return launch_typed<T, 6>(algorithm, in_place, p, blocks, threads, stream, pdl);
         case 8: return launch_typed<T, 8>(algorithm, in_place, p, blocks, threads, stream, pdl);
         default: return cudaErrorInvalidValue;  // unreachable: validated at create
+    }
+}
+
+template <typename T, int WS>
+cudaError_t preload_typed() {
+    cudaFuncAttributes attr;
+    cudaError_t e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_kernel<T, WS, true>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_kernel<T, WS, false>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::two_stage_kernel<T, WS>);
+    return e;
+}
+
+template <int WS>
+cudaError_t preload_ws() {
+    cudaError_t e = preload_typed<float, WS>();
+    if (e == cudaSuccess) e = preload_typed<__half, WS>();
+    if (e == cudaSuccess) e = preload_typed<__nv_bfloat16, WS>();
+    return e;
+}
+
+cudaError_t preload_kernels(int ws) {
+    switch (ws) {
+        case 2: return preload_ws<2>();
+        case 4: return preload_ws<4>();
+        case 6: return preload_ws<6>();
+        default: return preload_ws<8>();
     }
 }
 
@@ -282,6 +312,9 @@ AR4J_API const char *ar4j_status_name(int status) {
         case AR4J_ERROR_POISONED: return "AR4J_ERROR_POISONED";
         case AR4J_ERROR_CONCURRENT_USE: return "AR4J_ERROR_CONCURRENT_USE";
         case AR4J_ERROR_ALREADY_LAUNCHED: return "AR4J_ERROR_ALREADY_LAUNCHED";
+        case AR4J_ERROR_NOT_FUSED: return "AR4J_ERROR_NOT_FUSED";
+        case AR4J_ERROR_HIDDEN_TOO_LARGE: return "AR4J_ERROR_HIDDEN_TOO_LARGE";
+        case AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16: return "AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16";
         default: return "AR4J_UNKNOWN_STATUS";
     }
 }
@@ -328,11 +361,18 @@ AR4J_API const char *ar4j_status_message(int status) {
         case AR4J_ERROR_ALREADY_LAUNCHED:
             return "the context has launched already; launch geometry and debug seeds are accepted only before the "
                    "first all-reduce";
+        case AR4J_ERROR_NOT_FUSED:
+            return "the algorithm has no fused all-reduce + residual + RMSNorm kernel (only AR4J_ALGO_ONE_SHOT_PUSH "
+                   "has one): call ar4j_all_reduce, then ar4j_residual_rmsnorm";
+        case AR4J_ERROR_HIDDEN_TOO_LARGE:
+            return "hidden exceeds AR4J_FUSED_MAX_HIDDEN, the largest row the fused kernel normalises";
+        case AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16:
+            return "hidden times the element size must be a multiple of 16 bytes for the fused kernel";
         default: return "unknown status code";
     }
 }
 
-AR4J_API int ar4j_abi_version(void) { return 300; }
+AR4J_API int ar4j_abi_version(void) { return 400; }
 
 AR4J_API size_t ar4j_signal_size(size_t max_bytes) {
     return ar4j::push_area_offset(max_bytes) + ar4j::kPushAreaBytes;
@@ -386,6 +426,12 @@ AR4J_API int ar4j_context_create(ar4j_context **out, const void *const *signals,
         e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<float, 2>);
         if (e == cudaSuccess) ctx->pdl_capable = attr.binaryVersion >= 90;
     }
+    // Loads every kernel of this world size now. Under CUDA's lazy loading (the default since
+    // CUDA 12.2) a kernel's first launch loads it, and a load can wait for running kernels: with
+    // ranks sharing a GPU, one rank's first launch of a kernel then waits for a peer's spinning
+    // kernel, which waits for this rank's launch, until the deadline (seen on one H200: the first
+    // fused call of a new dtype timed out).
+    if (e == cudaSuccess) e = preload_kernels(world_size);
     if (e == cudaSuccess) e = cudaMalloc(&ctx->slots, sizeof(RankPtrs) * static_cast<size_t>(max_buffers));
     if (e == cudaSuccess) {
         e = cudaHostAlloc(&ctx->error_host, 2 * sizeof(unsigned long long), cudaHostAllocMapped);
@@ -811,6 +857,115 @@ AR4J_API int ar4j_debug_seed_push_generation(ar4j_context *ctx, uint64_t generat
     if (!scope.ok) return cuda_failed(ctx, scope.error);
     // Pageable source: cudaMemcpyAsync stages it before returning; the synchronise covers the copy.
     cudaError_t e = side_copy(ctx, ctx->self->push, state.data(), sizeof(ar4j::PushState) * kMaxBlocks);
+    if (e != cudaSuccess) return cuda_failed(ctx, e);
+    return AR4J_SUCCESS;
+}
+
+namespace {
+
+template <typename T>
+cudaError_t launch_fused(int ws, const ar4j::FusedParams &f, cudaStream_t stream, bool pdl) {
+    constexpr int blocks = ar4j::kPushBlocks, threads = ar4j::kNormThreads;
+    switch (ws) {
+        case 2: return launch_kernel(ar4j::push_rmsnorm_kernel<T, 2>, blocks, threads, stream, pdl, f);
+        case 4: return launch_kernel(ar4j::push_rmsnorm_kernel<T, 4>, blocks, threads, stream, pdl, f);
+        case 6: return launch_kernel(ar4j::push_rmsnorm_kernel<T, 6>, blocks, threads, stream, pdl, f);
+        case 8: return launch_kernel(ar4j::push_rmsnorm_kernel<T, 8>, blocks, threads, stream, pdl, f);
+        default: return cudaErrorInvalidValue;  // unreachable: validated at create
+    }
+}
+
+// True if [a, a + n) and [b, b + n) overlap.
+bool overlaps(const void *a, const void *b, size_t n) {
+    const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+    return x < y + n && y < x + n;
+}
+
+}  // namespace
+
+AR4J_API int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const void *in,
+                                              const void *residual, const void *weight, void *out,
+                                              void *residual_out, size_t rows, size_t hidden, float eps,
+                                              void *stream) {
+    if (ctx == nullptr || in == nullptr || residual == nullptr || weight == nullptr || out == nullptr ||
+        residual_out == nullptr) {
+        return AR4J_ERROR_NULL_POINTER;
+    }
+    if (algorithm != AR4J_ALGO_ONE_STAGE && algorithm != AR4J_ALGO_TWO_STAGE &&
+        algorithm != AR4J_ALGO_ONE_SHOT_PUSH) {
+        return AR4J_ERROR_ALGORITHM;
+    }
+    if (algorithm != AR4J_ALGO_ONE_SHOT_PUSH) return AR4J_ERROR_NOT_FUSED;
+    const size_t esize = dtype_size(dtype);
+    if (esize == 0) return AR4J_ERROR_DTYPE;
+    if (rows == 0 || hidden == 0) return AR4J_ERROR_EMPTY;
+    if (hidden > AR4J_FUSED_MAX_HIDDEN) return AR4J_ERROR_HIDDEN_TOO_LARGE;
+    const size_t row_bytes = hidden * esize;
+    if ((row_bytes & 15u) != 0) return AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16;
+    if (rows > ar4j::kPushMaxBytes / row_bytes) return AR4J_ERROR_TOO_LARGE;
+    const size_t bytes = rows * row_bytes;
+    if (!(eps > 0.f) || !std::isfinite(eps)) return AR4J_ERROR_INVALID_ARGUMENT;
+    if (!aligned16(in) || !aligned16(residual) || !aligned16(weight) || !aligned16(out) || !aligned16(residual_out)) {
+        return AR4J_ERROR_MISALIGNED;
+    }
+    // Aliasing: out may be in, residual_out may be residual or in (each pack is read before it is
+    // written, by the one thread that writes it); any other overlap of an output with an input or
+    // with the other output is refused. weight is read by every row: no output may overlap it.
+    if (overlaps(out, residual_out, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
+    if (out != in && overlaps(out, in, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
+    if (overlaps(out, residual, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
+    if (residual_out != residual && overlaps(residual_out, residual, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
+    if (residual_out != in && overlaps(residual_out, in, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
+    {
+        const uintptr_t w = reinterpret_cast<uintptr_t>(weight);
+        const uintptr_t o = reinterpret_cast<uintptr_t>(out), ro = reinterpret_cast<uintptr_t>(residual_out);
+        if ((w < o + bytes && o < w + row_bytes) || (w < ro + bytes && ro < w + row_bytes)) {
+            return AR4J_ERROR_INVALID_ARGUMENT;
+        }
+    }
+    CallGuard guard(ctx);
+    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    if (ctx->geometry_state.load(std::memory_order_relaxed) == 2) return AR4J_ERROR_GEOMETRY_MISMATCH;
+    int failure = known_failure(ctx);
+    if (failure != AR4J_SUCCESS) return failure;
+    if (ctx->geometry_state.load(std::memory_order_relaxed) != 1) {
+        failure = check_geometry(ctx);
+        if (failure != AR4J_SUCCESS) return failure;
+    }
+    int device = -1;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e != cudaSuccess) return cuda_failed(ctx, e);
+    if (device != ctx->device) return AR4J_ERROR_WRONG_DEVICE;
+
+    ar4j::FusedParams f;
+    Params &p = f.p;
+    p.self = ctx->self;
+    for (int r = 0; r < kMaxRanks; ++r) p.peers[r] = ctx->peers[r];
+    p.inputs = nullptr;
+    p.in_offset = 0;
+    p.out = static_cast<uint4 *>(out);
+    p.npacks = static_cast<int64_t>(bytes / 16);
+    p.rank = ctx->rank;
+    p.deadline_ns = ctx->deadline_ns;
+    p.error_word = ctx->error_device;
+    p.local_in = static_cast<const uint4 *>(in);
+    p.push_offset = ar4j::push_area_offset(ctx->max_bytes);
+    f.residual = static_cast<const uint4 *>(residual);
+    f.weight = static_cast<const uint4 *>(weight);
+    f.residual_out = static_cast<uint4 *>(residual_out);
+    f.rows = static_cast<int64_t>(rows);
+    f.row_packs = static_cast<int64_t>(row_bytes / 16);
+    f.hidden = static_cast<int64_t>(hidden);
+    f.eps = eps;
+
+    const bool pdl = ctx->pdl && ctx->pdl_capable;
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    ctx->launched = true;
+    switch (dtype) {
+        case AR4J_DTYPE_FLOAT32: e = launch_fused<float>(ctx->world_size, f, s, pdl); break;
+        case AR4J_DTYPE_FLOAT16: e = launch_fused<__half>(ctx->world_size, f, s, pdl); break;
+        default: e = launch_fused<__nv_bfloat16>(ctx->world_size, f, s, pdl); break;
+    }
     if (e != cudaSuccess) return cuda_failed(ctx, e);
     return AR4J_SUCCESS;
 }

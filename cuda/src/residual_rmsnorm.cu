@@ -1,5 +1,6 @@
 // The residual add + RMSNorm kernel of include/ar4j/residual_rmsnorm.h: one block per row,
-// fp32 arithmetic, a fixed-order block reduction of the row's sum of squares.
+// fp32 arithmetic, a fixed-order block reduction of the row's sum of squares (the order and the
+// arithmetic are shared with the fused kernel: rmsnorm_math.cuh).
 
 #include <cmath>
 #include <cstdint>
@@ -9,73 +10,42 @@
 #include <cuda_runtime.h>
 
 #include "ar4j/residual_rmsnorm.h"
+#include "rmsnorm_math.cuh"
 
 #define AR4J_API extern "C" __attribute__((visibility("default")))
 
 namespace {
 
-constexpr int kNormThreads = 512;
-constexpr int kWarps = kNormThreads / 32;
+using ar4j::kNormThreads;
 
-template <typename T>
-struct Scalar;
-
-template <>
-struct Scalar<float> {
-    __device__ __forceinline__ static float load(const float *p, size_t i) { return p[i]; }
-    __device__ __forceinline__ static float round(float v) { return v; }
-    __device__ __forceinline__ static void store(float *p, size_t i, float v) { p[i] = v; }
-};
-
-template <>
-struct Scalar<__half> {
-    __device__ __forceinline__ static float load(const __half *p, size_t i) { return __half2float(p[i]); }
-    __device__ __forceinline__ static float round(float v) { return __half2float(__float2half_rn(v)); }
-    __device__ __forceinline__ static void store(__half *p, size_t i, float v) { p[i] = __float2half_rn(v); }
-};
-
-template <>
-struct Scalar<__nv_bfloat16> {
-    __device__ __forceinline__ static float load(const __nv_bfloat16 *p, size_t i) {
-        return __bfloat162float(p[i]);
-    }
-    __device__ __forceinline__ static float round(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
-    __device__ __forceinline__ static void store(__nv_bfloat16 *p, size_t i, float v) {
-        p[i] = __float2bfloat16_rn(v);
-    }
-};
-
-// Sum over the block in a fixed order: lanes by xor-butterfly, then warps 0..kWarps-1.
-__device__ __forceinline__ float block_sum(float v, float *shared) {
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    float total = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) total += shared[w];
-    return total;
-}
-
+// One block per row. Elements are visited pack by pack (see rmsnorm_math.cuh): thread t takes the
+// 16-byte packs t, t + kNormThreads, ... of the row (the last one possibly partial), so that the
+// row's sum of squares has exactly the order of the fused kernel's.
 template <typename T>
 __global__ void __launch_bounds__(kNormThreads)
 residual_rmsnorm_kernel(const T *in, const T *residual, const T *weight, T *out, T *residual_out,
                         size_t hidden, float eps) {
-    __shared__ float warp_sums[kWarps];
-    using S = Scalar<T>;
+    __shared__ float warp_sums[ar4j::kNormWarps];
+    using S = ar4j::NormScalar<T>;
+    constexpr size_t kPack = 16 / sizeof(T);
     const size_t row = static_cast<size_t>(blockIdx.x) * hidden;
     float squares = 0.f;
-    for (size_t i = threadIdx.x; i < hidden; i += kNormThreads) {
-        const float r = S::round(S::load(in, row + i) + S::load(residual, row + i));
-        S::store(residual_out, row + i, r);
-        squares += r * r;
+    for (size_t p = threadIdx.x; p * kPack < hidden; p += kNormThreads) {
+        for (size_t e = 0; e < kPack && p * kPack + e < hidden; ++e) {
+            const size_t i = p * kPack + e;
+            const float r = S::round(S::load(in, row + i) + S::load(residual, row + i));
+            S::store(residual_out, row + i, r);
+            squares = __fmaf_rn(r, r, squares);
+        }
     }
-    const float inv = rsqrtf(block_sum(squares, warp_sums) / static_cast<float>(hidden) + eps);
+    const float inv = ar4j::norm_inverse(ar4j::norm_block_sum(squares, warp_sums), static_cast<int64_t>(hidden), eps);
     // Each thread reads back only the elements it wrote itself: no cross-thread ordering.
-    for (size_t i = threadIdx.x; i < hidden; i += kNormThreads) {
-        const float r = S::load(residual_out, row + i);
-        S::store(out, row + i, r * inv * S::load(weight, i));
+    for (size_t p = threadIdx.x; p * kPack < hidden; p += kNormThreads) {
+        for (size_t e = 0; e < kPack && p * kPack + e < hidden; ++e) {
+            const size_t i = p * kPack + e;
+            const float r = S::load(residual_out, row + i);
+            S::store(out, row + i, r * inv * S::load(weight, i));
+        }
     }
 }
 

@@ -521,6 +521,91 @@ public final class Communicator implements AutoCloseable {
     }
 
     /**
+     * All-reduce followed by the residual add and RMSNorm of a tensor-parallel layer, in one call:
+     * {@code residualOut = allreduce(in) + residual} and
+     * {@code out = residualOut * rsqrt(mean(residualOut^2) + eps) * weight}, row by row over
+     * {@code in.byteSize() / (hidden * dtype size)} rows, with fp32 arithmetic; the same bits on
+     * every rank. When the configured policy picks the push kernel for this size (and the row is
+     * a multiple of 16 bytes, at most {@code CustomAllReduceKernels.FUSED_MAX_HIDDEN} elements),
+     * one fused kernel does it all; otherwise the all-reduce runs as {@link #allReduce} decides
+     * (a custom kernel or NCCL) and then the residual add + RMSNorm kernel
+     * ({@link dev.ar4j.kernels.ResidualRmsNorm}); both give bitwise the same result.
+     * {@link #explainResidualRmsNorm} says which runs.
+     *
+     * @param in          {@code rows * hidden} elements of this rank's partial sums; may be {@code out}
+     * @param residual    {@code rows * hidden} elements; may be {@code residualOut}
+     * @param weight      {@code hidden} elements
+     * @param out         receives the normalised rows; not {@code residual} nor {@code residualOut}
+     * @param residualOut receives {@code allreduce(in) + residual}
+     * @param hidden      elements per row, 1 to {@link dev.ar4j.kernels.ResidualRmsNorm#MAX_HIDDEN}
+     * @param eps         added to the mean square, finite and greater than 0
+     * @param dtype       element type of every buffer
+     * @param stream      the stream to enqueue on
+     * @return {@code true} when the fused kernel ran, {@code false} for all-reduce then the separate kernel
+     * @throws IllegalArgumentException if a size, the row shape, the device or an overlap is wrong (the message
+     *     says what is accepted)
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     *     another thread at the same time
+     * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
+     */
+    public boolean allReduceResidualRmsNorm(DeviceBuffer in, DeviceBuffer residual, DeviceBuffer weight,
+                                            DeviceBuffer out, DeviceBuffer residualOut, int hidden, float eps,
+                                            DType dtype, CudaStream stream) {
+        NormShape shape = NormShape.check(group.device, in, residual, weight, out, residualOut, hidden, eps, dtype,
+                stream);
+        if (fusedNorm(shape, dtype)) {
+            guard.enter("allReduceResidualRmsNorm");
+            try {
+                if (capture.isOpen()) {
+                    capture.call(Algorithm.PUSH, dtype, shape.count(), false);
+                }
+                kernels.launchResidualRmsNorm(dtype, in.address(), residual.address(), weight.address(), out.address(),
+                        residualOut.address(), shape.rows(), hidden, eps, stream.handle());
+            } finally {
+                guard.exit();
+            }
+            return true;
+        }
+        allReduce(in, out, dtype, stream);
+        dev.ar4j.kernels.ResidualRmsNorm.launch(dtype, out, residual, weight, out, residualOut, hidden, eps, stream);
+        return false;
+    }
+
+    /**
+     * What {@link #allReduceResidualRmsNorm} runs for {@code bytes} bytes of {@code dtype} in rows of
+     * {@code hidden} elements (16-byte aligned buffers), and why.
+     *
+     * @param bytes  the size of the input in bytes, a positive multiple of {@code hidden * dtype size}
+     * @param hidden elements per row, positive
+     * @param dtype  the element type
+     * @return one line: the fused kernel, or the all-reduce's decision followed by the separate kernel
+     */
+    public String explainResidualRmsNorm(long bytes, int hidden, DType dtype) {
+        Objects.requireNonNull(dtype, "dtype");
+        if (hidden < 1 || bytes <= 0 || bytes % ((long) hidden * dtype.byteSize()) != 0) {
+            throw new IllegalArgumentException(bytes + " bytes is not a whole, positive number of rows of " + hidden
+                    + " " + dtype + " elements");
+        }
+        Decision d = dispatchers.configured.decide(bytes, dtype, true, false);
+        if (fusedNorm(new NormShape(bytes / dtype.byteSize(), bytes / ((long) hidden * dtype.byteSize()), hidden), dtype)) {
+            return "fused: one push kernel all-reduces, adds the residual and normalises (" + d.reason() + ")";
+        }
+        return "all-reduce by " + d.algorithm() + " (" + d.reason() + "), then the residual add + RMSNorm kernel"
+                + (d.algorithm() == Algorithm.PUSH ? " (the fused kernel takes rows of a multiple of 16 bytes, at most "
+                + dev.ar4j.kernels.CustomAllReduceKernels.FUSED_MAX_HIDDEN + " elements)" : "");
+    }
+
+    private boolean fusedNorm(NormShape shape, DType dtype) {
+        if (kernels == null || (long) shape.hidden() * dtype.byteSize() % 16 != 0
+                || shape.hidden() > dev.ar4j.kernels.CustomAllReduceKernels.FUSED_MAX_HIDDEN) {
+            return false;
+        }
+        return dispatchers.configured.decide(shape.count() * dtype.byteSize(), dtype, true, false).algorithm()
+                == Algorithm.PUSH;
+    }
+
+    /**
      * The decision for one call's shape.
      *
      * @param bytes the size of the call in bytes

@@ -166,6 +166,25 @@ final class CustomKernelPath implements AutoCloseable {
         }
     }
 
+    /**
+     * The fused push all-reduce + residual add + RMSNorm ({@code ar4j_all_reduce_residual_rmsnorm}):
+     * one kernel; any local input, no registration.
+     */
+    void launchResidualRmsNorm(DType dtype, long in, long residual, long weight, long out, long residualOut,
+                               long rows, int hidden, float eps, long stream) {
+        try {
+            kernels.allReduceResidualRmsNorm(CustomAllReduceKernels.ALGO_ONE_SHOT_PUSH, dtype, in, residual, weight,
+                    out, residualOut, rows, hidden, eps, stream);
+        } catch (CustomArException e) {
+            FailureState.Failure f = e.status() == CustomAllReduceKernels.STATUS_PEER_TIMEOUT
+                    || e.status() == CustomAllReduceKernels.STATUS_POISONED ? readFailure() : null;
+            if (f != null) {
+                throw f.withCause(e).toException();
+            }
+            throw e;
+        }
+    }
+
     /** Copies the input into the staging buffer and launches on it. */
     void launchStaged(Algorithm algorithm, DType dtype, long in, long out, long count, long stream) {
         Cuda.memcpyDeviceToDeviceAsync(stagingAddress, in, count * dtype.byteSize(), stream);

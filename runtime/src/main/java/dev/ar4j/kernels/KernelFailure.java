@@ -45,12 +45,22 @@ public record KernelFailure(boolean poisoned, int originRank, int reason, int pe
                 ar4j_failure_info.geometry_peer(info), local, peer, timeout, ar4j_failure_info.poison_word(info));
     }
 
-    /** Whether anything failed: poisoned, a geometry mismatch, or this rank's own timeout. */
+    /**
+     * Whether anything failed.
+     *
+     * @return {@code true} if the group is poisoned, this context found a geometry mismatch, or this
+     *         rank's own kernels timed out
+     */
     public boolean failed() {
         return poisoned || geometryMismatch || timeout.timedOut();
     }
 
-    /** One sentence, e.g. "poisoned by rank 0 (TIMEOUT: its block 3 gave up waiting for rank 1)". */
+    /**
+     * The record as one sentence, for logs and exception messages.
+     *
+     * @return e.g. {@code "poisoned by rank 0 (TIMEOUT: its block 3 gave up waiting for rank 1)"};
+     *         {@code "healthy"} when nothing {@link #failed() failed}
+     */
     public String describe() {
         StringBuilder b = new StringBuilder();
         if (poisoned) {

@@ -39,7 +39,14 @@ public final class ResidualRmsNorm {
      * @param hidden      elements per row, 1 to {@link #MAX_HIDDEN}; {@code rows} is {@code in}'s
      *                    element count divided by it, which must be exact
      * @param eps         added to the mean square; finite and greater than 0
-     * @param stream      the stream to enqueue on
+     * @param stream      the stream to enqueue on, of the buffers' device
+     * @throws NullPointerException     if any argument is null
+     * @throws IllegalArgumentException if {@code hidden} is out of range, {@code in} is not a whole,
+     *                                  non-zero number of rows, another buffer is too small, the buffers
+     *                                  are on different devices, or an address rule of the raw overload fails
+     * @throws CustomArException        for a status the native side returns ({@code AR4J_ERROR_CUDA}
+     *                                  with the CUDA error in the message when the launch failed)
+     * @throws dev.ar4j.NativeLibraryException if libcudart or the kernels library cannot be loaded
      */
     public static void launch(DType dtype, DeviceBuffer in, DeviceBuffer residual, DeviceBuffer weight,
                               DeviceBuffer out, DeviceBuffer residualOut, int hidden, float eps, CudaStream stream) {
@@ -77,10 +84,27 @@ public final class ResidualRmsNorm {
 
     /**
      * Enqueues the kernel on a raw stream over raw device addresses of the calling thread's
-     * current device (see the {@link DeviceBuffer} overload for the rules).
+     * current device (see the {@link DeviceBuffer} overload for the rules). Sizes cannot be checked
+     * here: each address must point to enough memory for {@code rows} rows.
      *
-     * @param rows   number of rows, at least 1
-     * @param stream a {@code cudaStream_t} handle; 0 is the legacy default stream
+     * @param dtype       element type of every buffer
+     * @param in          device address of {@code rows * hidden} elements; may equal {@code out}
+     * @param residual    device address of {@code rows * hidden} elements; may equal {@code residualOut}
+     * @param weight      device address of {@code hidden} elements
+     * @param out         device address receiving {@code rows * hidden} normalised elements; must not
+     *                    equal {@code residual} nor {@code residualOut}
+     * @param residualOut device address receiving {@code rows * hidden} elements of {@code in + residual};
+     *                    may equal {@code in} or {@code residual}
+     * @param rows        number of rows, 1 to {@link Integer#MAX_VALUE} (one CUDA block a row)
+     * @param hidden      elements per row, 1 to {@link #MAX_HIDDEN}
+     * @param eps         added to the mean square; finite and greater than 0
+     * @param stream      a {@code cudaStream_t} handle; 0 is the legacy default stream
+     * @throws NullPointerException     if {@code dtype} is null
+     * @throws IllegalArgumentException if {@code hidden}, {@code rows} or {@code eps} is out of range, an
+     *                                  address is 0, or {@code out} equals {@code residual} or {@code residualOut}
+     * @throws CustomArException        for a status the native side returns ({@code AR4J_ERROR_CUDA}
+     *                                  with the CUDA error in the message when the launch failed)
+     * @throws dev.ar4j.NativeLibraryException if libcudart or the kernels library cannot be loaded
      */
     public static void launch(DType dtype, long in, long residual, long weight, long out, long residualOut, long rows,
                               int hidden, float eps, long stream) {

@@ -1,14 +1,21 @@
 /**
- * ar4j's custom all-reduce kernels (one-shot push, one-stage, two-stage) through their flat C
- * ABI ({@code cuda/include/ar4j/custom_all_reduce.h}).
+ * ar4j's own CUDA kernels through their flat C ABI ({@code cuda/include/ar4j/custom_all_reduce.h}
+ * and {@code residual_rmsnorm.h}): the custom all-reduce (one-shot push, one-stage, two-stage), the
+ * fused all-reduce + residual add + RMSNorm, and the unfused residual add + RMSNorm.
  *
  * <ul>
  *   <li>{@link dev.ar4j.kernels.CustomAllReduceKernels}: the ABI's constants and calls; the
  *       library is loaded from the {@code ar4j-cuda} jar on first use.</li>
  *   <li>{@link dev.ar4j.kernels.CustomArContext}: one rank's native context (owned, closed
- *       once, used by one thread at a time).</li>
- *   <li>{@link dev.ar4j.kernels.KernelTimeout}: how long a kernel waits for its peers before it
- *       gives up; {@link dev.ar4j.kernels.CustomArException}: a status the C ABI returned.</li>
+ *       once, used by one thread at a time, except for the watchdog's
+ *       {@link dev.ar4j.kernels.CustomArContext#poison(int) poison} and
+ *       {@link dev.ar4j.kernels.CustomArContext#readFailure() readFailure}).</li>
+ *   <li>{@link dev.ar4j.kernels.ResidualRmsNorm}: the residual add + RMSNorm kernel, the epilogue
+ *       of an all-reduce made by NCCL or a custom algorithm.</li>
+ *   <li>{@link dev.ar4j.kernels.KernelFailure}, {@link dev.ar4j.kernels.KernelTimeout} and
+ *       {@link dev.ar4j.kernels.LaunchGeometry}: what a rank knows of its group's failure (poison,
+ *       its kernels' timeout record, a launch-geometry mismatch);
+ *       {@link dev.ar4j.kernels.CustomArException}: a non-zero status the C ABI returned.</li>
  * </ul>
  * The C ABI takes an explicit algorithm and never decides: {@link dev.ar4j.dispatch} does.
  */

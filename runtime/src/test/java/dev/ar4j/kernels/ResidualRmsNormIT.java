@@ -24,7 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * relative to max(1, |reference|); in place and out of place; a second run bitwise identical.
  */
 @Tag("gpu")
-class ResidualRmsNormIT {
+public class ResidualRmsNormIT {
     private static final int[] HIDDEN = {7, 4096, 7168, 16384};
     private static final int[] ROWS = {1, 3};
     private static final float EPS = 1e-6f;
@@ -116,11 +116,11 @@ class ResidualRmsNormIT {
         }
     }
 
-    static float representable(DType dtype, float v) {
+    public static float representable(DType dtype, float v) {
         return fromBits(dtype, toBits(dtype, v));
     }
 
-    static int toBits(DType dtype, float v) {
+    public static int toBits(DType dtype, float v) {
         return switch (dtype) {
             case FLOAT32 -> Float.floatToRawIntBits(v);
             case FLOAT16 -> Float.floatToFloat16(v) & 0xffff;
@@ -132,7 +132,7 @@ class ResidualRmsNormIT {
         };
     }
 
-    static float fromBits(DType dtype, int bits) {
+    public static float fromBits(DType dtype, int bits) {
         return switch (dtype) {
             case FLOAT32 -> Float.intBitsToFloat(bits);
             case FLOAT16 -> Float.float16ToFloat((short) bits);
@@ -140,7 +140,7 @@ class ResidualRmsNormIT {
         };
     }
 
-    private static MemorySegment toHost(Arena arena, DType dtype, float[] values) {
+    public static MemorySegment toHost(Arena arena, DType dtype, float[] values) {
         MemorySegment s = arena.allocate((long) values.length * dtype.byteSize());
         for (int i = 0; i < values.length; i++) {
             if (dtype == DType.FLOAT32) s.setAtIndex(ValueLayout.JAVA_FLOAT, i, values[i]);
@@ -149,7 +149,7 @@ class ResidualRmsNormIT {
         return s;
     }
 
-    private static int[] bits(DType dtype, MemorySegment s, int n) {
+    public static int[] bits(DType dtype, MemorySegment s, int n) {
         int[] out = new int[n];
         for (int i = 0; i < n; i++) {
             out[i] = dtype == DType.FLOAT32 ? s.getAtIndex(ValueLayout.JAVA_INT, i)

@@ -33,6 +33,10 @@ import java.util.concurrent.TimeUnit;
 @Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
 public class DispatchBenchmark {
 
+    /** Made by JMH, once per {@code @State} scope (JMH needs a public no-argument constructor). */
+    public DispatchBenchmark() {
+    }
+
     /** Bytes per all-reduce: 1 KiB and 43008 B (push), 1 MiB (one-stage), 64 MiB (over the staging buffer). */
     @Param({"1024", "43008", "1048576", "67108864"})
     public long bytes;
@@ -46,7 +50,12 @@ public class DispatchBenchmark {
                 Communicator.DEFAULT_STAGING_BYTES);
     }
 
-    /** One decision, as {@code Communicator.allReduce} makes it per call. */
+    /**
+     * One decision, as {@code Communicator.allReduce} makes it per call, for {@link #bytes} of bf16
+     * in a registered buffer.
+     *
+     * @return the decision; returned so that JMH consumes it
+     */
     @Benchmark
     public Decision decide() {
         return dispatcher.decide(bytes, DType.BFLOAT16, true, false);

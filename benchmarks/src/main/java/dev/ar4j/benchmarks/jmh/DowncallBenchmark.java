@@ -34,6 +34,10 @@ import java.util.concurrent.TimeUnit;
 @Measurement(iterations = 5, time = 1)
 @Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
 public class DowncallBenchmark {
+
+    /** Made by JMH, once per {@code @State} scope (JMH needs a public no-argument constructor). */
+    public DowncallBenchmark() {
+    }
     private static final int ALGORITHM = 1;
     private static final int DTYPE = 2;
     private static final long COUNT = 21504;
@@ -48,7 +52,13 @@ public class DowncallBenchmark {
                 Linker.Option.critical(false));
     }
 
-    /** Loads the kernels library, links the critical handle and checks that every way in returns the expected status. */
+    /**
+     * Loads the kernels library, links the critical handle and checks that every way in returns the expected status.
+     *
+     * @throws Throwable if the library cannot be loaded ({@code NativeLibraryException}), a handle's
+     *                   invocation fails, or ({@link IllegalStateException}) a way in returns another
+     *                   status than {@code AR4J_ERROR_NULL_POINTER} or the status name is NULL
+     */
     @Setup
     public void setUp() throws Throwable {
         CustomAllReduceKernels.abiVersion(); // loads libcudart and the kernels library on first use
@@ -66,28 +76,46 @@ public class DowncallBenchmark {
         }
     }
 
-    /** {@code custom_all_reduce_h.ar4j_all_reduce(...)}: the generated wrapper. */
+    /**
+     * {@code custom_all_reduce_h.ar4j_all_reduce(...)}: the generated wrapper, with a NULL context.
+     *
+     * @return the status, {@code AR4J_ERROR_NULL_POINTER}; returned so that JMH consumes it
+     */
     @Benchmark
     public int generatedBinding() {
         return custom_all_reduce_h.ar4j_all_reduce(MemorySegment.NULL, ALGORITHM, DTYPE, MemorySegment.NULL,
                 MemorySegment.NULL, COUNT, MemorySegment.NULL);
     }
 
-    /** The binding's downcall handle, invoked exactly. */
+    /**
+     * The binding's downcall handle, invoked exactly, with a NULL context.
+     *
+     * @return the status, {@code AR4J_ERROR_NULL_POINTER}; returned so that JMH consumes it
+     * @throws Throwable whatever {@code invokeExact} throws (nothing, with the signature it is linked with)
+     */
     @Benchmark
     public int plainHandle() throws Throwable {
         return (int) Handles.PLAIN.invokeExact(MemorySegment.NULL, ALGORITHM, DTYPE, MemorySegment.NULL, MemorySegment.NULL,
                 COUNT, MemorySegment.NULL);
     }
 
-    /** A handle linked with {@code Linker.Option.critical(false)}. */
+    /**
+     * A handle linked with {@code Linker.Option.critical(false)}, with a NULL context.
+     *
+     * @return the status, {@code AR4J_ERROR_NULL_POINTER}; returned so that JMH consumes it
+     * @throws Throwable whatever {@code invokeExact} throws (nothing, with the signature it is linked with)
+     */
     @Benchmark
     public int criticalHandle() throws Throwable {
         return (int) Handles.CRITICAL.invokeExact(MemorySegment.NULL, ALGORITHM, DTYPE, MemorySegment.NULL, MemorySegment.NULL,
                 COUNT, MemorySegment.NULL);
     }
 
-    /** {@code ar4j_status_name(AR4J_ERROR_NULL_POINTER)} through the binding. */
+    /**
+     * {@code ar4j_status_name(AR4J_ERROR_NULL_POINTER)} through the binding.
+     *
+     * @return the zero-length segment of the static C string naming the status
+     */
     @Benchmark
     public MemorySegment statusName() {
         return custom_all_reduce_h.ar4j_status_name(expected);

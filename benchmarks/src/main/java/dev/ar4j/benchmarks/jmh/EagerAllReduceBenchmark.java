@@ -50,6 +50,10 @@ import java.util.concurrent.locks.LockSupport;
 @Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
 @Threads(1)
 public class EagerAllReduceBenchmark {
+
+    /** Made by JMH, once per {@code @State} scope (JMH needs a public no-argument constructor). */
+    public EagerAllReduceBenchmark() {
+    }
     /** All-reduces per invocation, between two synchronisations. */
     public static final int CALLS_PER_SYNC = 100;
     private static final Duration WAIT_LIMIT = Duration.ofSeconds(30);
@@ -173,7 +177,12 @@ public class EagerAllReduceBenchmark {
         }
     }
 
-    /** {@value #CALLS_PER_SYNC} eager all-reduces on each rank, then both streams synchronised. */
+    /**
+     * {@value #CALLS_PER_SYNC} eager all-reduces on each rank, then both streams synchronised.
+     *
+     * @return the dispatcher's decision for rank 0's last call; returned so that JMH consumes it
+     * @throws IllegalStateException if rank 1's thread failed or did not finish within the wait limit
+     */
     @Benchmark
     @OperationsPerInvocation(CALLS_PER_SYNC)
     public Decision allReduce() {
@@ -198,7 +207,12 @@ public class EagerAllReduceBenchmark {
         return d;
     }
 
-    /** Stops rank 1's thread and frees everything. */
+    /**
+     * Stops rank 1's thread and frees everything.
+     *
+     * @throws InterruptedException  if interrupted while waiting for rank 1's thread
+     * @throws IllegalStateException if rank 1's thread does not stop within the wait limit
+     */
     @TearDown(Level.Trial)
     public void tearDown() throws InterruptedException {
         stopping = true;

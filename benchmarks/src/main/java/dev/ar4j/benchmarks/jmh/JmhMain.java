@@ -26,12 +26,24 @@ public final class JmhMain {
     private JmhMain() {
     }
 
-    /** Runs JMH and exits with its code. */
+    /**
+     * Runs JMH and exits the JVM with the code of {@link #run}.
+     *
+     * @param args JMH's command line (as {@code java -jar benchmarks.jar -h} lists it)
+     */
     public static void main(String[] args) {
         System.exit(run(args));
     }
 
-    /** Runs JMH; returns the exit code (for tests: nothing is exited). */
+    /**
+     * Runs JMH without exiting the JVM (for tests), with {@code -foe true} added unless {@code -foe}
+     * is given; errors are reported on stderr, not thrown.
+     *
+     * @param args JMH's command line
+     * @return {@link ExitCodes#OK} on success (help and lists included), {@link ExitCodes#USAGE} for a
+     *         bad command line or a pattern that matches no benchmark, {@link ExitCodes#FAILED} when a
+     *         benchmark fails, produces no result or a file cannot be written
+     */
     public static int run(String... args) {
         List<String> argv = new ArrayList<>(List.of(args));
         if (!argv.contains("-foe")) {

@@ -203,7 +203,11 @@ public final class Ar4jPerf implements Callable<Integer> {
         this.rawArgs = List.copyOf(rawArgs);
     }
 
-    /** Runs ar4j-perf and exits with its code. */
+    /**
+     * Runs ar4j-perf and exits the JVM with its code ({@link ExitCodes}).
+     *
+     * @param args the command line, as {@code ar4j-perf --help} lists it
+     */
     public static void main(String[] args) {
         System.setProperty("java.awt.headless", "true");
         PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);

@@ -24,7 +24,7 @@ public record Ar4jVersion(String version, String commit, String source) {
     /** The start of every value that could not be read. */
     public static final String UNKNOWN = "unknown";
 
-    /** The version of the jar holding this class (the shaded benchmarks.jar on a GPU host). */
+    /** {@return the version of the jar holding this class (the shaded benchmarks.jar on a GPU host)} */
     public static Ar4jVersion current() {
         return of(Ar4jVersion.class);
     }
@@ -75,7 +75,7 @@ public record Ar4jVersion(String version, String commit, String source) {
                 source);
     }
 
-    /** "0.1.0 (commit 1a2b3c4)". */
+    /** {@return the version and commit in one line, e.g. "0.1.0 (commit 1a2b3c4)"} */
     public String describe() {
         return version + " (commit " + commit + ")";
     }

@@ -11,8 +11,12 @@ public final class ByteSizes {
     }
 
     /**
-     * Parses a byte count.
+     * Parses a byte count: digits with an optional K, M or G suffix (powers of 1024), optionally
+     * followed by B or iB, case-insensitive and ignoring surrounding blanks ({@code 43008},
+     * {@code 64M}, {@code 1GiB}).
      *
+     * @param text the byte count as typed
+     * @return the count in bytes, positive
      * @throws IllegalArgumentException if the text is not a positive whole number with an optional
      *                                  K, M or G suffix, or overflows a long
      */
@@ -53,7 +57,13 @@ public final class ByteSizes {
         return value << shift;
     }
 
-    /** "1K", "64M", "43008": the shortest exact spelling, for tables and series names. */
+    /**
+     * The shortest exact spelling of a byte count, for tables and series names: the largest of G, M
+     * and K (powers of 1024) that divides it, else the plain number; the inverse of {@link #parse}.
+     *
+     * @param bytes the byte count
+     * @return e.g. "1K", "64M", "43008"
+     */
     public static String format(long bytes) {
         if (bytes >= 1L << 30 && bytes % (1L << 30) == 0) {
             return (bytes >> 30) + "G";

@@ -21,6 +21,12 @@ public final class CollectiveCheck {
     /**
      * The expected element {@code index} of rank {@code layout.rank()}'s receive data.
      *
+     * @param layout the collective, rank, world size and sizes of the run
+     * @param dtype  the element type
+     * @param index  the element index in the receive data, in [0, {@code layout.receiveBytes() / dtype.byteSize()})
+     * @param seed   the seed of the run
+     * @return the exact value: a sum over ranks for all-reduce and reduce-scatter, one rank's input
+     *         for all-gather and broadcast
      * @throws IllegalArgumentException if {@code index} lies outside the receive data
      */
     public static int expected(CollectiveLayout layout, DType dtype, long index, long seed) {
@@ -51,7 +57,11 @@ public final class CollectiveCheck {
      * region, poisoned where only output lies (all-gather: the other ranks' chunks; broadcast: the
      * whole buffer off the root) and holding this rank's send data elsewhere.
      *
-     * @param host {@code layout.sendBytes()} bytes out of place, {@code layout.regionBytes()} in place
+     * @param host   {@code layout.sendBytes()} bytes out of place, {@code layout.regionBytes()} in place
+     * @param layout the collective, rank, placement and sizes of the run
+     * @param dtype  the element type written
+     * @param seed   the seed of the run
+     * @throws IllegalArgumentException if {@code host} is not of the size above
      */
     public static void fillInput(MemorySegment host, CollectiveLayout layout, DType dtype, long seed) {
         long expectedBytes = layout.inPlace() ? layout.regionBytes() : layout.sendBytes();
@@ -80,6 +90,11 @@ public final class CollectiveCheck {
      * infinities count as wrong).
      *
      * @param received the receive data as copied back, {@code layout.receiveBytes()} bytes
+     * @param layout   the collective, rank, world size and sizes of the run
+     * @param dtype    the element type of {@code received}
+     * @param seed     the seed of the run
+     * @return the number of wrong elements, 0 to the element count
+     * @throws IllegalArgumentException if {@code received} is not {@code layout.receiveBytes()} bytes
      */
     public static long countWrong(MemorySegment received, CollectiveLayout layout, DType dtype, long seed) {
         if (received.byteSize() != layout.receiveBytes()) {

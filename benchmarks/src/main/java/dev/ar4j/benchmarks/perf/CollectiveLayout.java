@@ -22,7 +22,20 @@ import dev.ar4j.DType;
 public record CollectiveLayout(Operation operation, int rank, int worldSize, long count, long sendBytes,
                                long receiveBytes, boolean inPlace, long sendOffset, long receiveOffset) {
 
-    /** The layout of one call of {@code effectiveBytes} ({@link Operation#effectiveBytes}). */
+    /**
+     * The layout of one call of {@code effectiveBytes} ({@link Operation#effectiveBytes}).
+     *
+     * @param op             the collective
+     * @param effectiveBytes the whole buffer of the call, positive and already a whole number of
+     *                       elements per rank
+     * @param worldSize      the number of ranks, at least 1
+     * @param rank           this rank, in [0, {@code worldSize})
+     * @param dtype          the element type
+     * @param inPlace        whether send and receive data share one region
+     * @return the counts, sizes and offsets of this rank's call
+     * @throws IllegalArgumentException if {@code effectiveBytes} is not positive or not a whole number
+     *                                  of elements per rank, or {@code rank} is out of range
+     */
     public static CollectiveLayout of(Operation op, long effectiveBytes, int worldSize, int rank, DType dtype,
                                       boolean inPlace) {
         if (effectiveBytes <= 0 || effectiveBytes != op.effectiveBytes(effectiveBytes, worldSize, dtype)) {
@@ -41,7 +54,7 @@ public record CollectiveLayout(Operation operation, int rank, int worldSize, lon
         return new CollectiveLayout(op, rank, worldSize, count, send, receive, inPlace, sendOffset, receiveOffset);
     }
 
-    /** Bytes of the one buffer in place (the larger of send and receive), or of the larger buffer. */
+    /** {@return bytes of the one buffer in place, or of the larger buffer out of place: the larger of send and receive} */
     public long regionBytes() {
         return Math.max(sendBytes, receiveBytes);
     }

@@ -32,7 +32,11 @@ public final class DispatchPlan {
     /**
      * Parses {@code nvlink:4}, {@code pcie:8}, {@code nop2p:2} or {@code multihost:16}.
      *
-     * @throws IllegalArgumentException naming the accepted forms
+     * @param spec the value of {@code --plan}: a kind and a world size, case-insensitive
+     * @return the topology described: one host with NVLink, PCIe P2P or no P2P, or several hosts
+     * @throws IllegalArgumentException if the kind is unknown or the world size is not an integer of
+     *                                  at least 1, with a message naming the accepted forms
+     * @throws NullPointerException     if {@code spec} is null
      */
     public static Topology parseTopology(String spec) {
         Objects.requireNonNull(spec, "spec");
@@ -60,10 +64,15 @@ public final class DispatchPlan {
     }
 
     /**
-     * Prints the plan.
+     * Prints the plan: a header naming the topology and configuration, then one row per size with
+     * the algorithm the dispatcher would choose for a registered and an unregistered input, and why.
      *
+     * @param out          where the plan is printed
+     * @param topology     the topology the dispatcher plans for ({@link #parseTopology})
      * @param config       the resolved configuration (normally {@link DispatchConfig#fromSystem()})
      * @param stagingBytes the staging buffer size a communicator would have
+     * @param sizes        bytes per all-reduce, one row each, in order
+     * @param dtype        the element type
      */
     public static void print(PrintStream out, Topology topology, DispatchConfig config, long stagingBytes,
                              List<Long> sizes, DType dtype) {

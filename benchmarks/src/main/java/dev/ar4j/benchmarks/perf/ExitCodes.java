@@ -22,7 +22,7 @@ public final class ExitCodes {
     private ExitCodes() {
     }
 
-    /** "code:meaning" lines in the form picocli's {@code exitCodeList} takes. */
+    /** {@return one "code:meaning" line per exit code, in the form picocli's {@code exitCodeList} takes} */
     public static List<String> helpLines() {
         return List.of(
                 OK + ":done",

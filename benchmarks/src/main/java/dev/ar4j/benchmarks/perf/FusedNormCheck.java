@@ -34,6 +34,9 @@ public final class FusedNormCheck {
     /**
      * The relative tolerance of the normalised output: bf16 1.6e-2 (2 x 2^-7 with the fp32 rsqrt),
      * fp16 2e-3, fp32 1e-5.
+     *
+     * @param dtype the element type of the pass
+     * @return the largest allowed {@code |got - reference| / |reference|} of {@code out}
      */
     public static double tolerance(DType dtype) {
         return switch (dtype) {
@@ -43,17 +46,36 @@ public final class FusedNormCheck {
         };
     }
 
-    /** The residual at element {@code index} of the pass (the same on every rank). */
+    /**
+     * The residual at element {@code index} of the pass (the same on every rank).
+     *
+     * @param seed  the seed of the pass's inputs
+     * @param index the element index within the residual, from 0 ({@code row * HIDDEN + column})
+     * @return an integer in [-16, 16]
+     */
     public static int residual(long seed, long index) {
         return InputPattern.value(seed ^ RESIDUAL_SALT, 0, index);
     }
 
-    /** The weight at position {@code column} of a row: a multiple of 1/16 in [-1, 1]. */
+    /**
+     * The weight at position {@code column} of a row (the same for every row and rank).
+     *
+     * @param seed   the seed of the pass's inputs
+     * @param column the position within a row, in [0, {@link #HIDDEN})
+     * @return a multiple of 1/16 in [-1, 1]
+     */
     public static float weight(long seed, int column) {
         return InputPattern.value(seed ^ WEIGHT_SALT, 0, column) / 16f;
     }
 
-    /** Writes the residual of {@code host.byteSize() / dtype.byteSize()} elements. */
+    /**
+     * Writes the residual of {@code host.byteSize() / dtype.byteSize()} elements: element i is
+     * {@link #residual residual(seed, i)}.
+     *
+     * @param host  the host buffer to fill, any whole number of elements
+     * @param dtype the element type written
+     * @param seed  the seed of the pass's inputs
+     */
     public static void fillResidual(MemorySegment host, DType dtype, long seed) {
         long n = host.byteSize() / dtype.byteSize();
         for (long i = 0; i < n; i++) {
@@ -61,7 +83,14 @@ public final class FusedNormCheck {
         }
     }
 
-    /** Writes the {@link #HIDDEN} weights. */
+    /**
+     * Writes the {@link #HIDDEN} weights: element j is {@link #weight weight(seed, j)}.
+     *
+     * @param host  the host buffer to fill, exactly {@code HIDDEN * dtype.byteSize()} bytes
+     * @param dtype the element type written
+     * @param seed  the seed of the pass's inputs
+     * @throws IllegalArgumentException if {@code host} does not hold exactly {@link #HIDDEN} elements
+     */
     public static void fillWeight(MemorySegment host, DType dtype, long seed) {
         if (host.byteSize() != (long) HIDDEN * dtype.byteSize()) {
             throw new IllegalArgumentException("the weight holds " + HIDDEN + " elements, not "
@@ -72,7 +101,14 @@ public final class FusedNormCheck {
         }
     }
 
-    /** The exact {@code residualOut} at element {@code index}: the sum over ranks plus the residual. */
+    /**
+     * The exact {@code residualOut} at element {@code index}: the sum over ranks plus the residual.
+     *
+     * @param worldSize the number of ranks whose inputs are summed, 1 to 8 for exactness
+     * @param seed      the seed of the pass's inputs
+     * @param index     the element index, from 0 ({@code row * HIDDEN + column})
+     * @return the exact sum, an integer in [-144, 144] for up to 8 ranks
+     */
     public static int residualOut(int worldSize, long seed, long index) {
         int s = residual(seed, index);
         for (int r = 0; r < worldSize; r++) {
@@ -81,7 +117,14 @@ public final class FusedNormCheck {
         return s;
     }
 
-    /** The reference of one row of {@code out}, in double, before rounding to the dtype. */
+    /**
+     * The reference of one row of {@code out}, in double, before rounding to the dtype.
+     *
+     * @param worldSize the number of ranks whose inputs are summed
+     * @param seed      the seed of the pass's inputs
+     * @param row       the row index, from 0
+     * @return a new array of {@link #HIDDEN} normalised, weighted values
+     */
     public static double[] referenceRow(int worldSize, long seed, long row) {
         double[] r = new double[HIDDEN];
         double squares = 0;
@@ -96,7 +139,15 @@ public final class FusedNormCheck {
         return r;
     }
 
-    /** Whether {@code got} is within {@code tolerance} of {@code reference}, relatively; NaN never is. */
+    /**
+     * Whether {@code got} is within {@code tolerance} of {@code reference}, relatively.
+     *
+     * @param got       the value the kernel wrote, read back as a double
+     * @param reference the exact reference value
+     * @param tolerance the largest allowed relative error, at least 0
+     * @return true if {@code got} is finite and {@code |got - reference| <= tolerance * |reference|}
+     *         (so a zero reference needs an exact zero); false for NaN and infinities
+     */
     public static boolean within(double got, double reference, double tolerance) {
         return Double.isFinite(got) && Math.abs(got - reference) <= tolerance * Math.abs(reference);
     }
@@ -109,7 +160,11 @@ public final class FusedNormCheck {
      * @param maxRelative   the largest relative error of {@code out} over its non-zero references
      */
     public record Outcome(long residualWrong, long normWrong, double maxRelative) {
-        /** Every wrong element. */
+        /**
+         * Every wrong element.
+         *
+         * @return {@code residualWrong + normWrong}
+         */
         public long wrong() {
             return residualWrong + normWrong;
         }
@@ -118,6 +173,12 @@ public final class FusedNormCheck {
     /**
      * Checks {@code out} and {@code residualOut} of a pass, both {@code rows x HIDDEN} elements.
      *
+     * @param out         the normalised output copied back from the device
+     * @param residualOut the residual output copied back from the device, the same size as {@code out}
+     * @param dtype       the element type of both buffers
+     * @param worldSize   the number of ranks whose inputs were summed
+     * @param seed        the seed of the pass's inputs
+     * @return the counts of wrong elements and the largest relative error of {@code out}
      * @throws IllegalArgumentException if the two differ in size or are not whole rows
      */
     public static Outcome check(MemorySegment out, MemorySegment residualOut, DType dtype, int worldSize, long seed) {

@@ -18,18 +18,28 @@ import dev.ar4j.nccl.Nccl;
  */
 public record GpuCheck(int gpus, String problem, String nccl) {
 
-    /** Whether ar4j-perf can run here. */
+    /** {@return whether ar4j-perf can run here: true when there is no {@link #problem}} */
     public boolean usable() {
         return problem == null;
     }
 
-    /** Probes the machine (loads libcudart, libnccl and the kernels library; creates no CUDA context). */
+    /**
+     * Probes the machine for at least 2 GPUs (loads libcudart, libnccl and the kernels library;
+     * creates no CUDA context).
+     *
+     * @return the GPU count, NCCL's version and the first problem found; never throws for a
+     *         missing library, driver or GPU
+     */
     public static GpuCheck probe() {
         return probe(2);
     }
 
     /**
      * {@link #probe()} needing only {@code minimumGpus} visible GPUs ({@code --share-gpu}: 1).
+     *
+     * @param minimumGpus the fewest visible GPUs that make the machine usable, at least 1
+     * @return the GPU count, NCCL's version and the first problem found (the CUDA runtime, the
+     *         driver, the GPU count, NCCL, then the kernels library, in that order)
      */
     public static GpuCheck probe(int minimumGpus) {
         int count;
@@ -70,7 +80,10 @@ public record GpuCheck(int gpus, String problem, String nccl) {
      * The world size for {@code requested} GPUs (0 = choose): the largest of 8, 6, 4 and 2 that
      * fits, as the custom kernels support those.
      *
-     * @throws IllegalArgumentException if {@code requested} is below 2 or above the GPU count
+     * @param requested the {@code -g} value: 0 to choose, else 2 up to the GPU count
+     * @return the number of ranks to start
+     * @throws IllegalArgumentException if {@code requested} is below 2 or above the GPU count, or
+     *                                  if it is 0 and fewer than 2 GPUs are visible
      */
     public int worldSize(int requested) {
         return worldSize(requested, false);
@@ -78,7 +91,14 @@ public record GpuCheck(int gpus, String problem, String nccl) {
 
     /**
      * The world size; with {@code shareGpu} every rank runs on GPU 0, so it is {@code requested}
-     * (default 2) whatever the GPU count, and must be a size the custom kernels support.
+     * (default 2) whatever the GPU count, and must be a size the custom kernels support; without
+     * it, as {@link #worldSize(int)}.
+     *
+     * @param requested the {@code -g} value: 0 to choose
+     * @param shareGpu  whether every rank runs on GPU 0 ({@code --share-gpu})
+     * @return the number of ranks to start
+     * @throws IllegalArgumentException with {@code shareGpu}, if the size is not 2, 4, 6 or 8;
+     *                                  without it, as {@link #worldSize(int)}
      */
     public int worldSize(int requested, boolean shareGpu) {
         if (shareGpu) {

@@ -21,7 +21,14 @@ public final class InputPattern {
     private InputPattern() {
     }
 
-    /** Rank {@code rank}'s input value at {@code index}. */
+    /**
+     * Rank {@code rank}'s input value at {@code index}.
+     *
+     * @param seed  the seed of the run; any value
+     * @param rank  the rank whose input is asked for, from 0
+     * @param index the element index, from 0
+     * @return an integer in [-{@link #MAX_MAGNITUDE}, {@link #MAX_MAGNITUDE}]
+     */
     public static int value(long seed, int rank, long index) {
         long z = seed + 0x9E3779B97F4A7C15L * (rank + 1) + 0xD1B54A32D192ED03L * index;
         z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
@@ -30,7 +37,15 @@ public final class InputPattern {
         return (int) Math.floorMod(z, 2L * MAX_MAGNITUDE + 1) - MAX_MAGNITUDE;
     }
 
-    /** Writes rank {@code rank}'s inputs into {@code host}: {@code host.byteSize() / dtype.byteSize()} elements. */
+    /**
+     * Writes rank {@code rank}'s inputs into {@code host}: {@code host.byteSize() / dtype.byteSize()}
+     * elements, element i being {@link #value value(seed, rank, i)}.
+     *
+     * @param host  the host buffer to fill
+     * @param dtype the element type written
+     * @param rank  the rank whose inputs are written, from 0
+     * @param seed  the seed of the run
+     */
     public static void fill(MemorySegment host, DType dtype, int rank, long seed) {
         long count = host.byteSize() / dtype.byteSize();
         for (long i = 0; i < count; i++) {
@@ -41,6 +56,12 @@ public final class InputPattern {
     /**
      * Counts the elements of {@code host} that differ from the sum of every rank's input
      * (NaN and infinities count as wrong).
+     *
+     * @param host      the reduced data copied back, {@code host.byteSize() / dtype.byteSize()} elements
+     * @param dtype     the element type of {@code host}
+     * @param worldSize the number of ranks whose inputs were summed
+     * @param seed      the seed of the run
+     * @return the number of wrong elements, 0 to the element count
      */
     public static long countWrong(MemorySegment host, DType dtype, int worldSize, long seed) {
         long count = host.byteSize() / dtype.byteSize();
@@ -80,7 +101,12 @@ public final class InputPattern {
         return (short) (Float.floatToRawIntBits(value) >>> 16);
     }
 
-    /** "bf16", "fp16" or "fp32". */
+    /**
+     * The short name of a dtype, as used in file names, tables and chart titles.
+     *
+     * @param dtype the element type
+     * @return "bf16", "fp16" or "fp32"
+     */
     public static String dtypeLabel(DType dtype) {
         return switch (dtype) {
             case FLOAT32 -> "fp32";

@@ -25,12 +25,16 @@ public final class LatencyChart {
     }
 
     /**
-     * Draws a CSV read with {@link ResultFiles#readCsvFile} into a PNG.
+     * Draws a CSV read with {@link ResultFiles#readCsvFile} into a PNG: the latency sweep as one
+     * series per column, or the verify scenarios as bars.
      *
+     * @param csv   the results and their comment header
+     * @param png   the PNG file to write, replaced if it exists; parent directories are created
      * @param title the title, or null for one made from the file's metadata ({@link ChartTitle})
      * @return the number of series (sweep) or bars (verify) drawn
      * @throws IllegalArgumentException if the rows have no {@code bytes}, {@code time_us} or
      *                                  {@code algorithm} column, or no timed row
+     * @throws IOException              if the directory or the PNG cannot be written
      */
     public static int draw(ResultCsv csv, Path png, String title) throws IOException {
         System.setProperty("java.awt.headless", "true");

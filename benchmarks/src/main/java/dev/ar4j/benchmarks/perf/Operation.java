@@ -37,17 +37,29 @@ public enum Operation {
         this.title = title;
     }
 
-    /** The name in {@code -o}, the table, CSV and JSON: "allreduce", "allgather", ... */
+    /**
+     * The name in {@code -o}, the table, CSV and JSON.
+     *
+     * @return "allreduce", "allgather", "reducescatter" or "broadcast"
+     */
     public String label() {
         return label;
     }
 
-    /** The name in titles: "all-reduce", "all-gather", "reduce-scatter", "broadcast". */
+    /**
+     * The name in titles.
+     *
+     * @return "all-reduce", "all-gather", "reduce-scatter" or "broadcast"
+     */
     public String title() {
         return title;
     }
 
-    /** Whether ar4j has kernels for it (only the all-reduce); the others measure NCCL only. */
+    /**
+     * Whether ar4j has kernels for it; the others measure NCCL only.
+     *
+     * @return true for {@link #ALL_REDUCE} only
+     */
     public boolean hasAr4jKernels() {
         return this == ALL_REDUCE;
     }
@@ -56,7 +68,10 @@ public enum Operation {
      * Parses {@code allreduce | allgather | reducescatter | broadcast}, case-insensitive, with or
      * without a dash or underscore ({@code all-gather}, {@code reduce_scatter}).
      *
-     * @throws IllegalArgumentException naming the accepted values
+     * @param text the value of {@code -o}; surrounding blanks are ignored, and {@code bcast} is
+     *             accepted for broadcast
+     * @return the operation named
+     * @throws IllegalArgumentException if {@code text} names none, with a message naming the accepted values
      */
     public static Operation parse(String text) {
         String t = text.trim().toLowerCase(Locale.ROOT).replace("-", "").replace("_", "");
@@ -73,6 +88,10 @@ public enum Operation {
      * The bus-bandwidth factor of nccl-tests ({@code doc/PERFORMANCE.md}): busbw = algbw x factor,
      * {@code 2(n-1)/n} for all-reduce, {@code (n-1)/n} for all-gather and reduce-scatter, 1 for
      * broadcast; 1 on one rank.
+     *
+     * @param worldSize the number of ranks, at least 1
+     * @return the factor, in (0, 2)
+     * @throws IllegalArgumentException if {@code worldSize < 1}
      */
     public double busFactor(int worldSize) {
         if (worldSize < 1) {
@@ -89,7 +108,12 @@ public enum Operation {
         };
     }
 
-    /** Ranks the buffer of a row is split over: {@code worldSize} for all-gather and reduce-scatter, else 1. */
+    /**
+     * Ranks the buffer of a row is split over.
+     *
+     * @param worldSize the number of ranks, at least 1
+     * @return {@code worldSize} for all-gather and reduce-scatter, else 1
+     */
     public int chunks(int worldSize) {
         return this == ALL_GATHER || this == REDUCE_SCATTER ? worldSize : 1;
     }
@@ -97,6 +121,11 @@ public enum Operation {
     /**
      * The bytes a row measures: {@code bytes} rounded down to a whole number of elements per rank
      * ({@link #chunks}), or 0 if that leaves nothing (the row is skipped).
+     *
+     * @param bytes     the size asked for, at least 0
+     * @param worldSize the number of ranks, at least 1
+     * @param dtype     the element type
+     * @return a multiple of {@code chunks(worldSize) * dtype.byteSize()} in [0, {@code bytes}]
      */
     public long effectiveBytes(long bytes, int worldSize, DType dtype) {
         long unit = (long) chunks(worldSize) * dtype.byteSize();
@@ -106,17 +135,36 @@ public enum Operation {
     /**
      * The count NCCL is called with: elements per rank for all-gather ({@code sendCount}) and
      * reduce-scatter ({@code receiveCount}), elements of the buffer otherwise.
+     *
+     * @param effectiveBytes the row's size from {@link #effectiveBytes}, a whole number of elements per rank
+     * @param worldSize      the number of ranks, at least 1
+     * @param dtype          the element type
+     * @return the element count of the NCCL call
      */
     public long callCount(long effectiveBytes, int worldSize, DType dtype) {
         return effectiveBytes / dtype.byteSize() / chunks(worldSize);
     }
 
-    /** Elements of the send buffer of one call. */
+    /**
+     * Elements of the send buffer of one call.
+     *
+     * @param effectiveBytes the row's size from {@link #effectiveBytes}, a whole number of elements per rank
+     * @param worldSize      the number of ranks, at least 1
+     * @param dtype          the element type
+     * @return elements per rank for all-gather, the whole buffer's elements otherwise
+     */
     public long sendElements(long effectiveBytes, int worldSize, DType dtype) {
         return this == ALL_GATHER ? callCount(effectiveBytes, worldSize, dtype) : effectiveBytes / dtype.byteSize();
     }
 
-    /** Elements of the receive buffer of one call. */
+    /**
+     * Elements of the receive buffer of one call.
+     *
+     * @param effectiveBytes the row's size from {@link #effectiveBytes}, a whole number of elements per rank
+     * @param worldSize      the number of ranks, at least 1
+     * @param dtype          the element type
+     * @return elements per rank for reduce-scatter, the whole buffer's elements otherwise
+     */
     public long receiveElements(long effectiveBytes, int worldSize, DType dtype) {
         return this == REDUCE_SCATTER ? callCount(effectiveBytes, worldSize, dtype) : effectiveBytes / dtype.byteSize();
     }
@@ -125,6 +173,12 @@ public enum Operation {
      * Element offset of the send buffer within the receive buffer (all-gather) or of the receive
      * buffer within the send buffer (reduce-scatter) when in place, as NCCL defines it; 0 for the
      * others (the same address).
+     *
+     * @param effectiveBytes the row's size from {@link #effectiveBytes}, a whole number of elements per rank
+     * @param worldSize      the number of ranks, at least 1
+     * @param rank           this rank, in [0, {@code worldSize})
+     * @param dtype          the element type
+     * @return {@code rank * callCount(...)} for all-gather and reduce-scatter, else 0
      */
     public long inPlaceOffsetElements(long effectiveBytes, int worldSize, int rank, DType dtype) {
         return this == ALL_GATHER || this == REDUCE_SCATTER ? rank * callCount(effectiveBytes, worldSize, dtype) : 0;

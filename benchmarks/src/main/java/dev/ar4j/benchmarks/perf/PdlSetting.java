@@ -47,17 +47,17 @@ public enum PdlSetting {
         this.propertyValue = propertyValue;
     }
 
-    /** "default", "on" or "off": the {@code pdl} column. */
+    /** {@return the {@code pdl} column's value: "default", "on" or "off"} */
     public String label() {
         return label;
     }
 
-    /** What {@code Communicator.Builder.pdl(..)} is given, or empty for {@link #DEFAULT} (not called). */
+    /** {@return what {@code Communicator.Builder.pdl(..)} is given, or empty for {@link #DEFAULT} (not called)} */
     public Optional<Boolean> enabled() {
         return propertyValue == null ? Optional.empty() : Optional.of(this == ON);
     }
 
-    /** The value of {@value #PROPERTY} while the communicators are built, or empty for {@link #DEFAULT}. */
+    /** {@return the value of {@value #PROPERTY} while the communicators are built, or empty for {@link #DEFAULT}} */
     public Optional<String> propertyValue() {
         return Optional.ofNullable(propertyValue);
     }
@@ -66,7 +66,11 @@ public enum PdlSetting {
      * Parses {@code --pdl}: {@code on}, {@code off} or both, comma-separated, in order, duplicates
      * dropped; null gives {@code [DEFAULT]}.
      *
-     * @throws IllegalArgumentException naming the accepted values
+     * @param text the value of {@code --pdl} ({@code on}, {@code 1}, {@code true}, {@code off},
+     *             {@code 0}, {@code false}, case-insensitive), or null when not given
+     * @return an unmodifiable, non-empty list of distinct settings
+     * @throws IllegalArgumentException if a part is none of those or no part is given, with a
+     *                                  message naming the accepted values
      */
     public static List<PdlSetting> parseList(String text) {
         if (text == null) {
@@ -96,6 +100,9 @@ public enum PdlSetting {
      * ({@code toString()}, {@code explain(..)}, its INFO lines) that mentions PDL, e.g.
      * "custom kernels ready (grid 16x512, PDL on)", or empty when none does (the runtime does not
      * report it).
+     *
+     * @param description the text to search, any number of lines
+     * @return the first clause that mentions "pdl" or "programmatic dependent", stripped, or empty
      */
     public static Optional<String> reportedIn(String description) {
         for (String line : description.split("\n")) {

@@ -43,17 +43,17 @@ public enum PerfAlgorithm {
         this.policy = policy;
     }
 
-    /** The name in the table, CSV and JSON: "auto", "1stage", "2stage", "push", "nccl", "nccl-symm". */
+    /** {@return the name in the table, CSV and JSON: "auto", "1stage", "2stage", "push", "nccl" or "nccl-symm"} */
     public String label() {
         return label;
     }
 
-    /** The ar4j policy forced per call, or empty for the NCCL baselines. */
+    /** {@return the ar4j policy forced per call, or empty for the NCCL baselines} */
     public Optional<AlgorithmPolicy> policy() {
         return Optional.ofNullable(policy);
     }
 
-    /** Whether this is an ar4j policy (as opposed to an NCCL baseline). */
+    /** {@return whether this is an ar4j policy (as opposed to an NCCL baseline)} */
     public boolean isAr4j() {
         return policy != null;
     }
@@ -62,7 +62,9 @@ public enum PerfAlgorithm {
      * Parses one name: {@code auto | 1stage | oneshot | 2stage | twoshot | push | lamport | nccl |
      * nccl-symm}, case-insensitive.
      *
-     * @throws IllegalArgumentException naming the accepted values
+     * @param text one name; surrounding blanks are ignored
+     * @return the column named
+     * @throws IllegalArgumentException if {@code text} names none, with a message naming the accepted values
      */
     public static PerfAlgorithm parse(String text) {
         String t = text.trim().toLowerCase(Locale.ROOT);
@@ -91,6 +93,8 @@ public enum PerfAlgorithm {
      * Parses a list of names, keeping their order, dropping duplicates, and appending the NCCL
      * baselines ({@code nccl}, {@code nccl-symm}) when missing: every run measures them.
      *
+     * @param names the {@code -a} values, each one name or several comma-separated
+     * @return an unmodifiable list of distinct columns, ending with the baselines not named
      * @throws IllegalArgumentException for an unknown name or an empty list
      */
     public static List<PerfAlgorithm> parseListWithBaselines(List<String> names) {
@@ -110,7 +114,12 @@ public enum PerfAlgorithm {
         return List.copyOf(new ArrayList<>(result));
     }
 
-    /** Short name of an algorithm that ran: "1stage", "2stage", "push", "nccl". */
+    /**
+     * Short name of an algorithm that ran, as in the {@code ran} column.
+     *
+     * @param algorithm the algorithm the dispatcher chose
+     * @return "1stage", "2stage", "push" or "nccl"
+     */
     public static String shortName(Algorithm algorithm) {
         return switch (algorithm) {
             case ONE_STAGE -> "1stage";

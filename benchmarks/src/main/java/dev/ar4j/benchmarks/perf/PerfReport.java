@@ -31,8 +31,14 @@ public final class PerfReport {
     private Path partialCsv;
 
     /**
+     * Starts an empty report.
+     *
+     * @param settings     the settings of the run
+     * @param worldSize    the number of ranks in the run
+     * @param commandLine  how the run was started, as typed, for the report's header
      * @param processModel "one JVM per GPU" or "one JVM, one thread per GPU"
      * @param progress     where progress lines go (null: nowhere)
+     * @throws NullPointerException if {@code settings}, {@code commandLine} or {@code processModel} is null
      */
     public PerfReport(PerfSettings settings, int worldSize, String commandLine, String processModel,
                       PrintStream progress) {
@@ -43,22 +49,22 @@ public final class PerfReport {
         this.progress = progress;
     }
 
-    /** The settings of the run. */
+    /** {@return the settings of the run} */
     public PerfSettings settings() {
         return settings;
     }
 
-    /** Ranks in the run. */
+    /** {@return the number of ranks in the run} */
     public int worldSize() {
         return worldSize;
     }
 
-    /** How the run was started, as typed. */
+    /** {@return how the run was started, as typed} */
     public String commandLine() {
         return commandLine;
     }
 
-    /** "one JVM per GPU" or "one JVM, one thread per GPU". */
+    /** {@return the process model: "one JVM per GPU" or "one JVM, one thread per GPU"} */
     public String processModel() {
         return processModel;
     }
@@ -66,7 +72,10 @@ public final class PerfReport {
     /**
      * Writes the CSV header now and appends every result to {@code csv} as it arrives, so that a
      * run stopped early (time limit, a failed rank) leaves what it measured. The final write
-     * replaces the file.
+     * replaces the file. If the header cannot be written, a progress line says so and the results
+     * are written only at the end; no exception is thrown.
+     *
+     * @param csv the CSV file to create or replace
      */
     public synchronized void streamTo(Path csv) {
         try {
@@ -77,7 +86,12 @@ public final class PerfReport {
         }
     }
 
-    /** Records a result and prints its progress line. */
+    /**
+     * Records a result, appends it to the streamed CSV if there is one ({@link #streamTo}), and
+     * prints its progress line. A failed append stops the streaming, with a progress line.
+     *
+     * @param r the aggregated result of one cell
+     */
     public synchronized void add(PerfResult r) {
         results.add(r);
         if (partialCsv != null) {
@@ -97,32 +111,56 @@ public final class PerfReport {
                         : String.format(Locale.ROOT, "  host %.2f us/call (in call %.2f)", r.hostUs(), r.callUs())));
     }
 
-    /** Records that a column was not measured, and why. */
+    /**
+     * Records that a column was not measured, and why; the first reason per column stays.
+     *
+     * @param algorithm the column not measured
+     * @param reason    why, for the report and the progress line
+     */
     public synchronized void skip(PerfAlgorithm algorithm, String reason) {
         skip(algorithm.label(), reason);
     }
 
-    /** Records that a column or row ({@code fused}) was not measured, and why; the first reason per label stays. */
+    /**
+     * Records that a column or row ({@code fused}) was not measured, and why; the first reason per
+     * label stays, and only it is printed.
+     *
+     * @param label  the column's or row's label, as in the table
+     * @param reason why, for the report and the progress line
+     */
     public synchronized void skip(String label, String reason) {
         if (skipped.putIfAbsent(label, reason) == null) {
             progress("skipping " + label + ": " + reason);
         }
     }
 
-    /** Records a note for the report (and prints it). */
+    /**
+     * Records a note for the report (and prints it).
+     *
+     * @param note one line of text
+     */
     public synchronized void note(String note) {
         notes.add(note);
         progress(note);
     }
 
-    /** Records a note unless the same note was recorded already. */
+    /**
+     * Records (and prints) a note unless an equal note was recorded already.
+     *
+     * @param note one line of text
+     */
     public synchronized void noteOnce(String note) {
         if (!notes.contains(note)) {
             note(note);
         }
     }
 
-    /** Prints one progress line to stderr. */
+    /**
+     * Prints one progress line, prefixed {@code [ar4j-perf]}, to the report's progress stream
+     * (stderr in ar4j-perf); does nothing if the report has none.
+     *
+     * @param line the text of the line
+     */
     public void progress(String line) {
         if (progress != null) {
             progress.println("[ar4j-perf] " + line);
@@ -130,37 +168,41 @@ public final class PerfReport {
         }
     }
 
-    /** Sets the machine description. */
+    /**
+     * Sets the machine description, replacing any earlier one.
+     *
+     * @param info the machine the run ran on; null clears it
+     */
     public synchronized void machine(MachineInfo info) {
         this.machine = info;
     }
 
-    /** The machine description, or null if none was collected. */
+    /** {@return the machine description, or null if none was collected} */
     public synchronized MachineInfo machine() {
         return machine;
     }
 
-    /** The results so far, in the order measured. */
+    /** {@return an unmodifiable copy of the results so far, in the order measured} */
     public synchronized List<PerfResult> results() {
         return List.copyOf(results);
     }
 
-    /** Skipped columns and their reasons. */
+    /** {@return an unmodifiable copy of the skipped labels and their reasons, in no order} */
     public synchronized Map<String, String> skipped() {
         return Map.copyOf(skipped);
     }
 
-    /** Skipped columns in the order they were skipped. */
+    /** {@return an unmodifiable copy of the skipped labels and their reasons, in the order they were skipped} */
     public synchronized List<Map.Entry<String, String>> skippedInOrder() {
         return List.copyOf(skipped.entrySet());
     }
 
-    /** Notes, in order. */
+    /** {@return an unmodifiable copy of the notes, in the order recorded} */
     public synchronized List<String> notes() {
         return List.copyOf(notes);
     }
 
-    /** Wrong elements over every result. */
+    /** {@return the wrong elements summed over every result, at least 0} */
     public synchronized long totalWrong() {
         return results.stream().mapToLong(PerfResult::wrong).sum();
     }

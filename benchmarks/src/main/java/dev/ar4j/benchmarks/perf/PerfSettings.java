@@ -37,7 +37,29 @@ public record PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, Lis
                            boolean skipSymmetric, Duration timeout, long seed, Operation operation,
                            List<PdlSetting> pdl, boolean shareGpu) {
 
-    /** An all-reduce run with the runtime's PDL default. */
+    /**
+     * An all-reduce run with the runtime's PDL default and a GPU per rank: {@code operation} is
+     * {@link Operation#ALL_REDUCE}, {@code pdl} {@link PdlSetting#DEFAULT} alone and {@code shareGpu}
+     * false; the rest is validated as by the canonical constructor.
+     *
+     * @param scenario        sweep, verify or verify-fused
+     * @param sizes           bytes per all-reduce, in order; each a positive whole number of elements
+     * @param dtype           element type
+     * @param algorithms      the column groups, NCCL baselines included; not empty
+     * @param warmup          warm-up rounds, at least 0
+     * @param iterations      all-reduces per timed step, at least 1
+     * @param repetitions     timed steps, at least 1; the median is reported
+     * @param modes           graph and/or eager timing; not empty
+     * @param placements      out of place and/or in place; not empty
+     * @param registeredInput whether ar4j's input lies in a registered buffer
+     * @param stagingBytes    the communicator's staging buffer size, a positive multiple of 16
+     * @param skipSymmetric   do not measure {@code nccl-symm}
+     * @param timeout         bound on every wait for the other ranks or for the GPU; positive
+     * @param seed            seed of the checked inputs
+     * @throws IllegalArgumentException if a value is out of range as listed above, or verify-fused is
+     *                                  asked to run in place
+     * @throws NullPointerException     if {@code scenario}, {@code dtype}, {@code timeout} or a list is null
+     */
     public PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, List<PerfAlgorithm> algorithms,
                         int warmup, int iterations, int repetitions, List<TimingMode> modes,
                         List<Placement> placements, boolean registeredInput, long stagingBytes,
@@ -117,7 +139,14 @@ public record PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, Lis
         }
     }
 
-    /** The all-reduces of one timed step for a size. */
+    /**
+     * The all-reduces of one timed step for a size. The sweep times {@code iterations} calls of
+     * {@code bytes} in one graph (or eager batch); verify and verify-fused time passes of
+     * {@link Scenario#VERIFY_ALL_REDUCES} calls, replayed {@code iterations} times per repetition.
+     *
+     * @param bytes bytes of each all-reduce, one of {@link #sizes}
+     * @return the shape of one timed step
+     */
     public Workload workload(long bytes) {
         return switch (scenario) {
             case SWEEP -> new Workload(bytes, 1, iterations, 1, iterations);
@@ -125,12 +154,17 @@ public record PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, Lis
         };
     }
 
-    /** Bytes of each all-reduce of {@code --scenario verify-fused}: 3 x 7168 elements. */
+    /**
+     * Bytes of each all-reduce of {@code --scenario verify-fused}: 3 x 7168 elements.
+     *
+     * @param dtype the element type
+     * @return {@code ROWS * HIDDEN * dtype.byteSize()} ({@link FusedNormCheck})
+     */
     public static long fusedBytes(DType dtype) {
         return (long) FusedNormCheck.ROWS * FusedNormCheck.HIDDEN * dtype.byteSize();
     }
 
-    /** Bytes of each input (and output) buffer: the largest pass. */
+    /** {@return bytes of each input (and output) buffer: the largest {@link Workload#passBytes} over the sizes} */
     public long bufferBytes() {
         long max = 0;
         for (long s : sizes) {
@@ -142,6 +176,11 @@ public record PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, Lis
     /**
      * Registration-table slots the communicator needs: every all-reduce of an unregistered input
      * captured into a graph by an ar4j policy takes one, and they are never released.
+     *
+     * @return {@link Communicator#DEFAULT_MAX_REGISTRATIONS} without graph timing, else the slots
+     *         the graphs need plus 64 spare, and at least the default
+     * @throws IllegalArgumentException if the run would capture more than {@code Integer.MAX_VALUE / 2}
+     *                                  all-reduces
      */
     public int registrationSlots() {
         if (!modes.contains(TimingMode.GRAPH)) {
@@ -171,12 +210,17 @@ public record PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, Lis
      * @param eagerPasses    passes called back to back in each eager repetition
      */
     public record Workload(long bytesPerCall, int callsPerPass, int graphPasses, int replaysPerRep, int eagerPasses) {
-        /** Bytes one pass covers. */
+        /** {@return bytes one pass covers: {@code bytesPerCall * callsPerPass}} */
         public long passBytes() {
             return bytesPerCall * callsPerPass;
         }
 
-        /** Elements of one all-reduce. */
+        /**
+         * Elements of one all-reduce.
+         *
+         * @param dtype the element type
+         * @return {@code bytesPerCall / dtype.byteSize()}
+         */
         public long count(DType dtype) {
             return bytesPerCall / dtype.byteSize();
         }

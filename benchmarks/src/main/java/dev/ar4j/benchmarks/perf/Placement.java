@@ -13,7 +13,7 @@ public enum Placement {
         this.label = label;
     }
 
-    /** "out-of-place" or "in-place". */
+    /** {@return the name in the table, CSV and JSON: "out-of-place" or "in-place"} */
     public String label() {
         return label;
     }

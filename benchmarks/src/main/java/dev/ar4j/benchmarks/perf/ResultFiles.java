@@ -32,7 +32,14 @@ public final class ResultFiles {
     private ResultFiles() {
     }
 
-    /** Writes the CSV, creating parent directories. */
+    /**
+     * Writes the CSV, creating parent directories: the comment header (version, machine, GPUs,
+     * skipped columns), the column names and one row per result; an existing file is replaced.
+     *
+     * @param path   the file to write
+     * @param report the run whose results are written
+     * @throws IOException if a directory or the file cannot be written
+     */
     public static void writeCsv(Path path, PerfReport report) throws IOException {
         StringBuilder b = new StringBuilder();
         for (Map.Entry<String, String> e : metadata(report).entrySet()) {
@@ -56,7 +63,13 @@ public final class ResultFiles {
         writeFile(path, b.toString());
     }
 
-    /** Writes the JSON ({@link ResultJson}). */
+    /**
+     * Writes the JSON ({@link ResultJson}), creating parent directories; an existing file is replaced.
+     *
+     * @param path   the file to write
+     * @param report the run whose results are written
+     * @throws IOException if a directory or the file cannot be written
+     */
     public static void writeJson(Path path, PerfReport report) throws IOException {
         writeFile(path, ResultJson.text(report));
     }
@@ -85,15 +98,25 @@ public final class ResultFiles {
     /**
      * Reads the table of a CSV written by {@link #writeCsv} (or by an older ar4j-perf).
      *
+     * @param path the CSV file
      * @return one map per row, column name to cell
+     * @throws IOException               if the file cannot be read
      * @throws NoSuchFileException       if there is no such file
-     * @throws IllegalArgumentException  if the file has no header or a row has the wrong number of cells
+     * @throws IllegalArgumentException  if the file has no header, is not well-formed CSV, or a row
+     *                                   has the wrong number of cells
      */
     public static List<Map<String, String>> readCsv(Path path) throws IOException {
         return readCsvFile(path).rows();
     }
 
-    /** Reads a CSV with its comment header (metadata, GPUs, skipped columns). */
+    /**
+     * Reads a CSV with its comment header (metadata, GPUs, skipped columns).
+     *
+     * @param path the CSV file, UTF-8
+     * @return the header's metadata, GPUs and skipped columns, and the rows
+     * @throws IOException              if the file cannot be read ({@link NoSuchFileException} if absent)
+     * @throws IllegalArgumentException as {@link #readCsv}
+     */
     public static ResultCsv readCsvFile(Path path) throws IOException {
         return parse(Files.readString(path, StandardCharsets.UTF_8), path.toString());
     }

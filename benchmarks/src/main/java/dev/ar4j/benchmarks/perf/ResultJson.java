@@ -28,7 +28,13 @@ public final class ResultJson {
         return JSON_WRITER.asString(tree(report)) + "\n";
     }
 
-    /** Reads a result file back as maps, lists, strings, numbers, booleans and nulls. */
+    /**
+     * Reads a result file back as maps, lists, strings, numbers, booleans and nulls.
+     *
+     * @param path the JSON file written by {@link ResultFiles#writeJson}, UTF-8
+     * @return the root object, keys in file order
+     * @throws IOException if the file cannot be read, is not well-formed JSON, or its root is not an object
+     */
     public static Map<String, Object> read(Path path) throws IOException {
         return JSON.std.mapFrom(Files.readString(path, StandardCharsets.UTF_8));
     }

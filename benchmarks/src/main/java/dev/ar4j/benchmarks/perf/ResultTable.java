@@ -21,7 +21,12 @@ public final class ResultTable {
     private ResultTable() {
     }
 
-    /** Prints every table of the report, its skipped columns and its verdict on correctness. */
+    /**
+     * Prints every table of the report, its skipped columns and its verdict on correctness.
+     *
+     * @param out    where the tables are printed (stdout in ar4j-perf)
+     * @param report the finished run
+     */
     public static void print(PrintStream out, PerfReport report) {
         MachineInfo machine = report.machine();
         if (machine != null) {

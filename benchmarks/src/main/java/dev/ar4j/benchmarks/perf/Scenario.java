@@ -30,20 +30,23 @@ public enum Scenario {
         this.label = label;
     }
 
-    /** Whether this is one of the verify passes (a fixed shape, 122 calls in one graph). */
+    /** {@return whether this is one of the verify passes (a fixed shape, 122 calls in one graph): not {@link #SWEEP}} */
     public boolean isVerify() {
         return this != SWEEP;
     }
 
-    /** "sweep", "verify" or "verify-fused". */
+    /** {@return the name in {@code --scenario}, the CSV and JSON: "sweep", "verify" or "verify-fused"} */
     public String label() {
         return label;
     }
 
     /**
-     * Parses {@code sweep | verify | verify-fused}, case-insensitive.
+     * Parses {@code sweep | verify | verify-fused}, case-insensitive ({@code verify_fused} and
+     * {@code fused} also name verify-fused).
      *
-     * @throws IllegalArgumentException naming the accepted values
+     * @param text the value of {@code --scenario}; surrounding blanks are ignored
+     * @return the scenario named
+     * @throws IllegalArgumentException if {@code text} names none, with a message naming the accepted values
      */
     public static Scenario parse(String text) {
         return switch (text.trim().toLowerCase(Locale.ROOT)) {

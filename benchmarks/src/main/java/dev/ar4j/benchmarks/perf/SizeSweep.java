@@ -16,8 +16,15 @@ public final class SizeSweep {
     }
 
     /**
-     * The sizes from {@code minBytes} to {@code maxBytes} growing by {@code factor}.
+     * The sizes from {@code minBytes} to {@code maxBytes} growing by {@code factor}, each rounded down
+     * to a whole number of elements, duplicates dropped.
      *
+     * @param minBytes the smallest size ({@code -b}), positive
+     * @param maxBytes the largest size ({@code -e}), at least {@code minBytes}; included only if a
+     *                 power of {@code factor} times {@code minBytes} reaches it
+     * @param factor   the growth factor ({@code -f}), at least 2
+     * @param dtype    the element type
+     * @return an unmodifiable list of ascending sizes in bytes, never empty
      * @throws IllegalArgumentException if the bounds are not positive, {@code maxBytes < minBytes},
      *                                  {@code factor < 2}, or the smallest size holds no element
      */
@@ -48,7 +55,10 @@ public final class SizeSweep {
      * An explicit list of sizes, each rounded down to a whole number of elements, duplicates
      * dropped, in the given order.
      *
-     * @throws IllegalArgumentException if the list is empty or a size holds no element
+     * @param bytes the sizes given ({@code --sizes}), in bytes
+     * @param dtype the element type
+     * @return an unmodifiable list of distinct sizes in bytes, never empty
+     * @throws IllegalArgumentException if the list is null or empty or a size holds no element
      */
     public static List<Long> explicit(List<Long> bytes, DType dtype) {
         Objects.requireNonNull(dtype, "dtype");

@@ -13,7 +13,7 @@ public enum TimingMode {
         this.label = label;
     }
 
-    /** "graph" or "eager". */
+    /** {@return the name in the table, CSV and JSON: "graph" or "eager"} */
     public String label() {
         return label;
     }

@@ -239,6 +239,33 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
     public static int AR4J_ERROR_ALREADY_LAUNCHED() {
         return AR4J_ERROR_ALREADY_LAUNCHED;
     }
+    private static final int AR4J_ERROR_NOT_FUSED = (int)24L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_status.AR4J_ERROR_NOT_FUSED = 24
+     * }
+     */
+    public static int AR4J_ERROR_NOT_FUSED() {
+        return AR4J_ERROR_NOT_FUSED;
+    }
+    private static final int AR4J_ERROR_HIDDEN_TOO_LARGE = (int)25L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_status.AR4J_ERROR_HIDDEN_TOO_LARGE = 25
+     * }
+     */
+    public static int AR4J_ERROR_HIDDEN_TOO_LARGE() {
+        return AR4J_ERROR_HIDDEN_TOO_LARGE;
+    }
+    private static final int AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16 = (int)26L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_status.AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16 = 26
+     * }
+     */
+    public static int AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16() {
+        return AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16;
+    }
     private static final int AR4J_POISON_TIMEOUT = (int)1L;
     /**
      * {@snippet lang=c :
@@ -373,6 +400,15 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
      */
     public static int AR4J_PUSH_MAX_BYTES() {
         return AR4J_PUSH_MAX_BYTES;
+    }
+    private static final int AR4J_FUSED_MAX_HIDDEN = (int)65536L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_limits.AR4J_FUSED_MAX_HIDDEN = 65536
+     * }
+     */
+    public static int AR4J_FUSED_MAX_HIDDEN() {
+        return AR4J_FUSED_MAX_HIDDEN;
     }
 
     private static class ar4j_status_name {
@@ -1348,6 +1384,77 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
                 traceDowncall("ar4j_all_reduce", ctx, algorithm, dtype, in, out, count, stream);
             }
             return (int)mh$.invokeExact(ctx, algorithm, dtype, in, out, count, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_all_reduce_residual_rmsnorm {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_LONG,
+            custom_all_reduce_h.C_LONG,
+            custom_all_reduce_h.C_FLOAT,
+            custom_all_reduce_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_all_reduce_residual_rmsnorm");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const void *in, const void *residual, const void *weight, void *out, void *residual_out, size_t rows, size_t hidden, float eps, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_all_reduce_residual_rmsnorm$descriptor() {
+        return ar4j_all_reduce_residual_rmsnorm.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const void *in, const void *residual, const void *weight, void *out, void *residual_out, size_t rows, size_t hidden, float eps, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_all_reduce_residual_rmsnorm$handle() {
+        return ar4j_all_reduce_residual_rmsnorm.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const void *in, const void *residual, const void *weight, void *out, void *residual_out, size_t rows, size_t hidden, float eps, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_all_reduce_residual_rmsnorm$address() {
+        return ar4j_all_reduce_residual_rmsnorm.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const void *in, const void *residual, const void *weight, void *out, void *residual_out, size_t rows, size_t hidden, float eps, void *stream)
+     * }
+     */
+    public static int ar4j_all_reduce_residual_rmsnorm(MemorySegment ctx, int algorithm, int dtype, MemorySegment in, MemorySegment residual, MemorySegment weight, MemorySegment out, MemorySegment residual_out, long rows, long hidden, float eps, MemorySegment stream) {
+        var mh$ = ar4j_all_reduce_residual_rmsnorm.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_all_reduce_residual_rmsnorm", ctx, algorithm, dtype, in, residual, weight, out, residual_out, rows, hidden, eps, stream);
+            }
+            return (int)mh$.invokeExact(ctx, algorithm, dtype, in, residual, weight, out, residual_out, rows, hidden, eps, stream);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

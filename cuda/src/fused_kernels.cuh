@@ -1,0 +1,167 @@
+// Fused one-shot push all-reduce + residual add + RMSNorm (ar4j_all_reduce_residual_rmsnorm).
+//
+//   sum          = allreduce(in), in rank order 0..WS-1 in fp32, rounded to the dtype
+//   residual_out = round(sum + residual)                  (fp32 add, rounded to the dtype once)
+//   out          = round(residual_out * inv_rms(row of residual_out) * weight)
+//
+// Bitwise the same as ar4j_all_reduce(ONE_SHOT_PUSH) followed by ar4j_residual_rmsnorm: the sum
+// is the push kernel's, and the epilogue has the residual_rmsnorm kernel's arithmetic and order
+// (rmsnorm_math.cuh). Every rank computes the same bits: the same block index owns the same row on
+// every rank and runs the same instruction sequence on the same values.
+//
+// Layout: the push kernel's fixed grid of kPushBlocks blocks (its per-block generation counters and
+// launch tickets are shared with push_kernel, so the two may be interleaved on one context), with
+// kNormThreads threads. Block b owns rows b, b + kPushBlocks, ...: it pushes those rows' packs into
+// every peer's push buffer (generation/sentinel protocol of push_kernel), then, row by row, polls
+// the peers' slots, reduces, adds the residual, stores residual_out, sums the squares in a fixed
+// order, and writes out. A row is read and written only by its owner block, and each pack by one
+// thread (thread t: packs t, t + kNormThreads, ... of the row), so in place (out == in,
+// residual_out == residual or in) is safe: a thread reads a pack before it writes it.
+// The refill of the previous generation's buffer covers [0, prev_packs) with the grid-stride
+// pattern, as push_kernel's does: the buffer protocol does not depend on which block read a pack.
+// A row of hidden elements on one block of 512 threads: with few rows most blocks only refill.
+#pragma once
+
+#include "kernels.cuh"
+#include "rmsnorm_math.cuh"
+
+namespace ar4j {
+
+struct FusedParams {
+    Params p;               // p.local_in: this rank's input, p.out: out, p.npacks: rows * row_packs
+    const uint4 *residual;  // rows * row_packs packs
+    const uint4 *weight;    // row_packs packs
+    uint4 *residual_out;    // rows * row_packs packs
+    int64_t rows;
+    int64_t row_packs;      // hidden * dtype size / 16
+    int64_t hidden;         // elements per row
+    float eps;
+};
+
+template <typename T>
+__device__ __forceinline__ void fill_fused_nan(const FusedParams &f) {
+    const uint32_t w = NanWord<T>::kValue;
+    const uint4 nan = make_uint4(w, w, w, w);
+    for (int64_t i = threadIdx.x; i < f.p.npacks; i += blockDim.x) {
+        f.p.out[i] = nan;
+        f.residual_out[i] = nan;
+    }
+}
+
+template <typename T, int WS>
+// Two blocks per SM (at most 64 registers): 8 ranks sharing one H200 need 256 resident blocks.
+__global__ void __launch_bounds__(kNormThreads, 2) push_rmsnorm_kernel(FusedParams f) {
+    using Tr = PackTraits<T>;
+    using S = NormScalar<T>;
+    const Params &p = f.p;
+    pdl_wait();
+    __shared__ unsigned long long s_generation;
+    __shared__ int s_abort;
+    __shared__ float warp_sums[kNormWarps];
+    PushState *state = &p.self->push[blockIdx.x];
+    const uint32_t prev_packs = state->prev_packs;
+    unsigned long long ticket = 0;
+    if (threadIdx.x == 0) {
+        const unsigned long long g = state->generation;  // in flight with enter_block's accesses
+        s_abort = enter_block<WS>(p, ticket);
+        s_generation = g;
+    }
+    __syncthreads();
+    if (s_abort != 0) {
+        fill_fused_nan<T>(f);
+        return;
+    }
+    const unsigned long long generation = s_generation;
+
+    // 1. Push this block's rows into slot `rank` of every peer's current buffer.
+    for (int64_t row = blockIdx.x; row < f.rows; row += gridDim.x) {
+        const int64_t base = row * f.row_packs;
+        for (int64_t j = threadIdx.x; j < f.row_packs; j += blockDim.x) {
+            const uint4 v = clean_pack<T>(p.local_in[base + j]);
+#pragma unroll
+            for (int k = 1; k < WS; ++k) {
+                const int peer = (p.rank + k) % WS;
+                push_slot(peer_signal<WS>(p, peer), p.push_offset, generation, p.rank)[base + j] = v;
+            }
+        }
+    }
+
+    // 2. Row by row: wait for every peer's slot, reduce in rank order, add the residual, norm.
+    for (int64_t row = blockIdx.x; row < f.rows; row += gridDim.x) {
+        const int64_t base = row * f.row_packs;
+        bool ok = true;
+        float squares = 0.f;
+        for (int64_t j = threadIdx.x; j < f.row_packs && ok; j += blockDim.x) {
+            const int64_t i = base + j;
+            uint4 v[WS];
+#pragma unroll
+            for (int s = 0; s < WS; ++s) {
+                v[s] = s == p.rank ? clean_pack<T>(p.local_in[i])
+                                   : load_volatile_pack(push_slot(p.self, p.push_offset, generation, s) + i);
+            }
+#pragma unroll
+            for (int s = 0; s < WS; ++s) {
+                if (s != p.rank && ok && pack_empty<T>(v[s])) {
+                    ok = poll_pack<T, WS>(push_slot(p.self, p.push_offset, generation, s) + i, v[s], p, s);
+                }
+            }
+            if (!ok) break;
+            float acc[Tr::kElems];
+            Tr::unpack(v[0], acc);
+#pragma unroll
+            for (int s = 1; s < WS; ++s) {
+                float x[Tr::kElems];
+                Tr::unpack(v[s], x);
+#pragma unroll
+                for (int e = 0; e < Tr::kElems; ++e) acc[e] += x[e];
+            }
+            float sum[Tr::kElems], res[Tr::kElems];
+            Tr::unpack(Tr::pack(acc), sum);  // the all-reduce result, rounded to the dtype
+            Tr::unpack(f.residual[i], res);
+#pragma unroll
+            for (int e = 0; e < Tr::kElems; ++e) {
+                const float r = S::round(sum[e] + res[e]);
+                res[e] = r;
+                squares = __fmaf_rn(r, r, squares);
+            }
+            f.residual_out[i] = Tr::pack(res);
+        }
+        // Block-uniform: every thread reaches this barrier, also those whose wait gave up.
+        if (__syncthreads_or(!ok)) {
+            fill_fused_nan<T>(f);  // the context is failed from here on; its state is left as is
+            return;
+        }
+        const float inv = norm_inverse(norm_block_sum(squares, warp_sums), f.hidden, f.eps);
+        // Each thread reads back only the packs it wrote itself.
+        for (int64_t j = threadIdx.x; j < f.row_packs; j += blockDim.x) {
+            const int64_t i = base + j;
+            float r[Tr::kElems], w[Tr::kElems], o[Tr::kElems];
+            Tr::unpack(f.residual_out[i], r);
+            Tr::unpack(f.weight[j], w);
+#pragma unroll
+            for (int e = 0; e < Tr::kElems; ++e) o[e] = r[e] * inv * w[e];
+            p.out[i] = Tr::pack(o);
+        }
+    }
+    pdl_launch_dependents();  // every poll is done: the rest needs no peer
+
+    // 3. Refill the previous generation's buffer (every peer's data in it was consumed).
+    const uint4 empty = make_uint4(kSentinelWord, kSentinelWord, kSentinelWord, kSentinelWord);
+    const unsigned long long previous = generation + kPushGenerations - 1;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int s = 0; s < WS; ++s) {
+        if (s == p.rank) continue;
+        uint4 *slot = push_slot(p.self, p.push_offset, previous, s);
+        for (int64_t i = first; i < (int64_t)prev_packs; i += stride) slot[i] = empty;
+    }
+
+    __syncthreads();  // every thread has read the state above and finished its work
+    if (threadIdx.x == 0) {
+        state->generation = generation + 1;
+        state->prev_packs = (uint32_t)p.npacks;
+        leave_block(p, ticket);
+    }
+}
+
+}  // namespace ar4j
