@@ -710,6 +710,70 @@ public final class Communicator implements AutoCloseable {
     }
 
     /**
+     * Splits this group into sub-communicators, like {@code ncclCommSplit} and
+     * {@code MPI_Comm_split}: collective over this group (every rank calls it, in the same order as
+     * its other collective calls). The ranks that give the same {@code color} form one
+     * sub-communicator; their sub-ranks follow {@code key}, ties broken by the rank in this group.
+     * Each sub-communicator is a full communicator of its own: it finds its own topology, sets up
+     * its own custom kernels (signal blocks and staging buffers shared through IPC or direct peer
+     * access) when its ranks share a host and its size allows them, and its own NCCL communicator
+     * (unless this one was built with {@code nccl(false)}). It inherits this communicator's
+     * settings (device, staging size, timeouts, policy, launch configuration, NCCL and PDL on/off,
+     * watchdog interval, failure listener) and meets its ranks through this communicator's
+     * rendezvous, under keys of its own.
+     *
+     * <pre>{@code
+     * // 8 ranks as 2 data-parallel replicas of 4-way tensor parallelism:
+     * try (Communicator tp = comm.split(comm.rank() / 4, comm.rank());
+     *      Communicator dp = comm.split(comm.rank() % 4, comm.rank())) {
+     *     tp.allReduce(activations, DType.BFLOAT16, stream);
+     * }
+     * }</pre>
+     *
+     * <h4>Ownership and failure</h4>
+     * The caller owns the sub-communicator and closes it; closing this communicator does not close
+     * it, but close every sub-communicator first: this communicator's rendezvous (and, on the
+     * serving rank, the rendezvous server) is theirs too. The two fail independently: a failure of
+     * this communicator (a watchdog finding, {@link #abort()}, ranks out of step) is not one of the
+     * sub-communicator, except through what they share: the loss of one of its own ranks, reported
+     * by the rendezvous, fails the sub-communicator too (its watchdog is told), and the loss of a
+     * rank outside it does not. An in-process group's rendezvous reports {@link #abort()} as the
+     * loss of the aborting rank, so there aborting this communicator also fails the
+     * sub-communicator that rank belongs to (on every member); abort each sub-communicator
+     * yourself to be sure. A failed split of this group's step (a rank lost, a timeout) fails
+     * this communicator, like any collective step; a failure while the sub-communicator is being
+     * built is thrown here and leaves this communicator as it was.
+     *
+     * @param color the sub-group to join: 0 or more, or -1 to join none (this rank still takes part
+     *     in the split, and gets {@code null})
+     * @param key orders the ranks of one color: lower keys get lower sub-ranks, equal keys are ordered
+     *     by rank in this group
+     * @return this rank's sub-communicator (rank = its sub-rank, its GPU current on the calling thread),
+     *     or {@code null} when {@code color} is -1 (a {@code null} resource in try-with-resources is
+     *     not closed, so the example above works for every rank)
+     * @throws IllegalArgumentException on every rank alike, if any rank gave a color below -1 (this
+     *     communicator stays usable)
+     * @throws IllegalStateException if this communicator is closed, aborted or failed out of step, or
+     *     another thread is inside a call of it (a second split at the same time is refused so); or if
+     *     building the sub-communicator failed on a rendezvous step of its own
+     * @throws PeerLostException if a rank of this group was lost (during the split or before it)
+     * @throws dev.ar4j.rendezvous.RendezvousException if the sub-communicator's ranks cannot meet (a
+     *     timeout, a lost rank); this communicator stays usable
+     * @throws Ar4jException if the sub-communicator's GPU or NCCL setup fails (see {@link Builder#build()})
+     */
+    public Communicator split(int color, int key) {
+        SplitPlan[] plan = new SplitPlan[1];
+        collective("split", () -> plan[0] = SplitPlan.agree(group.rendezvous, group.key("split"), color, key,
+                group.timeout));
+        if (!plan[0].joins()) {
+            return null;
+        }
+        Builder child = group.childSettings();
+        BuilderChecks.validate(child);
+        return new Communicator(child, SubGroupRendezvous.over(group.rendezvous, plan[0]), true);
+    }
+
+    /**
      * Whether the group has an NCCL communicator (false when built with {@code nccl(false)}).
      *
      * @return {@code true} if the group has an NCCL communicator

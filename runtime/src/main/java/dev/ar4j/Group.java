@@ -37,6 +37,7 @@ final class Group {
     private DeviceBuffer staging;
     private SharedBufferLease lease;  // ranks of one process: their buffers outlive every rank's close
     private final java.util.concurrent.atomic.AtomicBoolean rendezvousClosed = new java.util.concurrent.atomic.AtomicBoolean();
+    private volatile Communicator.Builder childSettings;  // what a split's children inherit; see ChildSettings
 
     private Group(Rendezvous rendezvous, boolean ownsRendezvous, Duration timeout, int device, List<PeerInfo> peers,
                   boolean sameProcess, Topology topology) {
@@ -75,6 +76,20 @@ final class Group {
     /** A fresh key for the next collective rendezvous step; every rank draws them in the same order. */
     String key(String what) {
         return "ar4j/comm/" + what + "/" + (sequence++);
+    }
+
+    /** Keeps the settings the children of a {@link Communicator#split} inherit (set once, at build). */
+    void inheritSettings(Communicator.Builder snapshot) {
+        this.childSettings = snapshot;
+    }
+
+    /** A fresh builder with the settings a child inherits ({@link ChildSettings}). */
+    Communicator.Builder childSettings() {
+        Communicator.Builder s = childSettings;
+        if (s == null) {
+            throw new IllegalStateException("rank " + rank + ": this group kept no settings for a split");
+        }
+        return ChildSettings.copy(s);
     }
 
     /** The kernels are set up whenever the topology allows them, whatever the policy: per-call policies may use them. */

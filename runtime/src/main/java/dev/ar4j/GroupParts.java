@@ -17,6 +17,7 @@ record GroupParts(Group group, Dispatchers dispatchers, NcclPath nccl, CustomKer
         CustomKernelPath custom = null;
         try {
             g = Group.join(rendezvous, ownsRendezvous, b.rendezvousTimeout, device, b.p2pOverride, b.nvlinkOverride);
+            g.inheritSettings(ChildSettings.snapshot(b, device));
             Dispatchers d = new Dispatchers(g.topology, b.dispatchConfig(), b.stagingBytes, thresholds(g.worldSize, b));
             if (BuilderChecks.ncclEnabled(b)) {
                 ncclPath = NcclPath.open(g);

@@ -1,0 +1,229 @@
+package dev.ar4j.it;
+
+import dev.ar4j.Communicator;
+import dev.ar4j.DType;
+import dev.ar4j.cuda.Cuda;
+import dev.ar4j.cuda.CudaStream;
+import dev.ar4j.cuda.DeviceAttribute;
+import dev.ar4j.cuda.DeviceBuffer;
+import dev.ar4j.dispatch.Algorithm;
+import dev.ar4j.dispatch.AlgorithmPolicy;
+import dev.ar4j.dispatch.Decision;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@link Communicator#split} on one GPU: four ranks of one JVM sharing GPU 0 (no NCCL) split by
+ * color rank % 2 into {0, 2} and {1, 3}; each sub-communicator gets its own custom kernels and
+ * all-reduces bf16 exactly (integer-valued inputs, outputs poisoned with NaN first) while the
+ * other sub-group runs at the same time, and the parent still all-reduces exactly afterwards.
+ * Needs one GPU; {@code -Dar4j.gpu.required=true} turns a missing GPU into a failure.
+ */
+@Tag("gpu")
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
+class CommunicatorSplitIT {
+
+    private static final Duration WAIT = Duration.ofSeconds(60);
+    /** bf16 element counts: push, push, one-stage or two-stage sizes; all multiples of 8 (16 bytes). */
+    private static final long[] COUNTS = {512, 7680, 262_520, 1_048_576};
+
+    @BeforeAll
+    static void needAGpu() {
+        GpuRequirement.requireDevices(1);
+    }
+
+    /**
+     * Four ranks on GPU 0. The two sub-groups run their kernels at the same time on the same GPU,
+     * and a custom kernel waits for its peer's blocks: the grid is set so that all four ranks'
+     * blocks are resident at once (a child counts only its own two ranks per GPU).
+     */
+    private static List<Communicator> fourRanksOnGpu0() {
+        int sms = Cuda.deviceAttribute(DeviceAttribute.MULTI_PROCESSOR_COUNT, 0);
+        int blocks = Math.max(1, Math.min(128, sms / 4));
+        return Communicator.localGroup(new int[] {0, 0, 0, 0}, b -> b.nccl(false).launchConfig(blocks, 512)
+                .rendezvousTimeout(WAIT));
+    }
+
+    private static <T> List<T> onEveryRank(int n, IntFunction<T> task) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            List<Future<T>> futures = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                int rank = r;
+                Callable<T> c = () -> {
+                    Cuda.setDevice(0);
+                    return task.apply(rank);
+                };
+                futures.add(pool.submit(c));
+            }
+            List<T> results = new ArrayList<>();
+            for (Future<T> f : futures) {
+                results.add(f.get(240, TimeUnit.SECONDS));
+            }
+            return results;
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /** The input of parent rank {@code rank} at element {@code i}: an integer in [-16, 16]. */
+    private static int input(int rank, long i, int round) {
+        return (int) ((i * 7 + rank * 13 + round * 5) % 33) - 16;
+    }
+
+    private static short bf16(int value) {
+        return (short) (Float.floatToRawIntBits(value) >>> 16);
+    }
+
+    /**
+     * All-reduces every count out of place (output poisoned first) and once in place on {@code comm},
+     * whose ranks are the parent ranks {@code members}; returns the failures (empty when exact).
+     */
+    private static List<String> allReduceExactly(Communicator comm, int parentRank, int[] members, int round) {
+        List<String> failures = new ArrayList<>();
+        long max = COUNTS[COUNTS.length - 1];
+        try (Arena arena = Arena.ofConfined();
+             CudaStream stream = CudaStream.create();
+             DeviceBuffer in = DeviceBuffer.allocate(max * 2);
+             DeviceBuffer out = DeviceBuffer.allocate(max * 2)) {
+            MemorySegment host = arena.allocate(max * 2, 16);
+            MemorySegment got = arena.allocate(max * 2, 16);
+            for (long count : COUNTS) {
+                for (boolean inPlace : new boolean[] {false, true}) {
+                    long bytes = count * 2;
+                    for (long i = 0; i < count; i++) {
+                        host.set(ValueLayout.JAVA_SHORT_UNALIGNED, i * 2, bf16(input(parentRank, i, round)));
+                    }
+                    // Everything on the rank's own stream: ranks sharing the GPU never wait on each other's copies.
+                    in.copyFromAsync(host.asSlice(0, bytes), stream);
+                    out.fillAsync(0xff, stream);  // NaN in bf16: an element the all-reduce does not write stays wrong
+                    DeviceBuffer target = inPlace ? in : out;
+                    Decision d = comm.allReduce(in.address(), target.address(), count, DType.BFLOAT16,
+                            stream.handle(), AlgorithmPolicy.AUTO);
+                    target.copyToAsync(got.asSlice(0, bytes), stream);
+                    stream.synchronize();
+                    comm.checkPeers();
+                    if (d.algorithm() == Algorithm.NCCL) {
+                        failures.add(count + " elements went to NCCL (" + d + ") in a group without NCCL");
+                        continue;
+                    }
+                    for (long i = 0; i < count; i++) {
+                        int sum = 0;
+                        for (int m : members) {
+                            sum += input(m, i, round);
+                        }
+                        short want = bf16(sum);
+                        short have = got.get(ValueLayout.JAVA_SHORT_UNALIGNED, i * 2);
+                        if (have != want) {
+                            failures.add("rank " + comm.rank() + "/" + comm.worldSize() + " (parent rank " + parentRank
+                                    + "), " + count + " elements " + (inPlace ? "in place" : "out of place") + " by "
+                                    + d.algorithm() + ": element " + i + " is 0x" + Integer.toHexString(have & 0xffff)
+                                    + ", expected 0x" + Integer.toHexString(want & 0xffff) + " (" + sum + ")");
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        return failures;
+    }
+
+    @Test
+    void fourRanksOnOneGpuSplitIntoTwoPairsWithTheirOwnKernels() throws Exception {
+        List<Communicator> parent = fourRanksOnGpu0();
+        try {
+            for (Communicator c : parent) {
+                assertTrue(c.hasCustomKernels(), "the parent must have custom kernels: " + c);
+            }
+            List<List<String>> failures = onEveryRank(4, r -> {
+                Communicator comm = parent.get(r);
+                List<String> mine = new ArrayList<>();
+                try (Communicator sub = comm.split(r % 2, r)) {
+                    int[] members = r % 2 == 0 ? new int[] {0, 2} : new int[] {1, 3};
+                    assertEquals(2, sub.worldSize(), "sub-group size of parent rank " + r);
+                    assertEquals(r / 2, sub.rank(), "sub-rank of parent rank " + r + " (key = rank)");
+                    assertEquals(0, sub.device());
+                    assertTrue(sub.hasCustomKernels(), "the sub-communicator must have its own custom kernels: " + sub);
+                    assertFalse(sub.hasNccl(), "nccl(false) is inherited");
+                    assertNotEquals(comm.rendezvous(), sub.rendezvous(), "the sub-group has its own rendezvous view");
+                    for (int round = 0; round < 3; round++) {
+                        mine.addAll(allReduceExactly(sub, r, members, round));
+                    }
+                    assertTrue(sub.health().isHealthy(), "sub-communicator of rank " + r + ": " + sub.health());
+                    // Close only once every member's last all-reduce completed (peers read this rank's buffers).
+                    sub.rendezvous().barrier("done", WAIT);
+                }
+                // The parent still works, over all four ranks.
+                mine.addAll(allReduceExactly(comm, r, new int[] {0, 1, 2, 3}, 7));
+                assertTrue(comm.health().isHealthy(), "parent rank " + r + ": " + comm.health());
+                comm.rendezvous().barrier("parent-done", WAIT);
+                return mine;
+            });
+            for (List<String> f : failures) {
+                assertEquals(List.of(), f);
+            }
+        } finally {
+            for (Communicator c : parent) {
+                c.close();
+            }
+        }
+    }
+
+    @Test
+    void colorMinusOneJoinsNoneAndABadColorIsRefusedOnEveryRank() throws Exception {
+        List<Communicator> parent = fourRanksOnGpu0();
+        try {
+            List<String> refusals = onEveryRank(4, r -> assertThrows(IllegalArgumentException.class,
+                    () -> parent.get(r).split(r == 1 ? -2 : 0, 0)).getMessage());
+            for (String m : refusals) {
+                assertTrue(m.contains("rank 1 gave color -2") && m.contains("-1 to join none"), m);
+            }
+            List<String> outcomes = onEveryRank(4, r -> {
+                Communicator comm = parent.get(r);
+                assertTrue(comm.health().isHealthy(), "a refused split leaves the parent usable: " + comm.health());
+                try (Communicator sub = comm.split(r == 3 ? -1 : 0, -r)) {
+                    if (r == 3) {
+                        assertNull(sub, "color -1 joins no sub-communicator");
+                        return "none";
+                    }
+                    // Three ranks: no custom kernels for that size, no NCCL: built, but every call would be refused.
+                    assertEquals(3, sub.worldSize());
+                    assertEquals(2 - r, sub.rank(), "keys -rank reverse the order");
+                    assertFalse(sub.hasCustomKernels());
+                    sub.rendezvous().barrier("done", WAIT);
+                    return "size " + sub.worldSize();
+                }
+            });
+            assertEquals(List.of("size 3", "size 3", "size 3", "none"), outcomes);
+            assertEquals(List.of(List.of(), List.of(), List.of(), List.of()),
+                    onEveryRank(4, r -> allReduceExactly(parent.get(r), r, new int[] {0, 1, 2, 3}, 1)),
+                    "the parent all-reduces exactly after the splits");
+        } finally {
+            for (Communicator c : parent) {
+                c.close();
+            }
+        }
+    }
+}
