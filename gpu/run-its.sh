@@ -7,6 +7,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# Ranks sharing one GPU in one process spin in kernels on many streams (their own, and each
+# context's private one); with CUDA's default of 8 hardware queues a launch can queue behind a
+# peer's spinning kernel until the kernel deadline (seen in the native fused test with 8 ranks).
+export CUDA_DEVICE_MAX_CONNECTIONS="${CUDA_DEVICE_MAX_CONNECTIONS:-32}"
 java=.gpu/jre/bin/java
 [[ -x "$java" ]] || { echo "run-its: $java missing; run gpu/prepare.sh on the build machine and carry .gpu" >&2; exit 2; }
 # Java 25 or newer, or a message naming it and JAVA_HOME (not a raw UnsupportedClassVersionError).
