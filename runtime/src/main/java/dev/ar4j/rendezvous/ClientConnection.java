@@ -1,5 +1,7 @@
 package dev.ar4j.rendezvous;
 
+import dev.ar4j.internal.Durations;
+
 import dev.ar4j.rendezvous.RendezvousProtocol.Frame;
 import dev.ar4j.rendezvous.RendezvousProtocol.ProtocolViolation;
 import dev.ar4j.rendezvous.RendezvousProtocol.Refusal;

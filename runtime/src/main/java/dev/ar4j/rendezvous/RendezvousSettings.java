@@ -1,5 +1,7 @@
 package dev.ar4j.rendezvous;
 
+import dev.ar4j.internal.Durations;
+
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;

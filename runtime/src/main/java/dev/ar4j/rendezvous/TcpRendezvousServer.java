@@ -1,5 +1,7 @@
 package dev.ar4j.rendezvous;
 
+import dev.ar4j.internal.Durations;
+
 import java.io.IOException;
 import java.net.BindException;
 import java.net.InetAddress;

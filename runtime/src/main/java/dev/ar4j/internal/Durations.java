@@ -1,10 +1,13 @@
-package dev.ar4j.rendezvous;
+package dev.ar4j.internal;
 
 import java.time.Duration;
 import java.util.Objects;
 
-/** Timeout checks and conversions shared by the rendezvous classes. */
-final class Durations {
+/**
+ * Timeout checks, conversions and their wording in messages, shared by the rendezvous and the
+ * NCCL classes (not exported).
+ */
+public final class Durations {
     /** Waits longer than this are treated as this long; no rendezvous legitimately waits a century. */
     private static final Duration LONGEST = Duration.ofDays(365L * 100);
 
@@ -12,7 +15,7 @@ final class Durations {
     }
 
     /** Returns {@code timeout} if it is positive, else throws naming {@code what}. */
-    static Duration requirePositive(Duration timeout, String what) {
+    public static Duration requirePositive(Duration timeout, String what) {
         Objects.requireNonNull(timeout, () -> what + " must not be null");
         if (timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException(what + " must be positive, got " + format(timeout));
@@ -20,16 +23,16 @@ final class Durations {
         return timeout;
     }
 
-    static long toNanos(Duration d) {
+    public static long toNanos(Duration d) {
         return d.compareTo(LONGEST) > 0 ? LONGEST.toNanos() : d.toNanos();
     }
 
-    static long toMillis(Duration d) {
+    public static long toMillis(Duration d) {
         return d.compareTo(LONGEST) > 0 ? LONGEST.toMillis() : d.toMillis();
     }
 
     /** {@code 250 ms}, {@code 1.5 s}, {@code 120 s}: easier to read in a message than {@code PT1.5S}. */
-    static String format(Duration d) {
+    public static String format(Duration d) {
         long millis = toMillis(d);
         if (Math.abs(millis) < 1000) {
             return millis + " ms";
@@ -38,5 +41,10 @@ final class Durations {
             return (millis / 1000) + " s";
         }
         return String.format(java.util.Locale.ROOT, "%.3f", millis / 1000.0).replaceAll("0+$", "") + " s";
+    }
+
+    /** {@link #format} of a duration given in nanoseconds. */
+    public static String formatNanos(long nanos) {
+        return format(Duration.ofNanos(nanos));
     }
 }
