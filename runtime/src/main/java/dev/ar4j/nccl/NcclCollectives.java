@@ -454,13 +454,7 @@ public final class NcclCollectives {
      *     {@code ncclInProgress})
      */
     public void send(DeviceBuffer buffer, long count, NcclDataType type, int peer, CudaStream stream) {
-        String site = comm.site();
-        checkCount(SEND, site, count, "count");
-        checkRank(SEND, site, peer, comm.nranks(), "peer");
-        checkBuffer(SEND, site, buffer, bytes(SEND, site, count, type, 1), comm.device(), "send",
-                count + " x " + type.ncclName());
-        checkStream(SEND, site, stream, comm.device());
-        send(buffer.address(), count, type, peer, stream.handle());
+        pointToPoint(true, buffer, count, type, peer, stream);
     }
 
     /**
@@ -499,13 +493,7 @@ public final class NcclCollectives {
      *     {@code ncclInProgress})
      */
     public void recv(DeviceBuffer buffer, long count, NcclDataType type, int peer, CudaStream stream) {
-        String site = comm.site();
-        checkCount(RECV, site, count, "count");
-        checkRank(RECV, site, peer, comm.nranks(), "peer");
-        checkBuffer(RECV, site, buffer, bytes(RECV, site, count, type, 1), comm.device(), "receive",
-                count + " x " + type.ncclName());
-        checkStream(RECV, site, stream, comm.device());
-        recv(buffer.address(), count, type, peer, stream.handle());
+        pointToPoint(false, buffer, count, type, peer, stream);
     }
 
     /**
@@ -525,6 +513,19 @@ public final class NcclCollectives {
      */
     public void recv(long address, long count, NcclDataType type, int peer, long streamHandle) {
         pointToPoint(false, address, count, type, peer, streamHandle);
+    }
+
+    /** The buffer checks of {@link #send} and {@link #recv}, then the call on the buffer's address. */
+    private void pointToPoint(boolean isSend, DeviceBuffer buffer, long count, NcclDataType type, int peer,
+                              CudaStream stream) {
+        String call = isSend ? SEND : RECV;
+        String site = comm.site();
+        checkCount(call, site, count, "count");
+        checkRank(call, site, peer, comm.nranks(), "peer");
+        checkBuffer(call, site, buffer, bytes(call, site, count, type, 1), comm.device(), isSend ? "send" : "receive",
+                count + " x " + type.ncclName());
+        checkStream(call, site, stream, comm.device());
+        pointToPoint(isSend, buffer.address(), count, type, peer, stream.handle());
     }
 
     private void pointToPoint(boolean isSend, long address, long count, NcclDataType type, int peer, long streamHandle) {
