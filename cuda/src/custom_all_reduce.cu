@@ -596,6 +596,17 @@ static int check_geometry(ar4j_context *ctx) {
     return AR4J_ERROR_GEOMETRY_MISMATCH;
 }
 
+// What every launch checks first, with the CallGuard held: a geometry mismatch (named as such
+// on every call; it also poisoned the group), a failure this rank already knows of, and the
+// peers' geometry on the first call.
+static int launch_failure(ar4j_context *ctx) {
+    if (ctx->geometry_state.load(std::memory_order_relaxed) == 2) return AR4J_ERROR_GEOMETRY_MISMATCH;
+    int failure = known_failure(ctx);
+    if (failure != AR4J_SUCCESS) return failure;
+    if (ctx->geometry_state.load(std::memory_order_relaxed) != 1) return check_geometry(ctx);
+    return AR4J_SUCCESS;
+}
+
 AR4J_API int ar4j_check_geometry(ar4j_context *ctx) {
     if (ctx == nullptr) return AR4J_ERROR_NULL_POINTER;
     CallGuard guard(ctx);
@@ -622,14 +633,8 @@ AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype
     if (!in_place && ia < oa + bytes && oa < ia + bytes) return AR4J_ERROR_INVALID_ARGUMENT;
     CallGuard guard(ctx);
     if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
-    // A geometry mismatch is named as such on every call (it also poisoned the group).
-    if (ctx->geometry_state.load(std::memory_order_relaxed) == 2) return AR4J_ERROR_GEOMETRY_MISMATCH;
-    int failure = known_failure(ctx);
+    int failure = launch_failure(ctx);
     if (failure != AR4J_SUCCESS) return failure;
-    if (ctx->geometry_state.load(std::memory_order_relaxed) != 1) {
-        failure = check_geometry(ctx);
-        if (failure != AR4J_SUCCESS) return failure;
-    }
     if (algorithm == AR4J_ALGO_TWO_STAGE && bytes > ctx->max_bytes) return AR4J_ERROR_TOO_LARGE;
 
     if (algorithm == AR4J_ALGO_ONE_SHOT_PUSH && bytes > ar4j::kPushMaxBytes) return AR4J_ERROR_TOO_LARGE;
@@ -925,13 +930,8 @@ AR4J_API int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorit
     }
     CallGuard guard(ctx);
     if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
-    if (ctx->geometry_state.load(std::memory_order_relaxed) == 2) return AR4J_ERROR_GEOMETRY_MISMATCH;
-    int failure = known_failure(ctx);
+    int failure = launch_failure(ctx);
     if (failure != AR4J_SUCCESS) return failure;
-    if (ctx->geometry_state.load(std::memory_order_relaxed) != 1) {
-        failure = check_geometry(ctx);
-        if (failure != AR4J_SUCCESS) return failure;
-    }
     int device = -1;
     cudaError_t e = cudaGetDevice(&device);
     if (e != cudaSuccess) return cuda_failed(ctx, e);
