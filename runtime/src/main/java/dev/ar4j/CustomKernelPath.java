@@ -36,7 +36,6 @@ final class CustomKernelPath implements AutoCloseable {
     private final RegisteredRanges retired = new RegisteredRanges();
     private final long stagingAddress;
     private final Geometry geometry;
-    private volatile String poisoned;
 
     /** The launch geometry every rank agreed on at setup. */
     record Geometry(int maxBlocks, int threads, int ranksPerGpu, int minSms) {
@@ -233,16 +232,6 @@ final class CustomKernelPath implements AutoCloseable {
         }
     }
 
-    /** Registered buffers still in use (the staging buffer included). */
-    int registeredCount() {
-        return registered.size();
-    }
-
-    /** Registrations whose slots the kernel library still holds though no call uses them. */
-    int retiredCount() {
-        return retired.size();
-    }
-
     /** Graph inputs the kernel library recorded during capture and not yet registered. */
     int graphPendingCount() {
         return kernels.graphPendingCount();
@@ -251,11 +240,6 @@ final class CustomKernelPath implements AutoCloseable {
     /** Registers the pending graph inputs: row i holds every rank's pointer for the i-th input. */
     void registerGraphInputs(long[] rows) {
         kernels.registerGraphInputs(rows);
-    }
-
-    /** The kernels' timeout record (not cleared): a host-memory read, safe from the watchdog thread. */
-    KernelTimeout readTimeout() {
-        return kernels.readTimeout(false);
     }
 
     /**
@@ -267,7 +251,6 @@ final class CustomKernelPath implements AutoCloseable {
      * peer's) is kept: the first cause wins.
      */
     void poison(FailureState.Kind kind, String reason) {
-        poisoned = kind + ": " + reason;
         int code = kind == FailureState.Kind.ABORTED ? CustomAllReduceKernels.POISON_ABORT
                 : CustomAllReduceKernels.POISON_PEER_LOST;
         try {
@@ -317,11 +300,6 @@ final class CustomKernelPath implements AutoCloseable {
      */
     void afterGroupReady() {
         kernels.checkGeometry();
-    }
-
-    /** Why the kernels were poisoned, or null. */
-    String poisonedBecause() {
-        return poisoned;
     }
 
     /** The exception for a recorded kernel timeout; {@code cause} may be null. */
