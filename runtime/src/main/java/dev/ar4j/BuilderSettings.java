@@ -49,6 +49,12 @@ abstract class BuilderSettings {
     Boolean pdlEnabled;
     Duration watchdogInterval;
     FailureListener failureListener;
+    /**
+     * The fewest ranks assumed to share each GPU when the grid is sized (no public setter): a
+     * split's children get their parent's ranks per GPU, because sibling sub-groups run their
+     * kernels on the same GPUs at the same time (see {@link CustomKernelPath#agreeGeometry}).
+     */
+    int ranksPerGpuAtLeast = 1;
 
 
     /**

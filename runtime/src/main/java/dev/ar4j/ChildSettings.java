@@ -19,10 +19,15 @@ final class ChildSettings {
     private ChildSettings() {
     }
 
-    /** The snapshot of {@code b} for the children of the communicator it built, which drives {@code device}. */
-    static Communicator.Builder snapshot(BuilderSettings b, int device) {
+    /**
+     * The snapshot of {@code b} for the children of the communicator it built, which drives
+     * {@code device} and has {@code ranksPerGpu} ranks on its busiest GPU: the children's grid
+     * leaves room for all of them, since sibling sub-groups run on those GPUs at once.
+     */
+    static Communicator.Builder snapshot(BuilderSettings b, int device, int ranksPerGpu) {
         Communicator.Builder s = copy(b);
         s.device = device;
+        s.ranksPerGpuAtLeast = Math.max(b.ranksPerGpuAtLeast, ranksPerGpu);
         s.ncclEnabled = BuilderChecks.ncclEnabled(b);
         s.pdlEnabled = BuilderChecks.pdlEnabled(b);
         s.watchdogInterval = BuilderChecks.watchdogInterval(b);
@@ -50,6 +55,7 @@ final class ChildSettings {
         s.pdlEnabled = b.pdlEnabled;
         s.watchdogInterval = b.watchdogInterval;
         s.failureListener = b.failureListener;
+        s.ranksPerGpuAtLeast = b.ranksPerGpuAtLeast;
         return s;
     }
 }

@@ -56,8 +56,8 @@ final class CustomKernelPath implements AutoCloseable {
      * is closed; the group's buffers stay with the group, which the caller closes.
      */
     static CustomKernelPath open(Group group, long stagingBytes, int maxRegistrations, long kernelTimeoutNanos,
-                                 int launchBlocks, int launchThreads, boolean pdl) {
-        Geometry geometry = agreeGeometry(group, launchBlocks, launchThreads);
+                                 int launchBlocks, int launchThreads, int ranksPerGpuAtLeast, boolean pdl) {
+        Geometry geometry = agreeGeometry(group, launchBlocks, launchThreads, ranksPerGpuAtLeast);
         long signalBytes = CustomAllReduceKernels.signalSize(stagingBytes);
         long[][] shared = group.openSharedBuffers(signalBytes, stagingBytes);
         CustomArContext ctx = CustomAllReduceKernels.createContext(shared[0], group.rank, group.worldSize, stagingBytes,
@@ -78,36 +78,54 @@ final class CustomKernelPath implements AutoCloseable {
     }
 
     /**
-     * Every rank sends its SM count and its builder's launch configuration; the ranks must agree
-     * on the configuration, and when several ranks share a GPU the grid is capped so that all
-     * their blocks are resident at once (max blocks = smallest SM count / ranks per GPU), since a
-     * kernel whose peer's blocks cannot be scheduled would wait for them until its deadline.
+     * Every rank sends its SM count, its builder's launch configuration and how many ranks it was
+     * told share each GPU at least; the ranks must agree on the configuration, and when several
+     * ranks share a GPU the grid is capped so that all their blocks are resident at once (max
+     * blocks = smallest SM count / ranks per GPU), since a kernel whose peer's blocks cannot be
+     * scheduled would wait for them until its deadline. Ranks per GPU is the larger of this
+     * group's busiest GPU and the largest {@code ranksPerGpuAtLeast} sent: a split's sub-groups run
+     * on their parent's GPUs at the same time, so a child leaves room for all its parent's ranks.
      * Without a builder setting: the smallest SM count of the group, divided by the ranks per GPU,
      * at most 128 blocks of 512 threads (the kernels' own default, made equal on every rank).
      */
-    static Geometry agreeGeometry(Group group, int launchBlocks, int launchThreads) {
+    static Geometry agreeGeometry(Group group, int launchBlocks, int launchThreads, int ranksPerGpuAtLeast) {
         int sms = Cuda.deviceAttribute(DeviceAttribute.MULTI_PROCESSOR_COUNT, group.device);
-        byte[] mine = ByteBuffer.allocate(12).putInt(sms).putInt(launchBlocks).putInt(launchThreads).array();
+        byte[] mine = ByteBuffer.allocate(16).putInt(sms).putInt(launchBlocks).putInt(launchThreads)
+                .putInt(ranksPerGpuAtLeast).array();
         byte[][] all = group.rendezvous.allGather(group.key("geometry"), mine, group.timeout);
+        return geometryOf(all, group.rank, launchBlocks, launchThreads, group.maxRanksPerGpu());
+    }
+
+    /**
+     * The geometry every rank computes alike from the gathered records ({@link #agreeGeometry});
+     * {@code groupRanksPerGpu} is the ranks on this group's busiest GPU.
+     */
+    static Geometry geometryOf(byte[][] all, int rank, int launchBlocks, int launchThreads, int groupRanksPerGpu) {
         int minSms = Integer.MAX_VALUE;
+        int perGpu = groupRanksPerGpu;
         for (int r = 0; r < all.length; r++) {
-            if (all[r].length != 12) {
+            if (all[r].length != 16) {
                 throw new IllegalStateException("rank " + r + " sent a malformed launch-geometry record ("
-                        + all[r].length + " bytes); run the same ar4j version on every rank");
+                        + all[r].length + " bytes, 16 expected); run the same ar4j version on every rank");
             }
             ByteBuffer b = ByteBuffer.wrap(all[r]);
             int theirSms = b.getInt();
             int blocks = b.getInt();
             int threads = b.getInt();
+            int theirSharers = b.getInt();
             if (blocks != launchBlocks || threads != launchThreads) {
-                throw new IllegalStateException("ranks disagree on the launch configuration: rank " + group.rank
+                throw new IllegalStateException("ranks disagree on the launch configuration: rank " + rank
                         + " has launchConfig(" + launchBlocks + ", " + launchThreads + "), rank " + r + " has ("
                         + blocks + ", " + threads + "); ranks that split the work differently sum wrong elements. "
                         + "Give every rank the same launchConfig (or none)");
             }
+            if (theirSms < 1 || theirSharers < 1) {
+                throw new IllegalStateException("rank " + r + " sent an invalid launch-geometry record (" + theirSms
+                        + " SMs, " + theirSharers + " ranks per GPU); run the same ar4j version on every rank");
+            }
             minSms = Math.min(minSms, theirSms);
+            perGpu = Math.max(perGpu, theirSharers);
         }
-        int perGpu = group.maxRanksPerGpu();
         if (launchBlocks > 0) {
             return new Geometry(launchBlocks, launchThreads, perGpu, minSms);
         }

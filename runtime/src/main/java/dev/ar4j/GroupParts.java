@@ -17,14 +17,14 @@ record GroupParts(Group group, Dispatchers dispatchers, NcclPath nccl, CustomKer
         CustomKernelPath custom = null;
         try {
             g = Group.join(rendezvous, ownsRendezvous, b.rendezvousTimeout, device, b.p2pOverride, b.nvlinkOverride);
-            g.inheritSettings(ChildSettings.snapshot(b, device));
+            g.inheritSettings(ChildSettings.snapshot(b, device, g.maxRanksPerGpu()));
             Dispatchers d = new Dispatchers(g.topology, b.dispatchConfig(), b.stagingBytes, thresholds(g.worldSize, b));
             if (BuilderChecks.ncclEnabled(b)) {
                 ncclPath = NcclPath.open(g);
             }
             if (g.customKernelsPossible()) {
                 custom = CustomKernelPath.open(g, b.stagingBytes, b.maxRegistrations, b.kernelTimeout.toNanos(),
-                        b.launchBlocks, b.launchThreads, BuilderChecks.pdlEnabled(b));
+                        b.launchBlocks, b.launchThreads, b.ranksPerGpuAtLeast, BuilderChecks.pdlEnabled(b));
             }
             // Every context exists (and its push buffers are filled) before any rank launches.
             g.rendezvous.barrier(g.key("ready"), g.timeout);

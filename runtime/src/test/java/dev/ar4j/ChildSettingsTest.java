@@ -104,8 +104,10 @@ class ChildSettingsTest {
         props.setProperty(BuilderChecks.WATCHDOG_PROPERTY, "250");
         Communicator.Builder parent = Communicator.builder().systemProperties(props).environment(Map.of())
                 .stagingBytes(1 << 20).rank(3).worldSize(4).rendezvous(InProcessRendezvous.create(4).forRank(3));
-        Communicator.Builder snap = ChildSettings.snapshot(parent, 5);
+        Communicator.Builder snap = ChildSettings.snapshot(parent, 5, 3);
         assertEquals(5, snap.device);
+        assertEquals(3, snap.ranksPerGpuAtLeast, "a child sizes its grid for all of its parent's ranks on a GPU");
+        assertEquals(3, ChildSettings.snapshot(snap, 5, 1).ranksPerGpuAtLeast, "a grandchild keeps the largest");
         assertEquals(Boolean.FALSE, snap.ncclEnabled);
         assertEquals(Boolean.FALSE, snap.pdlEnabled);
         assertEquals(Duration.ofMillis(250), snap.watchdogInterval);

@@ -4,7 +4,6 @@ import dev.ar4j.Communicator;
 import dev.ar4j.DType;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.CudaStream;
-import dev.ar4j.cuda.DeviceAttribute;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.AlgorithmPolicy;
@@ -55,15 +54,13 @@ class CommunicatorSplitIT {
     }
 
     /**
-     * Four ranks on GPU 0. The two sub-groups run their kernels at the same time on the same GPU,
-     * and a custom kernel waits for its peer's blocks: the grid is set so that all four ranks'
-     * blocks are resident at once (a child counts only its own two ranks per GPU).
+     * Four ranks on GPU 0, the default launch geometry. The two sub-groups run their kernels at the
+     * same time on the same GPU, and a custom kernel waits for its peer's blocks: the children size
+     * their grid for all four parent ranks on the GPU (not only their own two), so that every
+     * rank's blocks are resident at once.
      */
     private static List<Communicator> fourRanksOnGpu0() {
-        int sms = Cuda.deviceAttribute(DeviceAttribute.MULTI_PROCESSOR_COUNT, 0);
-        int blocks = Math.max(1, Math.min(128, sms / 4));
-        return Communicator.localGroup(new int[] {0, 0, 0, 0}, b -> b.nccl(false).launchConfig(blocks, 512)
-                .rendezvousTimeout(WAIT));
+        return Communicator.localGroup(new int[] {0, 0, 0, 0}, b -> b.nccl(false).rendezvousTimeout(WAIT));
     }
 
     private static <T> List<T> onEveryRank(int n, IntFunction<T> task) throws Exception {
