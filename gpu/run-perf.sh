@@ -14,6 +14,9 @@ cd "$(dirname "$0")/.."
 # NVLink multicast stays off in every process (it can take a shared host's GPUs down).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-lo}"
+# Ranks sharing one GPU (--share-gpu) spin in kernels on many streams; with CUDA's default of 8
+# hardware queues a launch can queue behind a peer's spinning kernel until the kernel deadline.
+export CUDA_DEVICE_MAX_CONNECTIONS="${CUDA_DEVICE_MAX_CONNECTIONS:-32}"
 java=.gpu/jre/bin/java
 jar=.gpu/lib/benchmarks.jar
 [[ -x "$java" ]] || { echo "run-perf: $java missing; run gpu/prepare.sh on the build machine and carry .gpu" >&2; exit 2; }
