@@ -5,8 +5,9 @@
 #   fused    ar4j_fused_test --ranks 2 --quick (fused all-reduce + residual + RMSNorm against the
 #            unfused path, bitwise)
 #   rmsnorm  ar4j_rmsnorm_test (residual add + RMSNorm against a host reference)
-#   its      the GPU integration tests that need one GPU (failure containment with 2 ranks on
-#            GPU 0 in both process models, NCCL world size 1 and the missing-rank timeout, ...)
+#   its      the GPU integration tests that need one GPU (failure containment and the fused
+#            all-reduce + residual + RMSNorm with 2 ranks on GPU 0 in both process models, NCCL
+#            world size 1 and the missing-rank timeout, ...)
 #   timing   dev.ar4j.it.FastPathTiming: graph time per all-reduce with and without the
 #            watchdog, PDL on and off, 2 ranks sharing GPU 0
 #   consumer the consumer program (.gpu/consumer, compiled by the caller) on the class path and
@@ -49,7 +50,8 @@ for s in "${steps[@]}"; do
                 --select-class dev.ar4j.it.FailureContainmentOneJvmIT --select-class dev.ar4j.it.PeerFailureTwoJvmIT \
                 --select-class dev.ar4j.it.NcclMissingRankIT --select-class dev.ar4j.kernels.ResidualRmsNormIT \
                 --select-class dev.ar4j.nccl.NcclSingleGpuIT --select-class dev.ar4j.nccl.NcclInitTimeoutIT \
-                --select-class dev.ar4j.cuda.CudaSingleGpuIT --select-class dev.ar4j.it.FusedNormOneJvmIT ;;
+                --select-class dev.ar4j.cuda.CudaSingleGpuIT --select-class dev.ar4j.it.FusedNormOneJvmIT \
+                --select-class dev.ar4j.it.FusedNormTwoJvmIT ;;
     timing)   step timing 180 "$java" --enable-native-access=ALL-UNNAMED -cp ".gpu/test-classes:$jars" \
                 dev.ar4j.it.FastPathTiming 1024 43008 ;;
     consumer) version=0.1.0-SNAPSHOT

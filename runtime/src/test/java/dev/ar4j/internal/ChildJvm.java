@@ -45,6 +45,16 @@ public final class ChildJvm {
      */
     public static ChildJvm start(Class<?> mainClass, List<String> jvmOptions, List<String> args, Path log)
             throws IOException {
+        return start(mainClass, jvmOptions, args, Map.of(), log);
+    }
+
+    /**
+     * Starts {@code mainClass} with JVM options, {@code args} and extra environment variables
+     * (set last, so they win over this JVM's and the defaults below); stdout and stderr go to
+     * {@code log}.
+     */
+    public static ChildJvm start(Class<?> mainClass, List<String> jvmOptions, List<String> args,
+                                 Map<String, String> environment, Path log) throws IOException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add(NativeLibraries.nativeAccessFlag());
@@ -65,6 +75,7 @@ public final class ChildJvm {
         env.put("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1");
         env.put("NVSHMEM_DISABLE_NVLS", "1");
         env.putIfAbsent("NCCL_SOCKET_IFNAME", "lo");
+        env.putAll(environment);
         return new ChildJvm(builder.start(), log, mainClass.getSimpleName() + " " + String.join(" ", args));
     }
 
