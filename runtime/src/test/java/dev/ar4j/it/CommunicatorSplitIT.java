@@ -94,52 +94,75 @@ class CommunicatorSplitIT {
         return (short) (Float.floatToRawIntBits(value) >>> 16);
     }
 
+    /** The largest call of {@link #COUNTS} in bytes. */
+    private static final long MAX_BYTES = COUNTS[COUNTS.length - 1] * 2;
+
+    /**
+     * One rank's device and host buffers, allocated before its first kernel and freed after the
+     * last barrier. Ranks sharing one GPU in one process share its CUDA context, and cudaFree (like
+     * cudaDeviceSynchronize) waits for every kernel on the device: a rank freeing a buffer while a
+     * peer's kernel waits for that rank's next launch would wait for it until the kernel deadline.
+     */
+    private record RankBuffers(Arena arena, CudaStream stream, DeviceBuffer in, DeviceBuffer out,
+                               MemorySegment host, MemorySegment got) implements AutoCloseable {
+        static RankBuffers allocate() {
+            Arena arena = Arena.ofConfined();
+            return new RankBuffers(arena, CudaStream.create(), DeviceBuffer.allocate(MAX_BYTES),
+                    DeviceBuffer.allocate(MAX_BYTES), arena.allocate(MAX_BYTES, 16), arena.allocate(MAX_BYTES, 16));
+        }
+
+        @Override
+        public void close() {
+            try (arena; stream; in; out) {
+                // closed in reverse order
+            }
+        }
+    }
+
     /**
      * All-reduces every count out of place (output poisoned first) and once in place on {@code comm},
      * whose ranks are the parent ranks {@code members}; returns the failures (empty when exact).
      */
-    private static List<String> allReduceExactly(Communicator comm, int parentRank, int[] members, int round) {
+    private static List<String> allReduceExactly(Communicator comm, RankBuffers b, int parentRank, int[] members,
+                                                 int round) {
         List<String> failures = new ArrayList<>();
-        long max = COUNTS[COUNTS.length - 1];
-        try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create();
-             DeviceBuffer in = DeviceBuffer.allocate(max * 2);
-             DeviceBuffer out = DeviceBuffer.allocate(max * 2)) {
-            MemorySegment host = arena.allocate(max * 2, 16);
-            MemorySegment got = arena.allocate(max * 2, 16);
-            for (long count : COUNTS) {
-                for (boolean inPlace : new boolean[] {false, true}) {
-                    long bytes = count * 2;
-                    for (long i = 0; i < count; i++) {
-                        host.set(ValueLayout.JAVA_SHORT_UNALIGNED, i * 2, bf16(input(parentRank, i, round)));
+        CudaStream stream = b.stream();
+        DeviceBuffer in = b.in();
+        DeviceBuffer out = b.out();
+        MemorySegment host = b.host();
+        MemorySegment got = b.got();
+        for (long count : COUNTS) {
+            for (boolean inPlace : new boolean[] {false, true}) {
+                long bytes = count * 2;
+                for (long i = 0; i < count; i++) {
+                    host.set(ValueLayout.JAVA_SHORT_UNALIGNED, i * 2, bf16(input(parentRank, i, round)));
+                }
+                // Everything on the rank's own stream: ranks sharing the GPU never wait on each other's copies.
+                in.copyFromAsync(host.asSlice(0, bytes), stream);
+                out.fillAsync(0xff, stream);  // NaN in bf16: an element the all-reduce does not write stays wrong
+                DeviceBuffer target = inPlace ? in : out;
+                Decision d = comm.allReduce(in.address(), target.address(), count, DType.BFLOAT16,
+                        stream.handle(), AlgorithmPolicy.AUTO);
+                target.copyToAsync(got.asSlice(0, bytes), stream);
+                stream.synchronize();
+                comm.checkPeers();
+                if (d.algorithm() == Algorithm.NCCL) {
+                    failures.add(count + " elements went to NCCL (" + d + ") in a group without NCCL");
+                    continue;
+                }
+                for (long i = 0; i < count; i++) {
+                    int sum = 0;
+                    for (int m : members) {
+                        sum += input(m, i, round);
                     }
-                    // Everything on the rank's own stream: ranks sharing the GPU never wait on each other's copies.
-                    in.copyFromAsync(host.asSlice(0, bytes), stream);
-                    out.fillAsync(0xff, stream);  // NaN in bf16: an element the all-reduce does not write stays wrong
-                    DeviceBuffer target = inPlace ? in : out;
-                    Decision d = comm.allReduce(in.address(), target.address(), count, DType.BFLOAT16,
-                            stream.handle(), AlgorithmPolicy.AUTO);
-                    target.copyToAsync(got.asSlice(0, bytes), stream);
-                    stream.synchronize();
-                    comm.checkPeers();
-                    if (d.algorithm() == Algorithm.NCCL) {
-                        failures.add(count + " elements went to NCCL (" + d + ") in a group without NCCL");
-                        continue;
-                    }
-                    for (long i = 0; i < count; i++) {
-                        int sum = 0;
-                        for (int m : members) {
-                            sum += input(m, i, round);
-                        }
-                        short want = bf16(sum);
-                        short have = got.get(ValueLayout.JAVA_SHORT_UNALIGNED, i * 2);
-                        if (have != want) {
-                            failures.add("rank " + comm.rank() + "/" + comm.worldSize() + " (parent rank " + parentRank
-                                    + "), " + count + " elements " + (inPlace ? "in place" : "out of place") + " by "
-                                    + d.algorithm() + ": element " + i + " is 0x" + Integer.toHexString(have & 0xffff)
-                                    + ", expected 0x" + Integer.toHexString(want & 0xffff) + " (" + sum + ")");
-                            break;
-                        }
+                    short want = bf16(sum);
+                    short have = got.get(ValueLayout.JAVA_SHORT_UNALIGNED, i * 2);
+                    if (have != want) {
+                        failures.add("rank " + comm.rank() + "/" + comm.worldSize() + " (parent rank " + parentRank
+                                + "), " + count + " elements " + (inPlace ? "in place" : "out of place") + " by "
+                                + d.algorithm() + ": element " + i + " is 0x" + Integer.toHexString(have & 0xffff)
+                                + ", expected 0x" + Integer.toHexString(want & 0xffff) + " (" + sum + ")");
+                        break;
                     }
                 }
             }
@@ -157,25 +180,31 @@ class CommunicatorSplitIT {
             List<List<String>> failures = onEveryRank(4, r -> {
                 Communicator comm = parent.get(r);
                 List<String> mine = new ArrayList<>();
-                try (Communicator sub = comm.split(r % 2, r)) {
-                    int[] members = r % 2 == 0 ? new int[] {0, 2} : new int[] {1, 3};
-                    assertEquals(2, sub.worldSize(), "sub-group size of parent rank " + r);
-                    assertEquals(r / 2, sub.rank(), "sub-rank of parent rank " + r + " (key = rank)");
-                    assertEquals(0, sub.device());
-                    assertTrue(sub.hasCustomKernels(), "the sub-communicator must have its own custom kernels: " + sub);
-                    assertFalse(sub.hasNccl(), "nccl(false) is inherited");
-                    assertNotEquals(comm.rendezvous(), sub.rendezvous(), "the sub-group has its own rendezvous view");
-                    for (int round = 0; round < 3; round++) {
-                        mine.addAll(allReduceExactly(sub, r, members, round));
+                try (RankBuffers buffers = RankBuffers.allocate()) {
+                    comm.rendezvous().barrier("allocated", WAIT);
+                    try (Communicator sub = comm.split(r % 2, r)) {
+                        int[] members = r % 2 == 0 ? new int[] {0, 2} : new int[] {1, 3};
+                        assertEquals(2, sub.worldSize(), "sub-group size of parent rank " + r);
+                        assertEquals(r / 2, sub.rank(), "sub-rank of parent rank " + r + " (key = rank)");
+                        assertEquals(0, sub.device());
+                        assertTrue(sub.hasCustomKernels(), "the sub-communicator must have its own custom kernels: " + sub);
+                        assertFalse(sub.hasNccl(), "nccl(false) is inherited");
+                        assertNotEquals(comm.rendezvous(), sub.rendezvous(), "the sub-group has its own rendezvous view");
+                        for (int round = 0; round < 3; round++) {
+                            mine.addAll(allReduceExactly(sub, buffers, r, members, round));
+                        }
+                        assertTrue(sub.health().isHealthy(), "sub-communicator of rank " + r + ": " + sub.health());
+                        // Close only once every member's last all-reduce completed (peers read this rank's buffers).
+                        sub.rendezvous().barrier("done", WAIT);
                     }
-                    assertTrue(sub.health().isHealthy(), "sub-communicator of rank " + r + ": " + sub.health());
-                    // Close only once every member's last all-reduce completed (peers read this rank's buffers).
-                    sub.rendezvous().barrier("done", WAIT);
+                    // Closing frees device memory: no rank starts the parent's all-reduces before every
+                    // sub-communicator is closed (see RankBuffers).
+                    comm.rendezvous().barrier("subs-closed", WAIT);
+                    // The parent still works, over all four ranks.
+                    mine.addAll(allReduceExactly(comm, buffers, r, new int[] {0, 1, 2, 3}, 7));
+                    assertTrue(comm.health().isHealthy(), "parent rank " + r + ": " + comm.health());
+                    comm.rendezvous().barrier("parent-done", WAIT);
                 }
-                // The parent still works, over all four ranks.
-                mine.addAll(allReduceExactly(comm, r, new int[] {0, 1, 2, 3}, 7));
-                assertTrue(comm.health().isHealthy(), "parent rank " + r + ": " + comm.health());
-                comm.rendezvous().barrier("parent-done", WAIT);
                 return mine;
             });
             for (List<String> f : failures) {
@@ -215,7 +244,14 @@ class CommunicatorSplitIT {
             });
             assertEquals(List.of("size 3", "size 3", "size 3", "none"), outcomes);
             assertEquals(List.of(List.of(), List.of(), List.of(), List.of()),
-                    onEveryRank(4, r -> allReduceExactly(parent.get(r), r, new int[] {0, 1, 2, 3}, 1)),
+                    onEveryRank(4, r -> {
+                        try (RankBuffers buffers = RankBuffers.allocate()) {
+                            parent.get(r).rendezvous().barrier("allocated", WAIT);
+                            List<String> f = allReduceExactly(parent.get(r), buffers, r, new int[] {0, 1, 2, 3}, 1);
+                            parent.get(r).rendezvous().barrier("checked", WAIT);
+                            return f;
+                        }
+                    }),
                     "the parent all-reduces exactly after the splits");
         } finally {
             for (Communicator c : parent) {
