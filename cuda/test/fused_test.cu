@@ -19,8 +19,9 @@
 //    with ar4j_register_graph_inputs), replayed twice with fresh data: as 1.
 // 3. Validation: each refusal returns its named status (ONE_STAGE: an output over the input,
 //    an unregistered input, past the registration; TWO_STAGE: AR4J_ERROR_NOT_FUSED).
-// 4. Poison: rank 0 poisons the group; its calls are refused, every other rank's kernels (push and
-//    ONE_STAGE) write NaN over all of out and residual_out.
+// 4. Poison: rank 0 poisons the group; its calls are refused, every other rank's push kernel writes
+//    NaN over all of out and residual_out, and a graph of a push and a ONE_STAGE fused call captured
+//    before the poison writes NaN over all four outputs on every rank when replayed after it.
 // 5. Timing: a CUDA graph of 122 fused calls against 122 x (all-reduce + ar4j_residual_rmsnorm),
 //    median of 9 replays, PDL off and on: push on 3 x 7168 bf16, ONE_STAGE on 64 x 7168 bf16.
 // Exit code 0 only if every check passed; the last line is "N passed, N failed".
@@ -344,31 +345,62 @@ void run_validation(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t st, Bu
     (void)sh;
 }
 
-// Rank 0 poisons; its calls are refused, the others' kernels find the poison at entry: all NaN.
+// Rank 0 poisons. An eager push call: rank 0's is refused, the others' kernels find the poison at
+// entry and write NaN (after which their hosts know too, and refuse further calls). A graph of a
+// push and a ONE_STAGE fused call, captured before the poison, replayed after it on every rank:
+// every output NaN.
 void run_poison(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t st, Buffers &bf, std::barrier<> &sync) {
     const int d = AR4J_DTYPE_BFLOAT16;
     const size_t rows = 3, hidden = 7168, n = rows * hidden, bytes = n * 2;
+    void *outs[] = {bf.out, bf.res_out, bf.a, bf.b};  // push's out, residual_out; ONE_STAGE's
+    auto poison_outputs = [&]() {
+        for (void *p : outs) CHECK_CUDA(cudaMemsetAsync(p, 0x11, bytes, st));
+        CHECK_CUDA(cudaStreamSynchronize(st));
+    };
+    auto nan_missing = [&](int first, int count) {
+        size_t left = 0;
+        for (int k = first; k < first + count; ++k) left += count_not_nan(d, to_host(outs[k], bytes));
+        return left;
+    };
+    poison_outputs();
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    CHECK_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    CHECK_AR(ar4j_all_reduce_residual_rmsnorm(ctx, kPush, d, bf.in, bf.residual, bf.weight, bf.out, bf.res_out, rows,
+                                              hidden, 1e-6f, st));
+    CHECK_AR(ar4j_all_reduce_residual_rmsnorm(ctx, kOneStage, d, bf.reg + kRegOffset, bf.residual, bf.weight, bf.a,
+                                              bf.b, rows, hidden, 1e-6f, st));
+    CHECK_CUDA(cudaStreamEndCapture(st, &g));
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
     sync.arrive_and_wait();
     if (rank == 0) CHECK_AR(ar4j_poison(ctx, AR4J_POISON_ABORT));
     sync.arrive_and_wait();
-    for (int algo : {kPush, kOneStage}) {
-        CHECK_CUDA(cudaMemsetAsync(bf.out, 0x11, bytes, st));
-        CHECK_CUDA(cudaMemsetAsync(bf.res_out, 0x11, bytes, st));
-        CHECK_CUDA(cudaStreamSynchronize(st));
-        const void *in = algo == kPush ? bf.in : bf.reg + kRegOffset;
-        const int status = ar4j_all_reduce_residual_rmsnorm(ctx, algo, d, in, bf.residual, bf.weight, bf.out,
-                                                            bf.res_out, rows, hidden, 1e-6f, st);
-        CHECK_CUDA(cudaStreamSynchronize(st));
-        const size_t left = count_not_nan(d, to_host(bf.out, bytes)) + count_not_nan(d, to_host(bf.res_out, bytes));
-        const std::string what = std::string(algo_name(algo)) + " poisoned fused call: " + ar4j_status_name(status);
-        if (rank == 0) {
-            record(status == AR4J_ERROR_POISONED, "rank 0 " + what);
-        } else {
-            record(status == AR4J_SUCCESS && left == 0, "rank " + std::to_string(rank) + " " + what + ", " +
-                                                            std::to_string(left) +
-                                                            " non-NaN elements in out + residual_out");
-        }
+    const int status = ar4j_all_reduce_residual_rmsnorm(ctx, kPush, d, bf.in, bf.residual, bf.weight, bf.out,
+                                                        bf.res_out, rows, hidden, 1e-6f, st);
+    CHECK_CUDA(cudaStreamSynchronize(st));
+    const std::string who = "rank " + std::to_string(rank);
+    if (rank == 0) {
+        record(status == AR4J_ERROR_POISONED, who + " poisoned push fused call: " + ar4j_status_name(status));
+    } else {
+        const size_t left = nan_missing(0, 2);
+        record(status == AR4J_SUCCESS && left == 0, who + " poisoned push fused call: " + ar4j_status_name(status) +
+                                                        ", " + std::to_string(left) +
+                                                        " non-NaN elements in out + residual_out");
     }
+    const int again = ar4j_all_reduce_residual_rmsnorm(ctx, kOneStage, d, bf.reg + kRegOffset, bf.residual, bf.weight,
+                                                       bf.a, bf.b, rows, hidden, 1e-6f, st);
+    record(again == AR4J_ERROR_POISONED, who + " 1-stage fused call after the poison is known: " +
+                                             ar4j_status_name(again));
+    poison_outputs();
+    sync.arrive_and_wait();
+    CHECK_CUDA(cudaGraphLaunch(exec, st));
+    CHECK_CUDA(cudaStreamSynchronize(st));
+    const size_t push_left = nan_missing(0, 2), one_left = nan_missing(2, 2);
+    record(push_left == 0 && one_left == 0, who + " graph replayed after the poison: " + std::to_string(push_left) +
+                                                " (push) and " + std::to_string(one_left) +
+                                                " (1-stage) non-NaN elements in out + residual_out");
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(g));
     (void)sh;
 }
 
