@@ -14,6 +14,7 @@
 #include "ar4j/custom_all_reduce.h"
 #include "kernels.cuh"
 #include "fused_kernels.cuh"
+#include "fused_one_stage.cuh"
 
 #define AR4J_API extern "C" __attribute__((visibility("default")))
 
@@ -187,6 +188,7 @@ cudaError_t preload_typed() {
     cudaFuncAttributes attr;
     cudaError_t e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_rmsnorm_kernel<T, WS>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_kernel<T, WS, true>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_kernel<T, WS, false>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::two_stage_kernel<T, WS>);
@@ -330,8 +332,8 @@ AR4J_API const char *ar4j_status_message(int status) {
         case AR4J_ERROR_MISALIGNED: return "device pointers must be 16-byte aligned";
         case AR4J_ERROR_EMPTY: return "element count must be at least 1";
         case AR4J_ERROR_TOO_LARGE:
-            return "the byte size exceeds the registered buffer, the context's maximum (max_bytes) or, for "
-                   "ONE_SHOT_PUSH, AR4J_PUSH_MAX_BYTES";
+            return "the byte size exceeds the registered buffer (ONE_STAGE, also fused), the context's maximum "
+                   "(max_bytes, TWO_STAGE) or AR4J_PUSH_MAX_BYTES (ONE_SHOT_PUSH, also fused)";
         case AR4J_ERROR_NOT_REGISTERED:
             return "the input lies in no registered buffer and the stream is not capturing a graph";
         case AR4J_ERROR_DTYPE: return "dtype must be AR4J_DTYPE_FLOAT32, AR4J_DTYPE_FLOAT16 or AR4J_DTYPE_BFLOAT16";
@@ -348,7 +350,10 @@ AR4J_API const char *ar4j_status_message(int status) {
             return "a kernel gave up waiting for a peer; the context is unusable (see ar4j_read_timeout)";
         case AR4J_ERROR_LAUNCH_CONFIG:
             return "blocks must be in [1, 128] and threads a multiple of 32 in [32, 1024]";
-        case AR4J_ERROR_INVALID_ARGUMENT: return "an argument is outside its documented range";
+        case AR4J_ERROR_INVALID_ARGUMENT:
+            return "an argument is outside its documented range, or buffers overlap where the call forbids it (in "
+                   "ar4j_all_reduce_residual_rmsnorm with AR4J_ALGO_ONE_STAGE no output may overlap the input, "
+                   "which the peers read during the whole launch: copy the input elsewhere for an in-place call)";
         case AR4J_ERROR_GEOMETRY_MISMATCH:
             return "a peer publishes a different launch geometry (blocks, threads or push grid) or none; every rank "
                    "must call ar4j_set_launch_config with the same values before the group's first call (see "
@@ -362,8 +367,8 @@ AR4J_API const char *ar4j_status_message(int status) {
             return "the context has launched already; launch geometry and debug seeds are accepted only before the "
                    "first all-reduce";
         case AR4J_ERROR_NOT_FUSED:
-            return "the algorithm has no fused all-reduce + residual + RMSNorm kernel (only AR4J_ALGO_ONE_SHOT_PUSH "
-                   "has one): call ar4j_all_reduce, then ar4j_residual_rmsnorm";
+            return "the algorithm has no fused all-reduce + residual + RMSNorm kernel (AR4J_ALGO_ONE_SHOT_PUSH and "
+                   "AR4J_ALGO_ONE_STAGE have one): call ar4j_all_reduce, then ar4j_residual_rmsnorm";
         case AR4J_ERROR_HIDDEN_TOO_LARGE:
             return "hidden exceeds AR4J_FUSED_MAX_HIDDEN, the largest row the fused kernel normalises";
         case AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16:
@@ -372,7 +377,7 @@ AR4J_API const char *ar4j_status_message(int status) {
     }
 }
 
-AR4J_API int ar4j_abi_version(void) { return 400; }
+AR4J_API int ar4j_abi_version(void) { return 500; }
 
 AR4J_API size_t ar4j_signal_size(size_t max_bytes) {
     return ar4j::push_area_offset(max_bytes) + ar4j::kPushAreaBytes;
@@ -614,6 +619,61 @@ AR4J_API int ar4j_check_geometry(ar4j_context *ctx) {
     return check_geometry(ctx);
 }
 
+// The input pointer set of a ONE_STAGE or TWO_STAGE call (the kernels read every rank's input
+// through it): the registration holding in (AR4J_ERROR_TOO_LARGE if [in, in + bytes) runs past its
+// end), or, while the stream captures a graph, a new slot recorded as a graph input (its pointers
+// come with ar4j_register_graph_inputs); else AR4J_ERROR_NOT_REGISTERED. Caller holds the CallGuard;
+// nothing after it may fail but the launch (a recorded slot stays pending).
+static int resolve_input(ar4j_context *ctx, const void *in, size_t bytes, cudaStream_t stream,
+                         const RankPtrs **inputs, size_t *offset) {
+    const Registration *reg = find_registration(ctx, in);
+    if (reg != nullptr) {
+        const size_t at = reinterpret_cast<uintptr_t>(in) - reg->base;
+        if (bytes > reg->bytes - at) return AR4J_ERROR_TOO_LARGE;
+        *offset = at;
+        *inputs = ctx->slots + reg->slot;
+        return AR4J_SUCCESS;
+    }
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    cudaError_t e = cudaStreamIsCapturing(stream, &capture);
+    if (e != cudaSuccess) return cuda_failed(ctx, e);
+    if (capture != cudaStreamCaptureStatusActive) return AR4J_ERROR_NOT_REGISTERED;
+    int slot = -1;
+    int status = add_slot(ctx, nullptr, &slot);  // filled by ar4j_register_graph_inputs
+    if (status != AR4J_SUCCESS) return status;
+    ctx->pending.push_back(PendingInput{in, slot});
+    *offset = 0;
+    *inputs = ctx->slots + slot;
+    return AR4J_SUCCESS;
+}
+
+// AR4J_SUCCESS if the calling thread's current device is the context's.
+static int check_device(ar4j_context *ctx) {
+    int device = -1;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e != cudaSuccess) return cuda_failed(ctx, e);
+    return device == ctx->device ? AR4J_SUCCESS : AR4J_ERROR_WRONG_DEVICE;
+}
+
+// The kernels' parameters for bytes from in (this rank's input; read by the push kernels) to out,
+// the 1-/2-stage kernels reading every rank's input through inputs at offset (nullptr for push).
+static Params launch_params(const ar4j_context *ctx, const void *in, void *out, size_t bytes,
+                            const RankPtrs *inputs, size_t offset) {
+    Params p;
+    p.self = ctx->self;
+    for (int r = 0; r < kMaxRanks; ++r) p.peers[r] = ctx->peers[r];
+    p.inputs = inputs;
+    p.in_offset = offset;
+    p.out = static_cast<uint4 *>(out);
+    p.npacks = static_cast<int64_t>(bytes / 16);
+    p.rank = ctx->rank;
+    p.deadline_ns = ctx->deadline_ns;
+    p.error_word = ctx->error_device;
+    p.local_in = static_cast<const uint4 *>(in);
+    p.push_offset = ar4j::push_area_offset(ctx->max_bytes);
+    return p;
+}
+
 AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const void *in, void *out,
                              size_t count, void *stream) {
     if (ctx == nullptr || in == nullptr || out == nullptr) return AR4J_ERROR_NULL_POINTER;
@@ -639,45 +699,17 @@ AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype
 
     if (algorithm == AR4J_ALGO_ONE_SHOT_PUSH && bytes > ar4j::kPushMaxBytes) return AR4J_ERROR_TOO_LARGE;
 
-    const RankPtrs *inputs = nullptr;
+    const RankPtrs *inputs = nullptr;  // the push kernel reads its own input directly
     size_t offset = 0;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    const Registration *reg = algorithm == AR4J_ALGO_ONE_SHOT_PUSH ? nullptr : find_registration(ctx, in);
-    if (algorithm == AR4J_ALGO_ONE_SHOT_PUSH) {
-        inputs = nullptr;  // the push kernel reads its own input directly
-    } else if (reg != nullptr) {
-        offset = ia - reg->base;
-        if (bytes > reg->bytes - offset) return AR4J_ERROR_TOO_LARGE;
-        inputs = ctx->slots + reg->slot;
-    } else {
-        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-        cudaError_t e = cudaStreamIsCapturing(s, &capture);
-        if (e != cudaSuccess) return cuda_failed(ctx, e);
-        if (capture != cudaStreamCaptureStatusActive) return AR4J_ERROR_NOT_REGISTERED;
-        int slot = -1;
-        int status = add_slot(ctx, nullptr, &slot);  // filled by ar4j_register_graph_inputs
+    if (algorithm != AR4J_ALGO_ONE_SHOT_PUSH) {
+        int status = resolve_input(ctx, in, bytes, s, &inputs, &offset);
         if (status != AR4J_SUCCESS) return status;
-        ctx->pending.push_back(PendingInput{in, slot});
-        inputs = ctx->slots + slot;
     }
+    int status = check_device(ctx);
+    if (status != AR4J_SUCCESS) return status;
 
-    int device = -1;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e != cudaSuccess) return cuda_failed(ctx, e);
-    if (device != ctx->device) return AR4J_ERROR_WRONG_DEVICE;
-
-    Params p;
-    p.self = ctx->self;
-    for (int r = 0; r < kMaxRanks; ++r) p.peers[r] = ctx->peers[r];
-    p.inputs = inputs;
-    p.in_offset = offset;
-    p.out = static_cast<uint4 *>(out);
-    p.npacks = static_cast<int64_t>(bytes / 16);
-    p.rank = ctx->rank;
-    p.deadline_ns = ctx->deadline_ns;
-    p.error_word = ctx->error_device;
-    p.local_in = static_cast<const uint4 *>(in);
-    p.push_offset = ar4j::push_area_offset(ctx->max_bytes);
+    Params p = launch_params(ctx, in, out, bytes, inputs, offset);
 
     const int64_t work = algorithm == AR4J_ALGO_TWO_STAGE ? (p.npacks + ctx->world_size - 1) / ctx->world_size
                                                           : p.npacks;
@@ -687,6 +719,7 @@ AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype
 
     const bool pdl = ctx->pdl && ctx->pdl_capable;
     ctx->launched = true;
+    cudaError_t e;
     switch (dtype) {
         case AR4J_DTYPE_FLOAT32:
             e = launch_ws<float>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s, pdl);
@@ -868,14 +901,24 @@ AR4J_API int ar4j_debug_seed_push_generation(ar4j_context *ctx, uint64_t generat
 
 namespace {
 
+template <typename T, int WS>
+cudaError_t launch_fused_typed(int32_t algorithm, const ar4j::FusedParams &f, int blocks, cudaStream_t stream,
+                               bool pdl) {
+    if (algorithm == AR4J_ALGO_ONE_STAGE) {
+        return launch_kernel(ar4j::one_stage_rmsnorm_kernel<T, WS>, blocks, ar4j::kNormThreads, stream, pdl, f);
+    }
+    return launch_kernel(ar4j::push_rmsnorm_kernel<T, WS>, ar4j::kPushBlocks, ar4j::kNormThreads, stream, pdl, f);
+}
+
+// blocks: the ONE_STAGE grid (the push kernel's is fixed).
 template <typename T>
-cudaError_t launch_fused(int ws, const ar4j::FusedParams &f, cudaStream_t stream, bool pdl) {
-    constexpr int blocks = ar4j::kPushBlocks, threads = ar4j::kNormThreads;
+cudaError_t launch_fused(int ws, int32_t algorithm, const ar4j::FusedParams &f, int blocks, cudaStream_t stream,
+                         bool pdl) {
     switch (ws) {
-        case 2: return launch_kernel(ar4j::push_rmsnorm_kernel<T, 2>, blocks, threads, stream, pdl, f);
-        case 4: return launch_kernel(ar4j::push_rmsnorm_kernel<T, 4>, blocks, threads, stream, pdl, f);
-        case 6: return launch_kernel(ar4j::push_rmsnorm_kernel<T, 6>, blocks, threads, stream, pdl, f);
-        case 8: return launch_kernel(ar4j::push_rmsnorm_kernel<T, 8>, blocks, threads, stream, pdl, f);
+        case 2: return launch_fused_typed<T, 2>(algorithm, f, blocks, stream, pdl);
+        case 4: return launch_fused_typed<T, 4>(algorithm, f, blocks, stream, pdl);
+        case 6: return launch_fused_typed<T, 6>(algorithm, f, blocks, stream, pdl);
+        case 8: return launch_fused_typed<T, 8>(algorithm, f, blocks, stream, pdl);
         default: return cudaErrorInvalidValue;  // unreachable: validated at create
     }
 }
@@ -900,14 +943,16 @@ AR4J_API int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorit
         algorithm != AR4J_ALGO_ONE_SHOT_PUSH) {
         return AR4J_ERROR_ALGORITHM;
     }
-    if (algorithm != AR4J_ALGO_ONE_SHOT_PUSH) return AR4J_ERROR_NOT_FUSED;
+    if (algorithm == AR4J_ALGO_TWO_STAGE) return AR4J_ERROR_NOT_FUSED;
+    const bool push = algorithm == AR4J_ALGO_ONE_SHOT_PUSH;
     const size_t esize = dtype_size(dtype);
     if (esize == 0) return AR4J_ERROR_DTYPE;
     if (rows == 0 || hidden == 0) return AR4J_ERROR_EMPTY;
     if (hidden > AR4J_FUSED_MAX_HIDDEN) return AR4J_ERROR_HIDDEN_TOO_LARGE;
     const size_t row_bytes = hidden * esize;
     if ((row_bytes & 15u) != 0) return AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16;
-    if (rows > ar4j::kPushMaxBytes / row_bytes) return AR4J_ERROR_TOO_LARGE;
+    // Push: its buffers' limit. ONE_STAGE: the registration's end (resolve_input), and no overflow.
+    if (rows > (push ? ar4j::kPushMaxBytes : (SIZE_MAX >> 4)) / row_bytes) return AR4J_ERROR_TOO_LARGE;
     const size_t bytes = rows * row_bytes;
     if (!(eps > 0.f) || !std::isfinite(eps)) return AR4J_ERROR_INVALID_ARGUMENT;
     if (!aligned16(in) || !aligned16(residual) || !aligned16(weight) || !aligned16(out) || !aligned16(residual_out)) {
@@ -916,11 +961,13 @@ AR4J_API int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorit
     // Aliasing: out may be in, residual_out may be residual or in (each pack is read before it is
     // written, by the one thread that writes it); any other overlap of an output with an input or
     // with the other output is refused. weight is read by every row: no output may overlap it.
+    // ONE_STAGE: the peers read this rank's input until the end of the launch, so no output may
+    // overlap it at all (stage the input first for an in-place call).
     if (overlaps(out, residual_out, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
-    if (out != in && overlaps(out, in, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
+    if ((!push || out != in) && overlaps(out, in, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
     if (overlaps(out, residual, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
     if (residual_out != residual && overlaps(residual_out, residual, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
-    if (residual_out != in && overlaps(residual_out, in, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
+    if ((!push || residual_out != in) && overlaps(residual_out, in, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
     {
         const uintptr_t w = reinterpret_cast<uintptr_t>(weight);
         const uintptr_t o = reinterpret_cast<uintptr_t>(out), ro = reinterpret_cast<uintptr_t>(residual_out);
@@ -930,26 +977,20 @@ AR4J_API int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorit
     }
     CallGuard guard(ctx);
     if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
-    int failure = launch_failure(ctx);
-    if (failure != AR4J_SUCCESS) return failure;
-    int device = -1;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e != cudaSuccess) return cuda_failed(ctx, e);
-    if (device != ctx->device) return AR4J_ERROR_WRONG_DEVICE;
+    int status = launch_failure(ctx);
+    if (status != AR4J_SUCCESS) return status;
+    status = check_device(ctx);
+    if (status != AR4J_SUCCESS) return status;
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    const RankPtrs *inputs = nullptr;  // the push kernel reads its own input directly
+    size_t offset = 0;
+    if (!push) {
+        status = resolve_input(ctx, in, bytes, s, &inputs, &offset);  // last: it may record a graph input
+        if (status != AR4J_SUCCESS) return status;
+    }
 
     ar4j::FusedParams f;
-    Params &p = f.p;
-    p.self = ctx->self;
-    for (int r = 0; r < kMaxRanks; ++r) p.peers[r] = ctx->peers[r];
-    p.inputs = nullptr;
-    p.in_offset = 0;
-    p.out = static_cast<uint4 *>(out);
-    p.npacks = static_cast<int64_t>(bytes / 16);
-    p.rank = ctx->rank;
-    p.deadline_ns = ctx->deadline_ns;
-    p.error_word = ctx->error_device;
-    p.local_in = static_cast<const uint4 *>(in);
-    p.push_offset = ar4j::push_area_offset(ctx->max_bytes);
+    f.p = launch_params(ctx, in, out, bytes, inputs, offset);
     f.residual = static_cast<const uint4 *>(residual);
     f.weight = static_cast<const uint4 *>(weight);
     f.residual_out = static_cast<uint4 *>(residual_out);
@@ -957,14 +998,16 @@ AR4J_API int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorit
     f.row_packs = static_cast<int64_t>(row_bytes / 16);
     f.hidden = static_cast<int64_t>(hidden);
     f.eps = eps;
+    // ONE_STAGE: a block per row, up to the context's 1-/2-stage grid limit (agreed by every rank).
+    const int blocks = rows < static_cast<size_t>(ctx->max_blocks) ? static_cast<int>(rows) : ctx->max_blocks;
 
     const bool pdl = ctx->pdl && ctx->pdl_capable;
-    cudaStream_t s = static_cast<cudaStream_t>(stream);
     ctx->launched = true;
+    cudaError_t e;
     switch (dtype) {
-        case AR4J_DTYPE_FLOAT32: e = launch_fused<float>(ctx->world_size, f, s, pdl); break;
-        case AR4J_DTYPE_FLOAT16: e = launch_fused<__half>(ctx->world_size, f, s, pdl); break;
-        default: e = launch_fused<__nv_bfloat16>(ctx->world_size, f, s, pdl); break;
+        case AR4J_DTYPE_FLOAT32: e = launch_fused<float>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
+        case AR4J_DTYPE_FLOAT16: e = launch_fused<__half>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
+        default: e = launch_fused<__nv_bfloat16>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
     }
     if (e != cudaSuccess) return cuda_failed(ctx, e);
     return AR4J_SUCCESS;

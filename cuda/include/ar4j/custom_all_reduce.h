@@ -62,7 +62,7 @@ enum ar4j_status {
     AR4J_ERROR_POISONED = 21,          /* the group is poisoned (a rank gave up, aborted or was misused): see ar4j_read_failure */
     AR4J_ERROR_CONCURRENT_USE = 22,    /* another host thread is inside a call on this context */
     AR4J_ERROR_ALREADY_LAUNCHED = 23,  /* launch geometry / debug seed after the first ar4j_all_reduce */
-    AR4J_ERROR_NOT_FUSED = 24,         /* the algorithm has no fused all-reduce + residual + RMSNorm kernel */
+    AR4J_ERROR_NOT_FUSED = 24,         /* the algorithm has no fused all-reduce + residual + RMSNorm kernel (TWO_STAGE) */
     AR4J_ERROR_HIDDEN_TOO_LARGE = 25,  /* hidden exceeds AR4J_FUSED_MAX_HIDDEN */
     AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16 = 26 /* hidden * dtype size is not a multiple of 16 bytes (fused kernel) */
 };
@@ -139,7 +139,8 @@ const char *ar4j_status_message(int status);
 
 /* ABI version of this library: major * 10000 + minor * 100 + patch (0.3.0 = 300: poison,
  * geometry agreement, concurrent-use detection, PDL, 64-bit push generation; 0.4.0 = 400: the
- * fused ar4j_all_reduce_residual_rmsnorm and statuses 24..26). */
+ * fused ar4j_all_reduce_residual_rmsnorm and statuses 24..26; 0.5.0 = 500: that call also for
+ * AR4J_ALGO_ONE_STAGE). */
 int ar4j_abi_version(void);
 
 /* Bytes of one rank's signal block, able to run TWO_STAGE on up to max_bytes per call
@@ -244,20 +245,29 @@ int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const v
  *   residual_out = sum + residual                   (fp32 add, rounded to dtype once)
  *   out          = residual_out * rsqrt(mean over the row of residual_out^2 + eps) * weight
  *
- * Bitwise the same result as ar4j_all_reduce(ONE_SHOT_PUSH, in -> tmp) followed by
+ * Bitwise the same result as ar4j_all_reduce(algorithm, in -> tmp) followed by
  * ar4j_residual_rmsnorm(tmp, residual, weight -> out, residual_out), and the same on every rank.
  * in, residual, out, residual_out: rows * hidden elements; weight: hidden elements; all device
- * pointers of this rank's device, 16-byte aligned. out may equal in; residual_out may equal
- * residual or in; no other overlap of an output with an input or the other output.
- * algorithm: AR4J_ALGO_ONE_SHOT_PUSH (the others: AR4J_ERROR_NOT_FUSED). It shares the push
- * kernel's buffers and generation counters: fused and plain push calls may be interleaved, and, as
- * for ar4j_all_reduce, every rank must make the same calls in the same order. No registration;
- * graph capture and programmatic dependent launch (ar4j_set_pdl) as for ar4j_all_reduce.
+ * pointers of this rank's device, 16-byte aligned. residual_out may equal residual; no output may
+ * overlap residual, weight or the other output otherwise.
+ * algorithm: AR4J_ALGO_ONE_SHOT_PUSH or AR4J_ALGO_ONE_STAGE (AR4J_ALGO_TWO_STAGE:
+ * AR4J_ERROR_NOT_FUSED); every rank must make the same calls in the same order, as for
+ * ar4j_all_reduce; graph capture and programmatic dependent launch (ar4j_set_pdl) as there too.
+ *  - ONE_SHOT_PUSH: in is any device pointer, no registration; out may equal in, residual_out may
+ *    equal in. rows * hidden * dtype size <= AR4J_PUSH_MAX_BYTES (else AR4J_ERROR_TOO_LARGE). It
+ *    shares the push kernel's buffers and generation counters: fused and plain push calls may be
+ *    interleaved. One block owns each row (32 blocks of 512 threads).
+ *  - ONE_STAGE: in lies in a registered buffer, or is recorded as a graph input while the stream
+ *    captures (else AR4J_ERROR_NOT_REGISTERED), exactly as for ar4j_all_reduce; rows * hidden *
+ *    dtype size within the registration (else AR4J_ERROR_TOO_LARGE). The peers read this rank's
+ *    input during the whole launch, so neither out nor residual_out may overlap it, not even equal
+ *    it (AR4J_ERROR_INVALID_ARGUMENT): for an in-place call, copy the input into a registered
+ *    buffer first. One block owns each row: min(rows, the 1-/2-stage max_blocks) blocks of 512
+ *    threads, sharing the 1-stage kernel's barrier flags (1-stage and fused calls may be interleaved).
  * hidden: 1 .. AR4J_FUSED_MAX_HIDDEN (else AR4J_ERROR_HIDDEN_TOO_LARGE), hidden * dtype size a
- * multiple of 16 (else AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16); rows >= 1 and rows * hidden * dtype size
- * <= AR4J_PUSH_MAX_BYTES (else AR4J_ERROR_TOO_LARGE); eps finite and > 0. Poison and timeouts as
- * for ar4j_all_reduce: a poisoned or failed launch writes NaN over the whole of out and
- * residual_out. One block owns each row (32 blocks of 512 threads).
+ * multiple of 16 (else AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16); rows >= 1; eps finite and > 0. Poison
+ * and timeouts as for ar4j_all_reduce: a poisoned or failed launch writes NaN over the whole of out
+ * and residual_out.
  */
 int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const void *in,
                                      const void *residual, const void *weight, void *out, void *residual_out,

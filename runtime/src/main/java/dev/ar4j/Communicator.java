@@ -525,11 +525,13 @@ public final class Communicator implements AutoCloseable {
      * {@code residualOut = allreduce(in) + residual} and
      * {@code out = residualOut * rsqrt(mean(residualOut^2) + eps) * weight}, row by row over
      * {@code in.byteSize() / (hidden * dtype size)} rows, with fp32 arithmetic; the same bits on
-     * every rank. When the configured policy picks the push kernel for this size (and the row is
-     * a multiple of 16 bytes, at most {@code CustomAllReduceKernels.FUSED_MAX_HIDDEN} elements),
-     * one fused kernel does it all; otherwise the all-reduce runs as {@link #allReduce} decides
+     * every rank. When the configured policy picks the push or the one-stage kernel for this size
+     * (and the row is a multiple of 16 bytes, at most {@code CustomAllReduceKernels.FUSED_MAX_HIDDEN}
+     * elements), one fused kernel does it all: the push one on the input where it lies; the one-stage
+     * one on a registered input that no output overlaps, otherwise on a copy of the input in the
+     * staging buffer (when it fits there). Otherwise the all-reduce runs as {@link #allReduce} decides
      * (a custom kernel or NCCL) and then the residual add + RMSNorm kernel
-     * ({@link dev.ar4j.kernels.ResidualRmsNorm}); both give bitwise the same result.
+     * ({@link dev.ar4j.kernels.ResidualRmsNorm}); every way gives bitwise the same result.
      * {@link #explainResidualRmsNorm} says which runs.
      *
      * @param in          {@code rows * hidden} elements of this rank's partial sums; may be {@code out}
@@ -541,7 +543,7 @@ public final class Communicator implements AutoCloseable {
      * @param eps         added to the mean square, finite and greater than 0
      * @param dtype       element type of every buffer
      * @param stream      the stream to enqueue on
-     * @return {@code true} when the fused kernel ran, {@code false} for all-reduce then the separate kernel
+     * @return {@code true} when a fused kernel ran, {@code false} for all-reduce then the separate kernel
      * @throws IllegalArgumentException if a size, the row shape, the device or an overlap is wrong (the message
      *     says what is accepted)
      * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
@@ -554,17 +556,8 @@ public final class Communicator implements AutoCloseable {
                                             DType dtype, CudaStream stream) {
         NormShape shape = NormShape.check(group.device, in, residual, weight, out, residualOut, hidden, eps, dtype,
                 stream);
-        if (fusedNorm(shape, dtype)) {
-            guard.enter("allReduceResidualRmsNorm");
-            try {
-                if (capture.isOpen()) {
-                    capture.call(Algorithm.PUSH, dtype, shape.count(), false);
-                }
-                kernels.launchResidualRmsNorm(dtype, in.address(), residual.address(), weight.address(), out.address(),
-                        residualOut.address(), shape.rows(), hidden, eps, stream.handle());
-            } finally {
-                guard.exit();
-            }
+        if (kernels != null && FusedNormRoute.fusableRow(hidden, dtype)
+                && fusedResidualRmsNorm(shape, in, residual, weight, out, residualOut, eps, dtype, stream)) {
             return true;
         }
         allReduce(in, out, dtype, stream);
@@ -572,9 +565,47 @@ public final class Communicator implements AutoCloseable {
         return false;
     }
 
+    /** Runs the call as one fused kernel if its route is fused; false (nothing enqueued) otherwise. */
+    private boolean fusedResidualRmsNorm(NormShape shape, DeviceBuffer in, DeviceBuffer residual, DeviceBuffer weight,
+                                         DeviceBuffer out, DeviceBuffer residualOut, float eps, DType dtype,
+                                         CudaStream stream) {
+        guard.enter("allReduceResidualRmsNorm");
+        try {
+            long bytes = shape.count() * dtype.byteSize();
+            long i = in.address(), o = out.address(), ro = residualOut.address();
+            boolean aligned = ((i | residual.address() | weight.address() | o | ro) & 15) == 0;
+            boolean registered = kernels.isRegistered(i, bytes);
+            Algorithm algorithm = dispatchers.configured.decide(bytes, dtype, aligned, registered).algorithm();
+            FusedNormRoute route = FusedNormRoute.of(algorithm, shape.hidden(), dtype, registered,
+                    FusedNormRoute.overlaps(o, i, bytes) || FusedNormRoute.overlaps(ro, i, bytes), bytes,
+                    kernels.stagingBytes());
+            if (route == FusedNormRoute.UNFUSED) {
+                return false;
+            }
+            // The input is never recorded for sharing: a one-stage call reads a registered buffer (its
+            // own, or the staging buffer after a copy that a replay repeats).
+            if (capture.isOpen()) {
+                capture.call(algorithm, dtype, shape.count(), false);
+            }
+            if (route == FusedNormRoute.ONE_STAGE_STAGED) {
+                kernels.launchResidualRmsNormStaged(dtype, i, residual.address(), weight.address(), o, ro, shape.rows(),
+                        shape.hidden(), eps, stream.handle());
+            } else {
+                kernels.launchResidualRmsNorm(algorithm, dtype, i, residual.address(), weight.address(), o, ro,
+                        shape.rows(), shape.hidden(), eps, stream.handle());
+            }
+            return true;
+        } catch (PeerTimeoutException e) {
+            containment.contain(new Failure(Kind.PEER_TIMEOUT, e.peer(), e.getMessage(), e));
+            throw e;
+        } finally {
+            guard.exit();
+        }
+    }
+
     /**
      * What {@link #allReduceResidualRmsNorm} runs for {@code bytes} bytes of {@code dtype} in rows of
-     * {@code hidden} elements (16-byte aligned buffers), and why.
+     * {@code hidden} elements (16-byte aligned buffers, an unregistered input), and why.
      *
      * @param bytes  the size of the input in bytes, a positive multiple of {@code hidden * dtype size}
      * @param hidden elements per row, positive
@@ -582,27 +613,30 @@ public final class Communicator implements AutoCloseable {
      * @return one line: the fused kernel, or the all-reduce's decision followed by the separate kernel
      */
     public String explainResidualRmsNorm(long bytes, int hidden, DType dtype) {
+        return explainResidualRmsNorm(bytes, hidden, dtype, false);
+    }
+
+    /**
+     * What {@link #allReduceResidualRmsNorm} runs for {@code bytes} bytes of {@code dtype} in rows of
+     * {@code hidden} elements (16-byte aligned buffers; outputs that do not overlap the input), with a
+     * registered or an unregistered input, and why.
+     *
+     * @param bytes           the size of the input in bytes, a positive multiple of {@code hidden * dtype size}
+     * @param hidden          elements per row, positive
+     * @param dtype           the element type
+     * @param registeredInput whether the input lies in a {@link #register registered} buffer
+     * @return one line: the fused kernel, or the all-reduce's decision followed by the separate kernel
+     */
+    public String explainResidualRmsNorm(long bytes, int hidden, DType dtype, boolean registeredInput) {
         Objects.requireNonNull(dtype, "dtype");
         if (hidden < 1 || bytes <= 0 || bytes % ((long) hidden * dtype.byteSize()) != 0) {
             throw new IllegalArgumentException(bytes + " bytes is not a whole, positive number of rows of " + hidden
                     + " " + dtype + " elements");
         }
-        Decision d = dispatchers.configured.decide(bytes, dtype, true, false);
-        if (fusedNorm(new NormShape(bytes / dtype.byteSize(), bytes / ((long) hidden * dtype.byteSize()), hidden), dtype)) {
-            return "fused: one push kernel all-reduces, adds the residual and normalises (" + d.reason() + ")";
-        }
-        return "all-reduce by " + d.algorithm() + " (" + d.reason() + "), then the residual add + RMSNorm kernel"
-                + (d.algorithm() == Algorithm.PUSH ? " (the fused kernel takes rows of a multiple of 16 bytes, at most "
-                + dev.ar4j.kernels.CustomAllReduceKernels.FUSED_MAX_HIDDEN + " elements)" : "");
-    }
-
-    private boolean fusedNorm(NormShape shape, DType dtype) {
-        if (kernels == null || (long) shape.hidden() * dtype.byteSize() % 16 != 0
-                || shape.hidden() > dev.ar4j.kernels.CustomAllReduceKernels.FUSED_MAX_HIDDEN) {
-            return false;
-        }
-        return dispatchers.configured.decide(shape.count() * dtype.byteSize(), dtype, true, false).algorithm()
-                == Algorithm.PUSH;
+        Decision d = dispatchers.configured.decide(bytes, dtype, true, registeredInput);
+        FusedNormRoute route = kernels == null ? FusedNormRoute.UNFUSED
+                : FusedNormRoute.of(d.algorithm(), hidden, dtype, registeredInput, false, bytes, kernels.stagingBytes());
+        return route.describe(d, hidden, dtype);
     }
 
     /**

@@ -184,14 +184,15 @@ final class CustomKernelPath implements AutoCloseable {
     }
 
     /**
-     * The fused push all-reduce + residual add + RMSNorm ({@code ar4j_all_reduce_residual_rmsnorm}):
-     * one kernel; any local input, no registration.
+     * The fused all-reduce + residual add + RMSNorm ({@code ar4j_all_reduce_residual_rmsnorm}), one
+     * kernel: {@link Algorithm#PUSH} on any local input; {@link Algorithm#ONE_STAGE} on a registered
+     * input (or one recorded in a capture) that neither output overlaps.
      */
-    void launchResidualRmsNorm(DType dtype, long in, long residual, long weight, long out, long residualOut,
-                               long rows, int hidden, float eps, long stream) {
+    void launchResidualRmsNorm(Algorithm algorithm, DType dtype, long in, long residual, long weight, long out,
+                               long residualOut, long rows, int hidden, float eps, long stream) {
         try {
-            kernels.allReduceResidualRmsNorm(CustomAllReduceKernels.ALGO_ONE_SHOT_PUSH, dtype, in, residual, weight,
-                    out, residualOut, rows, hidden, eps, stream);
+            kernels.allReduceResidualRmsNorm(algorithm.kernelCode(), dtype, in, residual, weight, out, residualOut,
+                    rows, hidden, eps, stream);
         } catch (CustomArException e) {
             FailureState.Failure f = e.status() == CustomAllReduceKernels.STATUS_PEER_TIMEOUT
                     || e.status() == CustomAllReduceKernels.STATUS_POISONED ? readFailure() : null;
@@ -200,6 +201,22 @@ final class CustomKernelPath implements AutoCloseable {
             }
             throw e;
         }
+    }
+
+    /**
+     * Copies the input into the staging buffer and runs the fused one-stage kernel on it; the outputs
+     * may then be anywhere, {@code in} included (the peers read the staging buffer).
+     */
+    void launchResidualRmsNormStaged(DType dtype, long in, long residual, long weight, long out, long residualOut,
+                                     long rows, int hidden, float eps, long stream) {
+        Cuda.memcpyDeviceToDeviceAsync(stagingAddress, in, rows * hidden * dtype.byteSize(), stream);
+        launchResidualRmsNorm(Algorithm.ONE_STAGE, dtype, stagingAddress, residual, weight, out, residualOut, rows,
+                hidden, eps, stream);
+    }
+
+    /** The staging buffer's size in bytes: the largest input a staged call copies. */
+    long stagingBytes() {
+        return group.staging().byteSize();
     }
 
     /** Copies the input into the staging buffer and launches on it. */

@@ -40,7 +40,7 @@ public final class CustomAllReduceKernels {
     public static final int STATUS_CONCURRENT_USE = custom_all_reduce_h.AR4J_ERROR_CONCURRENT_USE();
     /** {@code AR4J_ERROR_ALREADY_LAUNCHED}: geometry or debug seed after the context's first all-reduce. */
     public static final int STATUS_ALREADY_LAUNCHED = custom_all_reduce_h.AR4J_ERROR_ALREADY_LAUNCHED();
-    /** {@code AR4J_ERROR_NOT_FUSED}: the algorithm has no fused all-reduce + residual + RMSNorm kernel. */
+    /** {@code AR4J_ERROR_NOT_FUSED}: the algorithm (two-stage) has no fused all-reduce + residual + RMSNorm kernel. */
     public static final int STATUS_NOT_FUSED = custom_all_reduce_h.AR4J_ERROR_NOT_FUSED();
     /** {@code AR4J_ERROR_HIDDEN_TOO_LARGE}: hidden exceeds {@link #FUSED_MAX_HIDDEN}. */
     public static final int STATUS_HIDDEN_TOO_LARGE = custom_all_reduce_h.AR4J_ERROR_HIDDEN_TOO_LARGE();
@@ -87,9 +87,10 @@ public final class CustomAllReduceKernels {
 
     /**
      * The ABI version these bindings were generated for, in the encoding of {@link #abiVersion()}
-     * (0.3.0: poison, geometry, PDL; 0.4.0: the fused all-reduce + residual + RMSNorm).
+     * (0.3.0: poison, geometry, PDL; 0.4.0: the fused all-reduce + residual + RMSNorm; 0.5.0: also for the
+     * one-stage algorithm).
      */
-    public static final int EXPECTED_ABI_VERSION = 400;
+    public static final int EXPECTED_ABI_VERSION = 500;
 
     /**
      * The name of a poison reason: {@code "TIMEOUT"}, {@code "ABORT"}, {@code "PEER_LOST"},

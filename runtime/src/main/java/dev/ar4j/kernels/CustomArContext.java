@@ -295,28 +295,40 @@ public final class CustomArContext implements AutoCloseable {
      * {@code hidden} elements ({@code ar4j_all_reduce_residual_rmsnorm}) on {@code stream}:
      * {@code residualOut = allreduce(in) + residual} (the sum rounded to the dtype, then one fp32 add
      * rounded to the dtype) and {@code out = residualOut * rsqrt(mean(residualOut^2) + eps) * weight}
-     * per row, fp32 arithmetic. Bitwise the same as {@link #allReduce} with
-     * {@link CustomAllReduceKernels#ALGO_ONE_SHOT_PUSH} followed by {@link ResidualRmsNorm#launch}, and
-     * the same on every rank (give every rank the same residual and weight). Device addresses of this
-     * context's device; every rank must make the same calls in the same order; graph capture and PDL as
-     * for {@link #allReduce}. On a poisoned or failed launch, {@code out} and {@code residualOut} are NaN.
+     * per row, fp32 arithmetic. Bitwise the same as {@link #allReduce} with the same algorithm followed
+     * by {@link ResidualRmsNorm#launch}, and the same on every rank (give every rank the same residual
+     * and weight). Device addresses of this context's device; every rank must make the same calls in
+     * the same order; graph capture and PDL as for {@link #allReduce}. On a poisoned or failed launch,
+     * {@code out} and {@code residualOut} are NaN.
      *
-     * @param algorithm   {@link CustomAllReduceKernels#ALGO_ONE_SHOT_PUSH}, the one algorithm with a fused kernel
+     * <p>{@link CustomAllReduceKernels#ALGO_ONE_SHOT_PUSH}: any input of this device, at most
+     * {@link CustomAllReduceKernels#PUSH_MAX_BYTES}; {@code out} may equal {@code in}.
+     * {@link CustomAllReduceKernels#ALGO_ONE_STAGE}: the input lies in a {@link #registerBuffer registered}
+     * buffer (or is recorded as a graph input while capturing, as for {@link #allReduce}), and the call
+     * fits in the registration; the peers read it during the whole launch, so neither output may
+     * overlap it at all (copy the input into a registered buffer first for an in-place call).
+     *
+     * @param algorithm   {@link CustomAllReduceKernels#ALGO_ONE_SHOT_PUSH} or {@link CustomAllReduceKernels#ALGO_ONE_STAGE},
+     *                    the algorithms with a fused kernel
      * @param dtype       the element type of every buffer
-     * @param in          {@code rows * hidden} elements, this rank's addend; may equal {@code out}
+     * @param in          {@code rows * hidden} elements, this rank's addend; may equal {@code out} (push only)
      * @param residual    {@code rows * hidden} elements; may equal {@code residualOut}
      * @param weight      {@code hidden} elements
-     * @param out         {@code rows * hidden} elements; overlaps no other argument unless it equals {@code in}
-     * @param residualOut {@code rows * hidden} elements; may equal {@code residual} or {@code in}, overlaps nothing else
-     * @param rows        at least 1; {@code rows * hidden * dtype size} at most {@link CustomAllReduceKernels#PUSH_MAX_BYTES}
+     * @param out         {@code rows * hidden} elements; overlaps no other argument unless it equals {@code in} (push)
+     * @param residualOut {@code rows * hidden} elements; may equal {@code residual} (or {@code in}, push only),
+     *                    overlaps nothing else
+     * @param rows        at least 1; push: {@code rows * hidden * dtype size} at most
+     *                    {@link CustomAllReduceKernels#PUSH_MAX_BYTES}; one-stage: within the registered buffer
      * @param hidden      1 to {@link CustomAllReduceKernels#FUSED_MAX_HIDDEN}, {@code hidden * dtype size} a multiple of 16
      * @param eps         finite and greater than 0
      * @param stream      a {@code cudaStream_t} handle; 0 is the legacy default stream
      * @throws NullPointerException     if {@code dtype} is null
      * @throws IllegalArgumentException for an argument outside the rules above (also a 0 or not 16-byte
-     *                                  aligned address), before any native call
+     *                                  aligned address, or {@link CustomAllReduceKernels#ALGO_TWO_STAGE}, which
+     *                                  has no fused kernel), before any native call
      * @throws IllegalStateException    if this context is closed
-     * @throws CustomArException        for a status the native side returns (e.g. {@code AR4J_ERROR_POISONED})
+     * @throws CustomArException        for a status the native side returns (e.g. {@code AR4J_ERROR_POISONED},
+     *                                  or for one-stage {@code AR4J_ERROR_NOT_REGISTERED} and {@code AR4J_ERROR_TOO_LARGE})
      */
     public void allReduceResidualRmsNorm(int algorithm, DType dtype, long in, long residual, long weight, long out,
                                          long residualOut, long rows, int hidden, float eps, long stream) {
@@ -336,10 +348,12 @@ public final class CustomArContext implements AutoCloseable {
     static void checkFusedArguments(int algorithm, DType dtype, long in, long residual, long weight, long out,
                                     long residualOut, long rows, int hidden, float eps) {
         Objects.requireNonNull(dtype, "dtype");
-        if (algorithm != CustomAllReduceKernels.ALGO_ONE_SHOT_PUSH) {
+        boolean push = algorithm == CustomAllReduceKernels.ALGO_ONE_SHOT_PUSH;
+        if (!push && algorithm != CustomAllReduceKernels.ALGO_ONE_STAGE) {
             throw new IllegalArgumentException("algorithm " + algorithm + " has no fused all-reduce + residual + RMSNorm "
-                    + "kernel; only ALGO_ONE_SHOT_PUSH (" + CustomAllReduceKernels.ALGO_ONE_SHOT_PUSH + ") has one (call "
-                    + "allReduce, then ResidualRmsNorm.launch, for the others)");
+                    + "kernel; ALGO_ONE_SHOT_PUSH (" + CustomAllReduceKernels.ALGO_ONE_SHOT_PUSH + ") and ALGO_ONE_STAGE ("
+                    + CustomAllReduceKernels.ALGO_ONE_STAGE + ") have one (call allReduce, then ResidualRmsNorm.launch, "
+                    + "for the others)");
         }
         if (hidden < 1 || hidden > CustomAllReduceKernels.FUSED_MAX_HIDDEN) {
             throw new IllegalArgumentException("hidden must be 1 to " + CustomAllReduceKernels.FUSED_MAX_HIDDEN
@@ -350,11 +364,17 @@ public final class CustomArContext implements AutoCloseable {
             throw new IllegalArgumentException("hidden * element size must be a multiple of 16 bytes for the fused "
                     + "kernel; " + hidden + " " + dtype + " elements are " + rowBytes + " bytes");
         }
-        long maxRows = CustomAllReduceKernels.PUSH_MAX_BYTES / rowBytes;
-        if (rows < 1 || rows > maxRows) {
-            throw new IllegalArgumentException("rows must be 1 to " + maxRows + " (rows * hidden * element size at most "
-                    + CustomAllReduceKernels.PUSH_MAX_BYTES + " bytes, the push limit, with " + rowBytes
-                    + " bytes a row), got " + rows);
+        if (push) {
+            long maxRows = CustomAllReduceKernels.PUSH_MAX_BYTES / rowBytes;
+            if (rows < 1 || rows > maxRows) {
+                throw new IllegalArgumentException("rows must be 1 to " + maxRows + " (rows * hidden * element size at "
+                        + "most " + CustomAllReduceKernels.PUSH_MAX_BYTES + " bytes, the push limit, with " + rowBytes
+                        + " bytes a row), got " + rows);
+            }
+        } else if (rows < 1 || rows > Long.MAX_VALUE / rowBytes) {
+            // The registration bounds a one-stage call; the library checks it.
+            throw new IllegalArgumentException("rows must be at least 1 (and rows * hidden * element size within the "
+                    + "registered buffer), got " + rows);
         }
         if (!(eps > 0f) || !Float.isFinite(eps)) {
             throw new IllegalArgumentException("eps must be finite and greater than 0, got " + eps);
@@ -371,6 +391,12 @@ public final class CustomArContext implements AutoCloseable {
             }
         }
         long bytes = rows * rowBytes;
+        if (!push && (overlaps(out, bytes, in, bytes) || overlaps(residualOut, bytes, in, bytes))) {
+            throw new IllegalArgumentException((overlaps(out, bytes, in, bytes) ? "out" : "residualOut")
+                    + " overlaps in, which the one-stage kernel's peers read during the whole launch: no output of a "
+                    + "fused one-stage call may overlap its input, not even equal it (copy the input into a registered "
+                    + "buffer first, as Communicator does through its staging buffer)");
+        }
         if (overlaps(out, bytes, residualOut, bytes)) {
             throw new IllegalArgumentException("out and residualOut overlap");
         }

@@ -18,6 +18,7 @@ class CustomArContextFusedTest {
     private static final long A = 0x7f00_0000_0000L;
     private static final long MiB = 1 << 20;
     private static final int PUSH = CustomAllReduceKernels.ALGO_ONE_SHOT_PUSH;
+    private static final int ONE_STAGE = CustomAllReduceKernels.ALGO_ONE_STAGE;
 
     // in, residual, weight, out, residualOut one MiB apart: no overlap.
     private static final long IN = A, RES = A + MiB, W = A + 2 * MiB, OUT = A + 3 * MiB, RO = A + 4 * MiB;
@@ -37,7 +38,7 @@ class CustomArContextFusedTest {
     @Test
     void theLimitsAreTheHeaders() {
         assertEquals(65536, CustomAllReduceKernels.FUSED_MAX_HIDDEN);
-        assertEquals(400, CustomAllReduceKernels.EXPECTED_ABI_VERSION);
+        assertEquals(500, CustomAllReduceKernels.EXPECTED_ABI_VERSION);
         assertEquals(24, CustomAllReduceKernels.STATUS_NOT_FUSED);
         assertEquals(25, CustomAllReduceKernels.STATUS_HIDDEN_TOO_LARGE);
         assertEquals(26, CustomAllReduceKernels.STATUS_ROW_NOT_MULTIPLE_OF_16);
@@ -55,11 +56,49 @@ class CustomArContextFusedTest {
     }
 
     @Test
-    void onlyThePushAlgorithmIsFused() {
-        for (int algorithm : new int[] {CustomAllReduceKernels.ALGO_ONE_STAGE, CustomAllReduceKernels.ALGO_TWO_STAGE, 0, 9}) {
+    void onlyThePushAndOneStageAlgorithmsAreFused() {
+        for (int algorithm : new int[] {CustomAllReduceKernels.ALGO_TWO_STAGE, 0, 9}) {
             assertMessage(refused(algorithm, DType.BFLOAT16, IN, RES, W, OUT, RO, 3, 7168, 1e-6f),
                     "has no fused all-reduce + residual + RMSNorm kernel");
         }
+        assertDoesNotThrow(() -> CustomArContext.checkFusedArguments(ONE_STAGE, DType.BFLOAT16, IN, RES, W, OUT, RO, 3,
+                7168, 1e-6f));
+    }
+
+    @Test
+    void oneStageIsBoundedByTheRegistrationNotThePushLimit() {
+        // 64 rows of 16384 bf16 are 2 MiB, four times the push limit: the library checks the registration.
+        long twoMiB = 64L * 16384 * 2;
+        long in = A, res = A + twoMiB, w = A + 2 * twoMiB, out = A + 3 * twoMiB, ro = A + 4 * twoMiB;
+        assertDoesNotThrow(() -> CustomArContext.checkFusedArguments(ONE_STAGE, DType.BFLOAT16, in, res, w, out, ro, 64,
+                16384, 1e-6f));
+        assertMessage(refused(PUSH, DType.BFLOAT16, in, res, w, out, ro, 64, 16384, 1e-6f), "rows must be 1 to 16");
+        assertMessage(refused(ONE_STAGE, DType.BFLOAT16, in, res, w, out, ro, 0, 16384, 1e-6f), "rows must be at least 1");
+        assertMessage(refused(ONE_STAGE, DType.FLOAT32, in, res, w, out, ro, Long.MAX_VALUE / 16 + 1, 4, 1e-6f),
+                "rows must be at least 1");
+    }
+
+    @Test
+    void oneStageOutputsMustNotOverlapTheInputItsPeersRead() {
+        // Push takes out == in and residualOut == in; one-stage refuses both, and any partial overlap.
+        assertDoesNotThrow(() -> CustomArContext.checkFusedArguments(PUSH, DType.BFLOAT16, IN, RES, W, IN, RO, 3, 7168,
+                1e-6f));
+        assertDoesNotThrow(() -> CustomArContext.checkFusedArguments(PUSH, DType.BFLOAT16, IN, RES, W, OUT, IN, 3, 7168,
+                1e-6f));
+        String peersRead = "which the one-stage kernel's peers read during the whole launch";
+        IllegalArgumentException outIsIn = refused(ONE_STAGE, DType.BFLOAT16, IN, RES, W, IN, RO, 3, 7168, 1e-6f);
+        assertMessage(outIsIn, "out overlaps in, " + peersRead);
+        assertMessage(refused(ONE_STAGE, DType.BFLOAT16, IN, RES, W, OUT, IN, 3, 7168, 1e-6f),
+                "residualOut overlaps in, " + peersRead);
+        assertMessage(refused(ONE_STAGE, DType.BFLOAT16, IN, RES, W, IN + 3 * 7168 * 2 - 16, RO, 3, 7168, 1e-6f),
+                "out overlaps in, " + peersRead);
+        // residualOut == residual stays allowed: the residual is local.
+        assertDoesNotThrow(() -> CustomArContext.checkFusedArguments(ONE_STAGE, DType.FLOAT16, IN, RES, W, OUT, RES, 3,
+                7168, 1e-6f));
+        // The other aliasing rules are the push kernel's.
+        assertMessage(refused(ONE_STAGE, DType.BFLOAT16, IN, RES, W, RES, RO, 3, 7168, 1e-6f), "out overlaps residual");
+        assertMessage(refused(ONE_STAGE, DType.BFLOAT16, IN, RES, W, OUT, OUT, 3, 7168, 1e-6f),
+                "out and residualOut overlap");
     }
 
     @Test
