@@ -8,6 +8,8 @@ import dev.ar4j.kernels.ResidualRmsNorm;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 
@@ -20,7 +22,8 @@ import java.util.Objects;
  * ({@link FusedVariant#FUSED}) would be one more {@link PassTimer.Cell} here; the runtime has none
  * yet.
  *
- * <p>The check ({@link FusedNormCheck}) writes integer inputs and residuals, poisons the
+ * <p>The check ({@link FusedNormCheck}) writes integer inputs, residuals and the weight, all from
+ * the cell's seed ({@link CheckImages}), poisons the
  * all-reduce's output, {@code out} and {@code residualOut}, runs one pass and counts the all-reduce
  * results that are not the exact sum, the {@code residualOut} elements that are not exact and the
  * {@code out} elements outside the dtype's tolerance.
@@ -81,6 +84,7 @@ final class FusedPasses implements AutoCloseable {
             normOut = DeviceBuffer.allocate(bytes);
             residualOut = DeviceBuffer.allocate(bytes);
             residual.fill(0);
+            // A weight for the timed runs; each check writes its own (from the check's seed).
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment host = arena.allocate(rowBytes, 16);
                 FusedNormCheck.fillWeight(host, dtype, settings.seed());
@@ -107,26 +111,71 @@ final class FusedPasses implements AutoCloseable {
         }
     }
 
+    /**
+     * Where call {@code index} of a pass works: the same {@code bytes} at the same {@code offset}
+     * of the all-reduce's input and output, the residual, {@code out} and {@code residualOut}, as
+     * {@code rows} rows of {@link FusedNormCheck#HIDDEN}; the weight is one row, read by every call.
+     */
+    record Call(int index, long offset, long bytes, long rows) {
+    }
+
+    /**
+     * The calls of one pass of {@code w}: call i on bytes {@code [i x bytesPerCall, (i + 1) x bytesPerCall)}.
+     *
+     * @throws IllegalArgumentException if a call is not a whole number of rows
+     */
+    static List<Call> calls(PerfSettings.Workload w, DType dtype) {
+        long count = w.count(dtype);
+        long rows = count / FusedNormCheck.HIDDEN;
+        if (count == 0 || rows * FusedNormCheck.HIDDEN != count) {
+            throw new IllegalArgumentException(count + " elements per all-reduce are not whole rows of "
+                    + FusedNormCheck.HIDDEN);
+        }
+        List<Call> calls = new ArrayList<>(w.callsPerPass());
+        for (int i = 0; i < w.callsPerPass(); i++) {
+            calls.add(new Call(i, i * w.bytesPerCall(), w.bytesPerCall(), rows));
+        }
+        return List.copyOf(calls);
+    }
+
+    /**
+     * The host images a check uploads before its one pass, every one from the check's
+     * {@code seed}, which the host reference ({@link FusedNormCheck}, {@link CollectiveCheck})
+     * uses too: this rank's all-reduce input over the pass (element i: {@code InputPattern.value(seed,
+     * rank, i)}), the residual over the pass ({@link FusedNormCheck#residual}) and the one row of
+     * weights ({@link FusedNormCheck#weight}).
+     *
+     * @param input    {@code passBytes}: this rank's input, from the start of the input buffer
+     * @param residual {@code passBytes}: the residual, from the start of the residual buffer
+     * @param weight   {@code HIDDEN} elements: the weight buffer
+     */
+    record CheckImages(MemorySegment input, MemorySegment residual, MemorySegment weight) {
+        static CheckImages of(Arena arena, long passBytes, int rank, int worldSize, DType dtype, long seed) {
+            CollectiveLayout layout = CollectiveLayout.of(Operation.ALL_REDUCE, passBytes, worldSize, rank, dtype, false);
+            MemorySegment input = arena.allocate(passBytes, 16);
+            CollectiveCheck.fillInput(input, layout, dtype, seed);
+            MemorySegment residual = arena.allocate(passBytes, 16);
+            FusedNormCheck.fillResidual(residual, dtype, seed);
+            MemorySegment weight = arena.allocate((long) FusedNormCheck.HIDDEN * dtype.byteSize(), 16);
+            FusedNormCheck.fillWeight(weight, dtype, seed);
+            return new CheckImages(input, residual, weight);
+        }
+    }
+
     /** The cell of one unfused variant: the all-reduce column {@code algorithm} from {@code in} to {@code arOut}, then the norm. */
     PassTimer.Cell cell(PerfAlgorithm algorithm, PerfSettings.Workload w, DeviceBuffer in, DeviceBuffer arOut, long seed) {
         if (in.address() == arOut.address()) {
             throw new IllegalArgumentException("verify-fused runs out of place: the all-reduce needs its own output");
         }
         long count = w.count(dtype);
-        long step = w.bytesPerCall();
-        long rows = count / FusedNormCheck.HIDDEN;
-        if (rows * FusedNormCheck.HIDDEN != count) {
-            throw new IllegalArgumentException(count + " elements per all-reduce are not whole rows of "
-                    + FusedNormCheck.HIDDEN);
-        }
+        List<Call> calls = calls(w, dtype);
         PassTimer.Pass pass = () -> {
             Decision first = null;
-            for (int i = 0; i < w.callsPerPass(); i++) {
-                long offset = i * step;
-                Decision d = allReduce.call(algorithm, in.address() + offset, arOut.address() + offset, count);
-                ResidualRmsNorm.launch(dtype, arOut.address() + offset, residual.address() + offset, weight.address(),
-                        normOut.address() + offset, residualOut.address() + offset, rows, FusedNormCheck.HIDDEN,
-                        FusedNormCheck.EPS, stream.handle());
+            for (Call c : calls) {
+                Decision d = allReduce.call(algorithm, in.address() + c.offset(), arOut.address() + c.offset(), count);
+                ResidualRmsNorm.launch(dtype, arOut.address() + c.offset(), residual.address() + c.offset(),
+                        weight.address(), normOut.address() + c.offset(), residualOut.address() + c.offset(), c.rows(),
+                        FusedNormCheck.HIDDEN, FusedNormCheck.EPS, stream.handle());
                 if (first == null) {
                     first = d;
                 }
@@ -152,11 +201,12 @@ final class FusedPasses implements AutoCloseable {
         barrier.run();
         try (Arena arena = Arena.ofConfined()) {
             CollectiveLayout layout = CollectiveLayout.of(Operation.ALL_REDUCE, bytes, worldSize, rank, dtype, false);
-            MemorySegment host = arena.allocate(bytes, 16);
-            CollectiveCheck.fillInput(host, layout, dtype, seed);
-            in.slice(0, bytes).copyFrom(host);
-            FusedNormCheck.fillResidual(host, dtype, seed);
-            residual.slice(0, bytes).copyFrom(host);
+            // Every buffer the pass reads comes from this check's seed, the one the reference uses:
+            // the weight too (open() wrote it from the run's seed, which no cell's check uses).
+            CheckImages images = CheckImages.of(arena, bytes, rank, worldSize, dtype, seed);
+            in.slice(0, bytes).copyFrom(images.input());
+            residual.slice(0, bytes).copyFrom(images.residual());
+            weight.copyFrom(images.weight());
             poison(arOut, bytes);
             barrier.run();
             runOnce.run();

@@ -379,7 +379,8 @@ final class RankSweep {
         return PassTimer.median(values);
     }
 
-    private static long mix(long seed, long... values) {
+    /** The seed of one cell: {@code seed} mixed with what identifies the cell. */
+    static long mix(long seed, long... values) {
         long h = seed;
         for (long v : values) {
             h = (h ^ v) * 0x9E3779B97F4A7C15L;
