@@ -122,7 +122,8 @@ public final class Ar4jPerf implements Callable<Integer> {
             description = "sweep (default); verify: 122 all-reduces of 43008 bytes in one CUDA graph, time per pass; "
                     + "verify-fused: 122 x (all-reduce of 3 x 7168 + residual add + RMSNorm) in one CUDA graph, per "
                     + "variant: push+norm, nccl+norm (the ResidualRmsNorm kernel after the all-reduce) and fused "
-                    + "(reported not available while the runtime has no fused entry point)")
+                    + "(Communicator.allReduceResidualRmsNorm; its ran column says fused, or e.g. push+norm where the "
+                    + "runtime ran the all-reduce and the separate kernel instead)")
     private String scenario;
 
     @Option(names = "--pdl", paramLabel = "LIST",

@@ -1,11 +1,13 @@
 package dev.ar4j.benchmarks.perf;
 
 import dev.ar4j.DType;
+import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.AlgorithmThresholds;
 import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.DispatchConfig;
 import dev.ar4j.dispatch.Topology;
+import dev.ar4j.kernels.CustomAllReduceKernels;
 
 import java.io.PrintStream;
 import java.util.ArrayList;
@@ -18,7 +20,8 @@ import java.util.stream.Collectors;
  * For the all-reduce, the dispatcher's decision for every size ({@link DispatchPlan}); for
  * {@code -o allgather|reducescatter|broadcast}, the NCCL call, the per-rank count and the
  * bus-bandwidth factor of every size; for {@code --scenario verify-fused}, its rows (the fused
- * entry point included, as "not available" while the runtime has none); and the PDL settings.
+ * row: whether {@code Communicator.allReduceResidualRmsNorm} would run its fused kernel); and the
+ * PDL settings.
  */
 final class RunPlan {
     private RunPlan() {
@@ -92,6 +95,29 @@ final class RunPlan {
         table.print(out);
     }
 
+    /**
+     * The fused row: {@code Communicator.allReduceResidualRmsNorm} runs one fused kernel where the
+     * configured policy picks push for the size (unregistered, aligned) and the row is a multiple of
+     * 16 bytes of at most {@code FUSED_MAX_HIDDEN} elements; otherwise the all-reduce, then the
+     * separate kernel (as {@code Communicator.explainResidualRmsNorm} says on a GPU).
+     */
+    private static List<String> fusedRow(Topology topology, DispatchConfig config, PerfSettings settings, long bytes) {
+        DType dtype = settings.dtype();
+        AllReduceDispatcher dispatcher = new AllReduceDispatcher(topology, config, settings.stagingBytes(),
+                AlgorithmThresholds.forWorldSize(topology.worldSize()));
+        Decision d = dispatcher.decide(bytes, dtype, true, false);
+        long rowBytes = (long) FusedNormCheck.HIDDEN * dtype.byteSize();
+        boolean fusedKernel = d.algorithm() == Algorithm.PUSH && rowBytes % 16 == 0
+                && FusedNormCheck.HIDDEN <= CustomAllReduceKernels.FUSED_MAX_HIDDEN;
+        String call = "Communicator.allReduceResidualRmsNorm";
+        return fusedKernel
+                ? List.of(FusedVariant.FUSED, call + " -> fused (push: " + d.reason() + ")",
+                        "nothing: the one kernel adds the residual and normalises")
+                : List.of(FusedVariant.FUSED, call + " -> " + PerfAlgorithm.shortName(d.algorithm()) + " (" + d.reason()
+                        + "), ran " + PerfAlgorithm.shortName(d.algorithm()) + FusedVariant.NORM_SUFFIX,
+                        "ResidualRmsNorm (the runtime's fallback: no fused kernel for this all-reduce)");
+    }
+
     private static void printFused(PrintStream out, Topology topology, DispatchConfig config, PerfSettings settings) {
         DType dtype = settings.dtype();
         long bytes = settings.sizes().getFirst();
@@ -117,8 +143,7 @@ final class RunPlan {
             }
             table.row(List.of(FusedVariant.label(a), allReduce, "ResidualRmsNorm.launch (a separate kernel)"));
         }
-        table.row(List.of(FusedVariant.FUSED, "fused all-reduce + residual + RMSNorm",
-                FusedVariant.fusedUnavailable().orElse("the runtime's fused entry point")));
+        table.row(fusedRow(topology, config, settings, bytes));
         table.print(out);
     }
 }

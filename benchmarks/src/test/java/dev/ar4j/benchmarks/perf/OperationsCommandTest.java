@@ -118,7 +118,8 @@ class OperationsCommandTest {
         assertTrue(text.contains("122 x (all-reduce of 3 x 7168 bf16 = 43008 B"), text);
         assertTrue(text.contains("push+norm") && text.contains("ar4j push -> push"), text);
         assertTrue(text.contains("nccl+norm") && text.contains("nccl-symm+norm"), text);
-        assertTrue(text.matches("(?s).*fused\\s+fused all-reduce \\+ residual \\+ RMSNorm\\s+not available.*"), text);
+        assertTrue(text.matches("(?s).*\\n\\s*fused\\s+Communicator\\.allReduceResidualRmsNorm -> fused \\(push: .*"), text);
+        assertTrue(!text.contains("not available"), text);
         assertTrue(text.contains("on (Builder.pdl(true), -Dar4j.pdl=1), then off (Builder.pdl(false), -Dar4j.pdl=0)"), text);
         out.reset();
         assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--scenario", "verify-fused", "-d", "fp32"));
@@ -160,7 +161,7 @@ class OperationsCommandTest {
         assertTrue(text.contains("columns push\n") || text.contains("columns push" + System.lineSeparator()), text);
         assertTrue(text.contains("--share-gpu: every rank on GPU 0, built with nccl(false)"), text);
         assertTrue(!text.contains("nccl+norm"), "no NCCL row: " + text);
-        assertTrue(text.contains("push+norm") && text.contains("not available"), text);
+        assertTrue(text.contains("push+norm") && text.contains("allReduceResidualRmsNorm -> fused"), text);
         assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "--share-gpu", "-o", "allgather"));
         assertTrue(err().contains("refuses two ranks on one GPU"), err());
         assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "--share-gpu", "-a", "nccl"));
