@@ -27,8 +27,12 @@ final class RunPlan {
     private RunPlan() {
     }
 
-    /** Prints the plan of {@code settings} on {@code topology}. */
-    static void print(PrintStream out, Topology topology, DispatchConfig config, PerfSettings settings) {
+    /**
+     * Prints the plan of {@code settings} on {@code topology}.
+     *
+     * @param threads the process model ({@link WorkerLauncher#threads}): every rank a thread of one JVM
+     */
+    static void print(PrintStream out, Topology topology, DispatchConfig config, PerfSettings settings, boolean threads) {
         DType dtype = settings.dtype();
         Operation op = settings.operation();
         int n = topology.worldSize();
@@ -36,10 +40,13 @@ final class RunPlan {
                 + InputPattern.dtypeLabel(dtype) + ", " + n + " ranks, columns "
                 + settings.algorithms().stream().map(PerfAlgorithm::label).collect(Collectors.joining(",")));
         printPdl(out, settings.pdl());
+        out.println("# process model: " + (threads ? "one JVM, every rank a thread of it (Communicator.localGroup)"
+                : "one JVM per GPU"));
         if (settings.shareGpu()) {
-            out.println("# --share-gpu: every rank on GPU 0, built with nccl(false): ar4j's kernels only (NCCL refuses "
-                    + "two ranks on one GPU); a forced kernel that would fall back to NCCL fails the run, naming the "
-                    + "size; the sharing distorts absolute times");
+            out.println("# --share-gpu: every rank on GPU 0, each a thread of one JVM (one CUDA context: the ranks' "
+                    + "kernels run at the same time; separate processes would be time-sliced), built with nccl(false): "
+                    + "ar4j's kernels only (NCCL refuses two ranks on one GPU); a forced kernel that would fall back to "
+                    + "NCCL fails the run, naming the size; the sharing distorts absolute times");
         }
         if (settings.scenario() == Scenario.VERIFY_FUSED) {
             printFused(out, topology, config, settings);
