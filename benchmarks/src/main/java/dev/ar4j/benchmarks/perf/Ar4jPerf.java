@@ -44,7 +44,8 @@ import java.util.stream.Collectors;
         description = {
             "All-reduce time, algorithm and bus bandwidth of ar4j's kernels (auto, 1stage, 2stage, push) against NCCL "
                     + "(plain and symmetric) on this host's GPUs, like nccl-tests' all_reduce_perf. Every result is "
-                    + "checked (#wrong). Starts one JVM per GPU, or one JVM with a thread per GPU (--threads).",
+                    + "checked (#wrong). Starts one JVM per GPU, or one JVM with a thread per rank (--threads; always with "
+                    + "--share-gpu).",
             "-o allgather|reducescatter|broadcast sweeps NCCL's other collectives like nccl-tests' other binaries; "
                     + "--scenario verify-fused times 122 x (all-reduce + residual add + RMSNorm); --pdl on,off measures "
                     + "with programmatic dependent launch on and off in one run.",
@@ -122,7 +123,8 @@ public final class Ar4jPerf implements Callable<Integer> {
             description = "sweep (default); verify: 122 all-reduces of 43008 bytes in one CUDA graph, time per pass; "
                     + "verify-fused: 122 x (all-reduce of 3 x 7168 + residual add + RMSNorm) in one CUDA graph, per "
                     + "variant: push+norm, nccl+norm (the ResidualRmsNorm kernel after the all-reduce) and fused "
-                    + "(reported not available while the runtime has no fused entry point)")
+                    + "(Communicator.allReduceResidualRmsNorm; its ran column says fused, or e.g. push+norm where the "
+                    + "runtime ran the all-reduce and the separate kernel instead)")
     private String scenario;
 
     @Option(names = "--pdl", paramLabel = "LIST",
@@ -139,14 +141,20 @@ public final class Ar4jPerf implements Callable<Integer> {
             description = "GPUs (world size); default: the largest of 8, 6, 4, 2 that are visible")
     private int gpus;
 
-    @Option(names = "--share-gpu", description = "every rank on GPU 0 (-g ranks, default 2), built with nccl(false): "
+    @Option(names = "--share-gpu", description = "every rank on GPU 0 (-g ranks, default 2), each a thread of one JVM "
+            + "(one CUDA context, so the ranks' kernels run at the same time), built with nccl(false): "
             + "NCCL refuses two ranks on one GPU, so only ar4j's kernels run (no nccl columns, no -o other than "
             + "allreduce, a forced kernel's NCCL fallback is an error); the sharing distorts absolute times")
     private boolean shareGpu;
 
-    @Option(names = "--threads", description = "one JVM driving every GPU from its own thread (Communicator.localGroup) "
-            + "instead of one JVM per GPU")
-    private boolean threads;
+    @Option(names = "--threads", negatable = true, description = "one JVM running every rank from its own thread "
+            + "(Communicator.localGroup) instead of one JVM per GPU; the default with --share-gpu, where --no-threads "
+            + "is refused: separate processes are separate CUDA contexts, which the GPU time-slices without MPS, so "
+            + "spinning kernels would wait for each other's time slice")
+    private Boolean threads;
+
+    /** The process model ({@link WorkerLauncher#threads}), set by {@link #settings}. */
+    private boolean oneJvm;
 
     @Option(names = "--out-dir", paramLabel = "DIR", defaultValue = "ar4j-perf-out",
             description = "directory of the default output files (default ${DEFAULT-VALUE})")
@@ -276,7 +284,7 @@ public final class Ar4jPerf implements Callable<Integer> {
                 : SizeSweep.geometric(minBytes, maxBytes, factor, type);
         PerfSettings settings = settings(type, op, sweep);
         if (plan != null) {
-            RunPlan.print(out, DispatchPlan.parseTopology(plan), DispatchConfig.fromSystem(), settings);
+            RunPlan.print(out, DispatchPlan.parseTopology(plan), DispatchConfig.fromSystem(), settings, oneJvm);
             return ExitCodes.OK;
         }
         Duration timeLimit = Duration.ofSeconds(timeLimitSeconds);
@@ -312,7 +320,7 @@ public final class Ar4jPerf implements Callable<Integer> {
                 + settings.algorithms().size() + " algorithms ("
                 + settings.algorithms().stream().map(PerfAlgorithm::label).collect(Collectors.joining(",")) + ") x "
                 + settings.modes().size() + " timing modes x " + settings.placements().size() + " placements");
-        return WorkerLauncher.run(rawArgs, commandLine, worldSize, threads, settings.pdl().size(), timeLimit, err);
+        return WorkerLauncher.run(rawArgs, commandLine, worldSize, oneJvm, settings.pdl().size(), timeLimit, err);
     }
 
     /** "ar4j-perf", or "ar4j-perf rank 1" in a worker, for messages. */
@@ -326,6 +334,7 @@ public final class Ar4jPerf implements Callable<Integer> {
     private PerfSettings settings(DType type, Operation op, List<Long> sweep) {
         Scenario sc = Scenario.parse(scenario);
         CommandLine.ParseResult parsed = spec.commandLine().getParseResult();
+        oneJvm = WorkerLauncher.threads(shareGpu, parsed.hasMatchedOption("--threads") ? threads : null);
         if (sc.isVerify()) {
             long fixed = sc == Scenario.VERIFY ? Scenario.VERIFY_BYTES : PerfSettings.fusedBytes(type);
             if (sizes != null || parsed.hasMatchedOption("-b") || parsed.hasMatchedOption("-e")) {

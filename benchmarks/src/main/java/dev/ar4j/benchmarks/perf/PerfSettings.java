@@ -186,7 +186,9 @@ public record PerfSettings(Scenario scenario, List<Long> sizes, DType dtype, Lis
         if (!modes.contains(TimingMode.GRAPH)) {
             return Communicator.DEFAULT_MAX_REGISTRATIONS;
         }
-        long ar4jColumns = algorithms.stream().filter(PerfAlgorithm::isAr4j).count();
+        // verify-fused's fused row captures as many calls of the communicator as an ar4j column.
+        long ar4jColumns = algorithms.stream().filter(PerfAlgorithm::isAr4j).count()
+                + (scenario == Scenario.VERIFY_FUSED ? 1 : 0);
         long perPlacement = 0;
         for (long s : sizes) {
             Workload w = workload(s);

@@ -17,8 +17,8 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A worker JVM of a run: one rank on one GPU, or (with {@code --threads}) every rank, one thread
- * each. Rank 0 collects the results and, after every rank has freed its resources, prints the
+ * A worker JVM of a run: one rank on one GPU, or (with {@code --threads}, always with
+ * {@code --share-gpu}) every rank, one thread each. Rank 0 collects the results and, after every rank has freed its resources, prints the
  * table and writes the files.
  */
 final class PerfWorker {
@@ -75,8 +75,10 @@ final class PerfWorker {
             throw new IllegalArgumentException("--worker-port needs one port per PDL setting (" + settings.pdl().size()
                     + "), got " + ports);
         }
-        PerfReport report = rank == 0 ? new PerfReport(settings, worldSize, commandLine, settings.shareGpu()
-                ? "one JVM per rank, every rank on GPU 0 (--share-gpu)" : "one JVM per GPU", err) : null;
+        if (settings.shareGpu()) {
+            throw new IllegalArgumentException(WorkerLauncher.SHARE_GPU_NEEDS_THREADS);
+        }
+        PerfReport report = rank == 0 ? new PerfReport(settings, worldSize, commandLine, "one JVM per GPU", err) : null;
         for (int i = 0; i < ports.size(); i++) {
             PdlSetting pdl = settings.pdl().get(i);
             String previous = pdl.apply();

@@ -113,11 +113,10 @@ final class RankSweep {
             comm.register(in);
         }
         if (settings.scenario() == Scenario.VERIFY_FUSED) {
-            fused = FusedPasses.open(settings, rank, worldSize, stream, wait, this::barrier, this::allReduce);
+            fused = FusedPasses.open(settings, rank, worldSize, stream, wait, this::barrier, this::allReduce,
+                    (i, residual, weight, o, residualOut) -> comm.allReduceResidualRmsNorm(i, residual, weight, o,
+                            residualOut, FusedNormCheck.HIDDEN, FusedNormCheck.EPS, dtype, stream));
             opened.add(fused);
-            if (report != null) {
-                FusedVariant.fusedUnavailable().ifPresent(why -> report.skip(FusedVariant.FUSED, why));
-            }
         }
         if (settings.shareGpu() && report != null) {
             String why = "--share-gpu: every rank on GPU 0, built with nccl(false) (NCCL refuses two ranks on one GPU)";
@@ -129,10 +128,13 @@ final class RankSweep {
         }
 
         if (settings.modes().contains(TimingMode.EAGER)) {
+            PerfSettings.Workload w = settings.workload(firstEffectiveSize());
             for (PerfAlgorithm algorithm : measured()) {
-                PerfSettings.Workload w = settings.workload(firstEffectiveSize());
                 timer.warmUpJavaPath(cell(algorithm, w, buffersFor(algorithm, settings.placements().getFirst()), 0)
                         .pass(), algorithm.label());
+            }
+            if (fused != null) {
+                timer.warmUpJavaPath(fusedCell(w, 0).pass(), FusedVariant.FUSED);
             }
         }
         for (TimingMode mode : settings.modes()) {
@@ -140,6 +142,9 @@ final class RankSweep {
                 for (long bytes : settings.sizes()) {
                     for (PerfAlgorithm algorithm : measured()) {
                         measureAndShare(mode, placement, bytes, algorithm);
+                    }
+                    if (fused != null) {
+                        measureAndShare(mode, placement, bytes, null);
                     }
                 }
             }
@@ -200,29 +205,35 @@ final class RankSweep {
                 + operation.title() + " on " + worldSize + " ranks; use larger sizes (-b)");
     }
 
+    /**
+     * Times, checks and shares one cell; rank 0 adds the row. {@code algorithm} is the all-reduce
+     * column, or null for verify-fused's {@value FusedVariant#FUSED} row.
+     */
     private void measureAndShare(TimingMode mode, Placement placement, long bytes, PerfAlgorithm algorithm) {
         long effective = operation.effectiveBytes(bytes, worldSize, dtype);
+        boolean fusedRow = algorithm == null;
         if (effective == 0) {
-            if (report != null && algorithm == measured().getFirst()) {
+            if (report != null && !fusedRow && algorithm == measured().getFirst()) {
                 report.noteOnce(operation.title() + " of " + bytes + " bytes skipped: less than one " + dtype
                         + " element per rank on " + worldSize + " ranks");
             }
             return;
         }
         PerfSettings.Workload workload = settings.workload(effective);
-        Buffers buffers = buffersFor(algorithm, placement);
-        long seed = mix(settings.seed(), effective, algorithm.ordinal(), mode.ordinal(), placement.ordinal(),
-                operation.ordinal(), pdl.ordinal());
+        Buffers buffers = fusedRow ? new Buffers(in, in, false) : buffersFor(algorithm, placement);
+        String label = fusedRow ? FusedVariant.FUSED : fused != null ? FusedVariant.label(algorithm) : algorithm.label();
+        long seed = mix(settings.seed(), effective, fusedRow ? PerfAlgorithm.values().length : algorithm.ordinal(),
+                mode.ordinal(), placement.ordinal(), operation.ordinal(), pdl.ordinal());
         PassTimer.Sample sample;
         try {
-            PassTimer.Cell cell = cell(algorithm, workload, buffers, seed);
+            PassTimer.Cell cell = fusedRow ? fusedCell(workload, seed) : cell(algorithm, workload, buffers, seed);
             sample = switch (mode) {
                 case GRAPH -> timer.graph(cell.pass(), workload, buffers.inPlace(), cell.prepare(), cell.check());
                 case EAGER -> timer.eager(cell.pass(), workload, cell.prepare(), cell.check());
             };
         } catch (RuntimeException e) {
             throw new IllegalStateException("rank " + rank + ": " + mode.label() + " " + placement.label() + " "
-                    + what() + " of " + effective + " bytes (" + algorithm.label() + ", pdl " + pdl.label()
+                    + what() + " of " + effective + " bytes (" + label + ", pdl " + pdl.label()
                     + ") failed: " + e.getMessage()
                     + (algorithm == PerfAlgorithm.NCCL_SYMMETRIC ? " (--skip-nccl-symm leaves this baseline out)" : ""), e);
         }
@@ -247,9 +258,9 @@ final class RankSweep {
             wrong += b.getLong();
         }
         Decision d = sample.decision();
-        String label = fused != null ? FusedVariant.label(algorithm) : algorithm.label();
-        String ran = ranLabel(algorithm, d) + (fused != null ? FusedVariant.NORM_SUFFIX : "");
-        String reason = algorithm.isAr4j() ? d.reason() : "";
+        String ran = fusedRow ? fused.lastFusedRan()
+                : ranLabel(algorithm, d) + (fused != null ? FusedVariant.NORM_SUFFIX : "");
+        String reason = fusedRow || algorithm.isAr4j() ? d.reason() : "";
         if (fused != null) {
             reason = reason.isEmpty() ? fused.lastCheckNote() : reason + "; " + fused.lastCheckNote();
         }
@@ -276,6 +287,17 @@ final class RankSweep {
     }
 
     // ---- the cells --------------------------------------------------------------------------------
+
+    /**
+     * The fused row's cell: {@code Communicator.allReduceResidualRmsNorm} over the input buffer, the
+     * row's reason being {@code explainResidualRmsNorm}'s line.
+     */
+    private PassTimer.Cell fusedCell(PerfSettings.Workload w, long seed) {
+        String explained = comm.explainResidualRmsNorm(w.bytesPerCall(), FusedNormCheck.HIDDEN, dtype);
+        Decision allReduce = comm.decide(w.bytesPerCall(), dtype, true, settings.registeredInput());
+        return fused.fusedCell(w, in, seed, new Decision(Algorithm.PUSH, explained, false),
+                new Decision(allReduce.algorithm(), explained, allReduce.fellBack()));
+    }
 
     private PassTimer.Cell cell(PerfAlgorithm algorithm, PerfSettings.Workload w, Buffers b, long seed) {
         if (fused != null) {
@@ -379,7 +401,8 @@ final class RankSweep {
         return PassTimer.median(values);
     }
 
-    private static long mix(long seed, long... values) {
+    /** The seed of one cell: {@code seed} mixed with what identifies the cell. */
+    static long mix(long seed, long... values) {
         long h = seed;
         for (long v : values) {
             h = (h ^ v) * 0x9E3779B97F4A7C15L;

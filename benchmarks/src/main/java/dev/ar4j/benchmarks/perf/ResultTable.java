@@ -187,18 +187,6 @@ public final class ResultTable {
             }
             table.row(line);
         }
-        if (fused) {
-            for (Map.Entry<String, String> skip : report.skippedInOrder()) {
-                if (skip.getKey().equals(FusedVariant.FUSED)) {
-                    List<String> line = new ArrayList<>(List.of(FusedVariant.FUSED, "not available", "-", "-", "-", "-",
-                            "-"));
-                    if (first.mode().equals("eager")) {
-                        line.add("-");
-                    }
-                    table.row(line);
-                }
-            }
-        }
         table.print(out);
     }
 

@@ -1,11 +1,13 @@
 package dev.ar4j.benchmarks.perf;
 
 import dev.ar4j.DType;
+import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.AlgorithmThresholds;
 import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.DispatchConfig;
 import dev.ar4j.dispatch.Topology;
+import dev.ar4j.kernels.CustomAllReduceKernels;
 
 import java.io.PrintStream;
 import java.util.ArrayList;
@@ -18,14 +20,19 @@ import java.util.stream.Collectors;
  * For the all-reduce, the dispatcher's decision for every size ({@link DispatchPlan}); for
  * {@code -o allgather|reducescatter|broadcast}, the NCCL call, the per-rank count and the
  * bus-bandwidth factor of every size; for {@code --scenario verify-fused}, its rows (the fused
- * entry point included, as "not available" while the runtime has none); and the PDL settings.
+ * row: whether {@code Communicator.allReduceResidualRmsNorm} would run its fused kernel); and the
+ * PDL settings.
  */
 final class RunPlan {
     private RunPlan() {
     }
 
-    /** Prints the plan of {@code settings} on {@code topology}. */
-    static void print(PrintStream out, Topology topology, DispatchConfig config, PerfSettings settings) {
+    /**
+     * Prints the plan of {@code settings} on {@code topology}.
+     *
+     * @param threads the process model ({@link WorkerLauncher#threads}): every rank a thread of one JVM
+     */
+    static void print(PrintStream out, Topology topology, DispatchConfig config, PerfSettings settings, boolean threads) {
         DType dtype = settings.dtype();
         Operation op = settings.operation();
         int n = topology.worldSize();
@@ -33,10 +40,13 @@ final class RunPlan {
                 + InputPattern.dtypeLabel(dtype) + ", " + n + " ranks, columns "
                 + settings.algorithms().stream().map(PerfAlgorithm::label).collect(Collectors.joining(",")));
         printPdl(out, settings.pdl());
+        out.println("# process model: " + (threads ? "one JVM, every rank a thread of it (Communicator.localGroup)"
+                : "one JVM per GPU"));
         if (settings.shareGpu()) {
-            out.println("# --share-gpu: every rank on GPU 0, built with nccl(false): ar4j's kernels only (NCCL refuses "
-                    + "two ranks on one GPU); a forced kernel that would fall back to NCCL fails the run, naming the "
-                    + "size; the sharing distorts absolute times");
+            out.println("# --share-gpu: every rank on GPU 0, each a thread of one JVM (one CUDA context: the ranks' "
+                    + "kernels run at the same time; separate processes would be time-sliced), built with nccl(false): "
+                    + "ar4j's kernels only (NCCL refuses two ranks on one GPU); a forced kernel that would fall back to "
+                    + "NCCL fails the run, naming the size; the sharing distorts absolute times");
         }
         if (settings.scenario() == Scenario.VERIFY_FUSED) {
             printFused(out, topology, config, settings);
@@ -92,6 +102,29 @@ final class RunPlan {
         table.print(out);
     }
 
+    /**
+     * The fused row: {@code Communicator.allReduceResidualRmsNorm} runs one fused kernel where the
+     * configured policy picks push for the size (unregistered, aligned) and the row is a multiple of
+     * 16 bytes of at most {@code FUSED_MAX_HIDDEN} elements; otherwise the all-reduce, then the
+     * separate kernel (as {@code Communicator.explainResidualRmsNorm} says on a GPU).
+     */
+    private static List<String> fusedRow(Topology topology, DispatchConfig config, PerfSettings settings, long bytes) {
+        DType dtype = settings.dtype();
+        AllReduceDispatcher dispatcher = new AllReduceDispatcher(topology, config, settings.stagingBytes(),
+                AlgorithmThresholds.forWorldSize(topology.worldSize()));
+        Decision d = dispatcher.decide(bytes, dtype, true, false);
+        long rowBytes = (long) FusedNormCheck.HIDDEN * dtype.byteSize();
+        boolean fusedKernel = d.algorithm() == Algorithm.PUSH && rowBytes % 16 == 0
+                && FusedNormCheck.HIDDEN <= CustomAllReduceKernels.FUSED_MAX_HIDDEN;
+        String call = "Communicator.allReduceResidualRmsNorm";
+        return fusedKernel
+                ? List.of(FusedVariant.FUSED, call + " -> fused (push: " + d.reason() + ")",
+                        "nothing: the one kernel adds the residual and normalises")
+                : List.of(FusedVariant.FUSED, call + " -> " + PerfAlgorithm.shortName(d.algorithm()) + " (" + d.reason()
+                        + "), ran " + PerfAlgorithm.shortName(d.algorithm()) + FusedVariant.NORM_SUFFIX,
+                        "ResidualRmsNorm (the runtime's fallback: no fused kernel for this all-reduce)");
+    }
+
     private static void printFused(PrintStream out, Topology topology, DispatchConfig config, PerfSettings settings) {
         DType dtype = settings.dtype();
         long bytes = settings.sizes().getFirst();
@@ -117,8 +150,7 @@ final class RunPlan {
             }
             table.row(List.of(FusedVariant.label(a), allReduce, "ResidualRmsNorm.launch (a separate kernel)"));
         }
-        table.row(List.of(FusedVariant.FUSED, "fused all-reduce + residual + RMSNorm",
-                FusedVariant.fusedUnavailable().orElse("the runtime's fused entry point")));
+        table.row(fusedRow(topology, config, settings, bytes));
         table.print(out);
     }
 }

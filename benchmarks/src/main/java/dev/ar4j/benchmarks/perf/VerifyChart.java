@@ -66,7 +66,7 @@ final class VerifyChart {
     /**
      * @param perPass what a pass is, for the axis
      * @param perCall what a call is, for the labels: "all-reduce" or "all-reduce + norm"
-     * @param missing rows that were not measured, each with why ("fused: not available: ..."), drawn as a red note
+     * @param missing rows that were not measured, each with why (the fused row as files of earlier versions, which skipped it, record it), drawn as a red note
      */
     static JFreeChart build(List<Bar> bars, ChartTitle title, String perPass, String perCall, List<String> missing) {
         double best = bestNccl(bars);

@@ -25,7 +25,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Starts the worker JVMs of a run and watches them: one JVM per GPU (rank r drives GPU r), or one
- * JVM driving every GPU from its own threads ({@code --threads}). Workers run the same java
+ * JVM running every rank from its own thread ({@code --threads}, and always with {@code --share-gpu}:
+ * {@link #threads}). Workers run the same java
  * binary with the same class path, native access enabled, and the environment a GPU host needs
  * (NVLink multicast off in NCCL, PyTorch and NVSHMEM; NCCL's bootstrap on loopback). Their
  * output goes straight to this process's stdout and stderr.
@@ -55,7 +56,35 @@ final class WorkerLauncher {
      */
     static final String KERNELS_RESOURCE = "META-INF/native/linux-x86_64/libar4j_custom_ar.so";
 
+    /**
+     * Why {@code --share-gpu} refuses one JVM per rank ({@code --no-threads}). Measured on one H200
+     * (2026-12-01) with a JVM per rank: push 2226 us and 1stage/2stage 4476 us at 1 KiB, 42 KiB and
+     * 256 KiB alike, one ~2.2 ms time slice per wait for a peer.
+     */
+    static final String SHARE_GPU_NEEDS_THREADS = "--share-gpu runs every rank as a thread of one JVM (one CUDA "
+            + "context): ranks in separate processes have separate CUDA contexts, and without MPS the GPU time-slices "
+            + "between contexts instead of running their kernels at the same time, so a kernel spinning for its peer "
+            + "waits for the peer's time slice (on an H200: 2226 us per push all-reduce, 4476 us per 1stage/2stage, "
+            + "at every size) and the run measures the driver's scheduling, not the kernels. Leave out --no-threads "
+            + "(threads are the default with --share-gpu), or leave out --share-gpu and give each rank its own GPU";
+
     private WorkerLauncher() {
+    }
+
+    /**
+     * The process model: whether the ranks run as threads of one JVM.
+     *
+     * @param shareGpu every rank on GPU 0 ({@code --share-gpu})
+     * @param threads  {@code --threads} (true), {@code --no-threads} (false), or null when neither was given
+     * @return {@code threads} when given; otherwise true with {@code --share-gpu} (one CUDA context
+     *         for every rank), false without (one JVM per GPU)
+     * @throws IllegalArgumentException for {@code --share-gpu --no-threads} ({@link #SHARE_GPU_NEEDS_THREADS})
+     */
+    static boolean threads(boolean shareGpu, Boolean threads) {
+        if (shareGpu && Boolean.FALSE.equals(threads)) {
+            throw new IllegalArgumentException(SHARE_GPU_NEEDS_THREADS);
+        }
+        return threads != null ? threads : shareGpu;
     }
 
     /**
@@ -96,9 +125,8 @@ final class WorkerLauncher {
                 env.putIfAbsent("NCCL_SOCKET_IFNAME", "lo");
                 workers.add(builder.start());
             }
-            err.println("[ar4j-perf] started " + (threads ? "1 worker JVM driving " + worldSize + " GPUs from "
-                    + worldSize + " threads" : worldSize + " worker JVMs, one per GPU") + " (rendezvous on 127.0.0.1:"
-                    + port + ")");
+            err.println("[ar4j-perf] started " + (threads ? "1 worker JVM running " + worldSize + " ranks, one thread "
+                    + "each" : worldSize + " worker JVMs, one per GPU") + " (rendezvous on 127.0.0.1:" + port + ")");
             return watch(workers, timeLimit, err);
         } finally {
             stopAll(workers);

@@ -18,7 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The operation and pdl columns round-trip through CSV and JSON; the tables, the chart series and
- * the titles carry them; verify-fused's table lists the fused row as not available.
+ * the titles carry them; verify-fused's table has the fused row with what ran.
  */
 class NewColumnsTest {
     private static PerfSettings settings(Scenario scenario, Operation op, List<Long> sizes, List<PerfAlgorithm> columns,
@@ -56,10 +56,10 @@ class NewColumnsTest {
         PerfReport report = new PerfReport(settings(Scenario.VERIFY_FUSED, Operation.ALL_REDUCE, List.of(bytes),
                 PerfAlgorithm.parseListWithBaselines(List.of("push")), List.of(PdlSetting.DEFAULT)), 4,
                 "ar4j-perf --scenario verify-fused", "one JVM per GPU", null);
-        report.skip(FusedVariant.FUSED, FusedVariant.fusedUnavailable().orElseThrow());
         report.add(row("verify-fused", "allreduce", "default", bytes, "push+norm", "push+norm", 4.0, 122));
         report.add(row("verify-fused", "allreduce", "default", bytes, "nccl+norm", "nccl+norm", 9.0, 122));
         report.add(row("verify-fused", "allreduce", "default", bytes, "nccl-symm+norm", "nccl-symm+norm", 8.0, 122));
+        report.add(row("verify-fused", "allreduce", "default", bytes, "fused", "fused", 3.0, 122));
         return report;
     }
 
@@ -124,18 +124,23 @@ class NewColumnsTest {
     }
 
     @Test
-    void theFusedTableHasTheFusedRowAsNotAvailable() {
+    void theFusedTableHasTheFusedRowWithWhatRan() {
         ByteArrayOutputStream text = new ByteArrayOutputStream();
         ResultTable.print(new PrintStream(text, true, StandardCharsets.UTF_8), fused());
         String t = text.toString(StandardCharsets.UTF_8);
         assertTrue(t.contains("--scenario verify-fused: 122 x (all-reduce of 43008 bytes bf16 = 3 x 7168, then residual "
                 + "add + RMSNorm) per pass"), t);
         assertTrue(t.matches("(?s).*push\\+norm\\s+push\\+norm\\s+488\\.00\\s+4\\.00.*2\\.00x.*"), "vs best NCCL (symm): " + t);
-        assertTrue(t.matches("(?s).*\\n\\s+fused\\s+not available\\s+-.*"), t);
-        assertTrue(t.contains("# fused not measured: not available"), t);
+        assertTrue(t.matches("(?s).*\\n\\s+fused\\s+fused\\s+366\\.00\\s+3\\.00.*2\\.67x.*"), t);
+        assertTrue(!t.contains("not available") && !t.contains("not measured"), t);
         assertTrue(t.contains("host RMSNorm within 0.016 relative"), t);
         assertTrue(new PerfResult("verify-fused", "graph", "out-of-place", false, 2, 43008, 21504, "bf16", "push+norm",
                 "push+norm", false, "", 1, 1, 0, Double.NaN, Double.NaN, 122, 50, 7, 5).ranCustomKernel());
+        PerfResult fellBackToTwoKernels = new PerfResult("verify-fused", "graph", "out-of-place", false, 2, 43008, 21504,
+                "bf16", "fused", "push+norm", false, "", 1, 1, 0, Double.NaN, Double.NaN, 122, 50, 7, 5);
+        assertTrue(fellBackToTwoKernels.ranCustomKernel(), "the runtime's push + the separate kernel");
+        assertEquals(SweepSeries.Kind.FELL_BACK, SweepSeries.classify(Map.of("algorithm", "fused", "ran", "push+norm",
+                "fell_back", "false")), "drawn as not what the row names");
     }
 
     @Test
@@ -160,9 +165,10 @@ class NewColumnsTest {
         Path fusedCsv = dir.resolve("fused.csv");
         ResultFiles.writeCsv(fusedCsv, fused());
         ResultCsv fusedRead = ResultFiles.readCsvFile(fusedCsv);
-        assertEquals("not available: the runtime has no fused all-reduce + residual + RMSNorm entry point yet "
-                + "(issue 12, item 3); measured as one more row once it has", fusedRead.skipped().get("fused"));
-        assertEquals(3, LatencyChart.draw(fusedRead, dir.resolve("fused.png"), null), "one bar per measured variant");
+        assertTrue(!fusedRead.skipped().containsKey("fused"), fusedRead.skipped().toString());
+        assertEquals(List.of("push+norm", "nccl+norm", "nccl-symm+norm", "fused"),
+                fusedRead.rows().stream().map(r -> r.get("algorithm")).toList());
+        assertEquals(4, LatencyChart.draw(fusedRead, dir.resolve("fused.png"), null), "one bar per measured variant");
         assertEquals(LatencyChart.VERIFY_HEIGHT, ImageIO.read(dir.resolve("fused.png").toFile()).getHeight());
     }
 }

@@ -118,7 +118,8 @@ class OperationsCommandTest {
         assertTrue(text.contains("122 x (all-reduce of 3 x 7168 bf16 = 43008 B"), text);
         assertTrue(text.contains("push+norm") && text.contains("ar4j push -> push"), text);
         assertTrue(text.contains("nccl+norm") && text.contains("nccl-symm+norm"), text);
-        assertTrue(text.matches("(?s).*fused\\s+fused all-reduce \\+ residual \\+ RMSNorm\\s+not available.*"), text);
+        assertTrue(text.matches("(?s).*\\n\\s*fused\\s+Communicator\\.allReduceResidualRmsNorm -> fused \\(push: .*"), text);
+        assertTrue(!text.contains("not available"), text);
         assertTrue(text.contains("on (Builder.pdl(true), -Dar4j.pdl=1), then off (Builder.pdl(false), -Dar4j.pdl=0)"), text);
         out.reset();
         assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--scenario", "verify-fused", "-d", "fp32"));
@@ -148,9 +149,42 @@ class OperationsCommandTest {
         assertEquals(0, Ar4jPerf.run("--help"));
         String help = out();
         for (String s : List.of("-o, --op=OP", "allgather, reducescatter, broadcast", "verify-fused", "--pdl=LIST",
-                "-Dar4j.pdl", "AR4J_PDL")) {
+                "-Dar4j.pdl", "AR4J_PDL", "--[no-]threads", "allReduceResidualRmsNorm")) {
             assertTrue(help.contains(s), s + " in:\n" + help);
         }
+    }
+
+    @Test
+    void shareGpuRunsEveryRankAsAThreadOfOneJvmAndRefusesAJvmPerRank() {
+        assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--share-gpu", "--sizes", "1K,43008,256K", "-a",
+                "push,1stage,2stage", "--pdl", "on,off"));
+        assertTrue(out().contains("# process model: one JVM, every rank a thread of it"), out());
+        assertTrue(out().contains("each a thread of one JVM (one CUDA context"), out());
+        out.reset();
+        assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--share-gpu", "--threads"));
+        assertTrue(out().contains("# process model: one JVM, every rank a thread of it"), out());
+        out.reset();
+        assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "--share-gpu", "--no-threads", "--scenario", "verify-fused"));
+        assertTrue(err().contains("--share-gpu runs every rank as a thread of one JVM")
+                && err().contains("time-slices") && err().contains("without MPS")
+                && err().contains("Leave out --no-threads"), err());
+        assertTrue(out().isEmpty(), "nothing planned: " + out());
+        assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2"));
+        assertTrue(out().contains("# process model: one JVM per GPU"), out());
+        out.reset();
+        assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--threads"));
+        assertTrue(out().contains("# process model: one JVM, every rank a thread of it"), out());
+        out.reset();
+        assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--no-threads"));
+        assertTrue(out().contains("# process model: one JVM per GPU"), out());
+
+        assertTrue(WorkerLauncher.threads(true, null), "--share-gpu: threads by default");
+        assertTrue(WorkerLauncher.threads(true, true));
+        assertTrue(!WorkerLauncher.threads(false, null), "a GPU per rank: a JVM per GPU by default");
+        assertTrue(WorkerLauncher.threads(false, true));
+        assertTrue(!WorkerLauncher.threads(false, false));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> WorkerLauncher.threads(true, false));
+        assertEquals(WorkerLauncher.SHARE_GPU_NEEDS_THREADS, e.getMessage());
     }
 
     @Test
@@ -158,9 +192,9 @@ class OperationsCommandTest {
         assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--share-gpu", "--scenario", "verify-fused", "--pdl", "on,off"));
         String text = out();
         assertTrue(text.contains("columns push\n") || text.contains("columns push" + System.lineSeparator()), text);
-        assertTrue(text.contains("--share-gpu: every rank on GPU 0, built with nccl(false)"), text);
+        assertTrue(text.contains("--share-gpu: every rank on GPU 0, each a thread of one JVM") && text.contains("built with nccl(false)"), text);
         assertTrue(!text.contains("nccl+norm"), "no NCCL row: " + text);
-        assertTrue(text.contains("push+norm") && text.contains("not available"), text);
+        assertTrue(text.contains("push+norm") && text.contains("allReduceResidualRmsNorm -> fused"), text);
         assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "--share-gpu", "-o", "allgather"));
         assertTrue(err().contains("refuses two ranks on one GPU"), err());
         assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "--share-gpu", "-a", "nccl"));

@@ -48,6 +48,26 @@ class WorkerLauncherTest {
 
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void sharedGpuRanksRunAsThreadsOfOneWorkerJvm(@TempDir Path dir) throws Exception {
+        assumeFalse(GpuCheck.probe().usable(), "this machine has GPUs: the workers would run the benchmark");
+        Path log = dir.resolve("workers.log");
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        List<String> args = List.of("--share-gpu", "--scenario", "verify-fused", "--pdl", "on,off", "--timeout", "60",
+                "--out-dir", dir.toString());
+        int code = WorkerLauncher.run(args, "ar4j-perf test", 2, WorkerLauncher.threads(true, null), 2,
+                Duration.ofSeconds(80), new PrintStream(err, true, StandardCharsets.UTF_8),
+                ProcessBuilder.Redirect.to(log.toFile()));
+        String launcher = err.toString(StandardCharsets.UTF_8);
+        String workers = Files.readString(log, StandardCharsets.UTF_8);
+        // Exit 1 at the first CUDA call, not 2: the one worker took --share-gpu with --worker-threads.
+        assertEquals(1, code, launcher + workers);
+        assertTrue(launcher.contains("started 1 worker JVM running 2 ranks, one thread each"), launcher);
+        assertTrue(workers.contains("ar4j-perf worker (2 ranks in threads): failed:")
+                && workers.contains("cudaErrorInsufficientDriver"), workers);
+    }
+
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void workersOfAnAllGatherWithBothPdlSettingsTakeTheirPortsAndReachTheGpu(@TempDir Path dir) throws Exception {
         assumeFalse(GpuCheck.probe().usable(), "this machine has GPUs: the workers would run the benchmark");
         Path log = dir.resolve("workers.log");
