@@ -101,7 +101,10 @@ class CommunicatorSplitIT {
      * One rank's device and host buffers, allocated before its first kernel and freed after the
      * last barrier. Ranks sharing one GPU in one process share its CUDA context, and cudaFree (like
      * cudaDeviceSynchronize) waits for every kernel on the device: a rank freeing a buffer while a
-     * peer's kernel waits for that rank's next launch would wait for it until the kernel deadline.
+     * peer's kernel waits for that rank's next launch would wait for it until the kernel deadline
+     * (seen on the H200: a PeerTimeoutException in round 1 when each round allocated its own).
+     * Building and closing communicators allocate and free too: the test keeps them between
+     * barriers of the parent group.
      */
     private record RankBuffers(Arena arena, CudaStream stream, DeviceBuffer in, DeviceBuffer out,
                                MemorySegment host, MemorySegment got) implements AutoCloseable {
@@ -183,6 +186,9 @@ class CommunicatorSplitIT {
                 try (RankBuffers buffers = RankBuffers.allocate()) {
                     comm.rendezvous().barrier("allocated", WAIT);
                     try (Communicator sub = comm.split(r % 2, r)) {
+                        // Building a communicator allocates and synchronises the device: no sub-group
+                        // launches before both are built (README: ranks sharing one GPU).
+                        comm.rendezvous().barrier("subs-built", WAIT);
                         int[] members = r % 2 == 0 ? new int[] {0, 2} : new int[] {1, 3};
                         assertEquals(2, sub.worldSize(), "sub-group size of parent rank " + r);
                         assertEquals(r / 2, sub.rank(), "sub-rank of parent rank " + r + " (key = rank)");
@@ -194,8 +200,10 @@ class CommunicatorSplitIT {
                             mine.addAll(allReduceExactly(sub, buffers, r, members, round));
                         }
                         assertTrue(sub.health().isHealthy(), "sub-communicator of rank " + r + ": " + sub.health());
-                        // Close only once every member's last all-reduce completed (peers read this rank's buffers).
+                        // Close only once every member's last all-reduce completed (peers read this rank's
+                        // buffers), and, since closing frees device memory, once both sub-groups' did.
                         sub.rendezvous().barrier("done", WAIT);
+                        comm.rendezvous().barrier("subs-done", WAIT);
                     }
                     // Closing frees device memory: no rank starts the parent's all-reduces before every
                     // sub-communicator is closed (see RankBuffers).
