@@ -102,7 +102,7 @@ class CommunicatorSplitIT {
      * last barrier. Ranks sharing one GPU in one process share its CUDA context, and cudaFree (like
      * cudaDeviceSynchronize) waits for every kernel on the device: a rank freeing a buffer while a
      * peer's kernel waits for that rank's next launch would wait for it until the kernel deadline
-     * (seen on the H200: a PeerTimeoutException in round 1 when each round allocated its own).
+     * (the likely cause of the PeerTimeoutException seen on the H200 when each round allocated its own).
      * Building and closing communicators allocate and free too: the test keeps them between
      * barriers of the parent group.
      */
