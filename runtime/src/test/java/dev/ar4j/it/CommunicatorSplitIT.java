@@ -5,6 +5,7 @@ import dev.ar4j.DType;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
+import dev.ar4j.cuda.PinnedHostBuffer;
 import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.AlgorithmPolicy;
 import dev.ar4j.dispatch.Decision;
@@ -13,7 +14,6 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -106,17 +106,21 @@ class CommunicatorSplitIT {
      * Building and closing communicators allocate and free too: the test keeps them between
      * barriers of the parent group.
      */
-    private record RankBuffers(Arena arena, CudaStream stream, DeviceBuffer in, DeviceBuffer out,
-                               MemorySegment host, MemorySegment got) implements AutoCloseable {
+    private record RankBuffers(CudaStream stream, DeviceBuffer in, DeviceBuffer out, PinnedHostBuffer host,
+                               PinnedHostBuffer got) implements AutoCloseable {
+        /**
+         * Pinned host buffers: a copy from or to pageable memory goes through the driver's staging
+         * buffer, which a rank whose copy waits behind its own spinning kernel may hold while a peer's
+         * copy, and so the peer's next launch, waits for it.
+         */
         static RankBuffers allocate() {
-            Arena arena = Arena.ofConfined();
-            return new RankBuffers(arena, CudaStream.create(), DeviceBuffer.allocate(MAX_BYTES),
-                    DeviceBuffer.allocate(MAX_BYTES), arena.allocate(MAX_BYTES, 16), arena.allocate(MAX_BYTES, 16));
+            return new RankBuffers(CudaStream.create(), DeviceBuffer.allocate(MAX_BYTES), DeviceBuffer.allocate(MAX_BYTES),
+                    PinnedHostBuffer.allocate(MAX_BYTES), PinnedHostBuffer.allocate(MAX_BYTES));
         }
 
         @Override
         public void close() {
-            try (arena; stream; in; out) {
+            try (stream; in; out; host; got) {
                 // closed in reverse order
             }
         }
@@ -132,8 +136,8 @@ class CommunicatorSplitIT {
         CudaStream stream = b.stream();
         DeviceBuffer in = b.in();
         DeviceBuffer out = b.out();
-        MemorySegment host = b.host();
-        MemorySegment got = b.got();
+        MemorySegment host = b.host().segment();
+        MemorySegment got = b.got().segment();
         for (long count : COUNTS) {
             for (boolean inPlace : new boolean[] {false, true}) {
                 long bytes = count * 2;
