@@ -5,20 +5,15 @@ import dev.ar4j.FailureState.Kind;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.AlgorithmPolicy;
 import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.Topology;
-import dev.ar4j.kernels.KernelTimeout;
 import dev.ar4j.nccl.NcclCommunicator;
 import dev.ar4j.rendezvous.LaunchEnvironment;
 import dev.ar4j.rendezvous.Rendezvous;
 
 import java.lang.System.Logger.Level;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -106,7 +101,8 @@ public final class Communicator implements AutoCloseable {
     private final Containment containment;
     private final Watchdog watchdog;
     private final AutoCloseable peerLoss;
-    private final MemorySegment captureScratch = Arena.ofAuto().allocate(ValueLayout.JAVA_INT);
+    private final AllReduceCalls allReduces;
+    private final ResidualNormCalls residualNorm;
     private volatile boolean closed;
 
     private Communicator(Builder b, Rendezvous rendezvous, boolean ownsRendezvous) {
@@ -141,6 +137,8 @@ public final class Communicator implements AutoCloseable {
         this.nccl = ncclPath;
         this.kernels = custom;
         this.capture = new CaptureRecorder(g);
+        this.allReduces = new AllReduceCalls(parts, capture, guard, containment);
+        this.residualNorm = new ResidualNormCalls(parts, capture, guard, containment, allReduces);
         this.watchdog = w;
         this.peerLoss = subscription;
         containment.owner(this);
@@ -228,22 +226,7 @@ public final class Communicator implements AutoCloseable {
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(DeviceBuffer in, DeviceBuffer out, DType dtype, CudaStream stream) {
-        Objects.requireNonNull(in, "in");
-        Objects.requireNonNull(out, "out");
-        Objects.requireNonNull(dtype, "dtype");
-        Objects.requireNonNull(stream, "stream");
-        if (in.byteSize() != out.byteSize()) {
-            throw new IllegalArgumentException("input (" + in.byteSize() + " bytes) and output (" + out.byteSize()
-                    + " bytes) differ in size");
-        }
-        if (in.device() != group.device || out.device() != group.device) {
-            throw new IllegalArgumentException("buffers are on GPU " + in.device() + "/" + out.device()
-                    + " but this communicator drives GPU " + group.device);
-        }
-        if (in.byteSize() % dtype.byteSize() != 0) {
-            throw new IllegalArgumentException(in.byteSize() + " bytes is not a whole number of " + dtype + " elements");
-        }
-        allReduce(in.address(), out.address(), in.byteSize() / dtype.byteSize(), dtype, stream.handle());
+        allReduces.buffers(in, out, dtype, stream);
     }
 
     /**
@@ -262,7 +245,7 @@ public final class Communicator implements AutoCloseable {
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(long in, long out, long count, DType dtype, long stream) {
-        run(dispatchers.configured, in, out, count, dtype, stream);
+        allReduces.run(dispatchers.configured, in, out, count, dtype, stream);
     }
 
     /**
@@ -284,60 +267,8 @@ public final class Communicator implements AutoCloseable {
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public Decision allReduce(long in, long out, long count, DType dtype, long stream, AlgorithmPolicy policy) {
-        return run(dispatchers.forPolicy(Objects.requireNonNull(policy, "policy")), in, out, count, dtype, stream);
-    }
-
-    private Decision run(AllReduceDispatcher dispatcher, long in, long out, long count, DType dtype, long stream) {
-        Objects.requireNonNull(dtype, "dtype");
-        if (count <= 0) {
-            throw new IllegalArgumentException("element count must be positive, got " + count);
-        }
-        guard.enter("allReduce");
-        try {
-            long bytes = count * dtype.byteSize();
-            boolean aligned = ((in | out) & 15) == 0;
-            boolean zeroCopy = kernels != null && kernels.isRegistered(in, bytes);
-            Decision decision = dispatcher.decide(bytes, dtype, aligned, zeroCopy);
-            // An unregistered input inside a graph capture is zero-copy too (recorded, shared when the
-            // capture scope closes); ask the stream only when it can change the decision or the path.
-            boolean recorded = false;
-            if (!zeroCopy && kernels != null && decision.algorithm() != Algorithm.PUSH && aligned && bytes % 16 == 0
-                    && !kernels.touchesRetired(in, bytes) && CudaStream.isCapturing(stream, captureScratch)) {
-                zeroCopy = true;
-                recorded = true;
-                decision = dispatcher.decide(bytes, dtype, aligned, true);
-            }
-            Algorithm algorithm = decision.algorithm();
-            if (capture.isOpen()) {
-                capture.call(algorithm, dtype, count, recorded && algorithm != Algorithm.NCCL
-                        && algorithm != Algorithm.PUSH);
-            }
-            switch (algorithm) {
-                case NCCL -> {
-                    if (nccl == null) {
-                        throw Dispatchers.ncclRefusal(group.rank, bytes, dtype, decision);
-                    }
-                    nccl.allReduce(in, out, count, dtype, stream);
-                }
-                case PUSH -> kernels.launch(algorithm, dtype, in, out, count, stream);
-                case ONE_STAGE, TWO_STAGE -> {
-                    if (zeroCopy) {
-                        if (recorded) {
-                            capture.record(in, bytes);
-                        }
-                        kernels.launch(algorithm, dtype, in, out, count, stream);
-                    } else {
-                        kernels.launchStaged(algorithm, dtype, in, out, count, stream);
-                    }
-                }
-            }
-            return decision;
-        } catch (PeerTimeoutException e) {
-            containment.contain(new Failure(Kind.PEER_TIMEOUT, e.peer(), e.getMessage(), e));
-            throw e;
-        } finally {
-            guard.exit();
-        }
+        AllReduceDispatcher dispatcher = dispatchers.forPolicy(Objects.requireNonNull(policy, "policy"));
+        return allReduces.run(dispatcher, in, out, count, dtype, stream);
     }
 
     // ---- registration and graphs ----------------------------------------------------------------
@@ -554,53 +485,7 @@ public final class Communicator implements AutoCloseable {
     public boolean allReduceResidualRmsNorm(DeviceBuffer in, DeviceBuffer residual, DeviceBuffer weight,
                                             DeviceBuffer out, DeviceBuffer residualOut, int hidden, float eps,
                                             DType dtype, CudaStream stream) {
-        NormShape shape = NormShape.check(group.device, in, residual, weight, out, residualOut, hidden, eps, dtype,
-                stream);
-        if (kernels != null && FusedNormRoute.fusableRow(hidden, dtype)
-                && fusedResidualRmsNorm(shape, in, residual, weight, out, residualOut, eps, dtype, stream)) {
-            return true;
-        }
-        allReduce(in, out, dtype, stream);
-        dev.ar4j.kernels.ResidualRmsNorm.launch(dtype, out, residual, weight, out, residualOut, hidden, eps, stream);
-        return false;
-    }
-
-    /** Runs the call as one fused kernel if its route is fused; false (nothing enqueued) otherwise. */
-    private boolean fusedResidualRmsNorm(NormShape shape, DeviceBuffer in, DeviceBuffer residual, DeviceBuffer weight,
-                                         DeviceBuffer out, DeviceBuffer residualOut, float eps, DType dtype,
-                                         CudaStream stream) {
-        guard.enter("allReduceResidualRmsNorm");
-        try {
-            long bytes = shape.count() * dtype.byteSize();
-            long i = in.address(), o = out.address(), ro = residualOut.address();
-            boolean aligned = ((i | residual.address() | weight.address() | o | ro) & 15) == 0;
-            boolean registered = kernels.isRegistered(i, bytes);
-            Algorithm algorithm = dispatchers.configured.decide(bytes, dtype, aligned, registered).algorithm();
-            FusedNormRoute route = FusedNormRoute.of(algorithm, shape.hidden(), dtype, registered,
-                    FusedNormRoute.overlaps(o, i, bytes) || FusedNormRoute.overlaps(ro, i, bytes), bytes,
-                    kernels.stagingBytes());
-            if (route == FusedNormRoute.UNFUSED) {
-                return false;
-            }
-            // The input is never recorded for sharing: a one-stage call reads a registered buffer (its
-            // own, or the staging buffer after a copy that a replay repeats).
-            if (capture.isOpen()) {
-                capture.call(algorithm, dtype, shape.count(), false);
-            }
-            if (route == FusedNormRoute.ONE_STAGE_STAGED) {
-                kernels.launchResidualRmsNormStaged(dtype, i, residual.address(), weight.address(), o, ro, shape.rows(),
-                        shape.hidden(), eps, stream.handle());
-            } else {
-                kernels.launchResidualRmsNorm(algorithm, dtype, i, residual.address(), weight.address(), o, ro,
-                        shape.rows(), shape.hidden(), eps, stream.handle());
-            }
-            return true;
-        } catch (PeerTimeoutException e) {
-            containment.contain(new Failure(Kind.PEER_TIMEOUT, e.peer(), e.getMessage(), e));
-            throw e;
-        } finally {
-            guard.exit();
-        }
+        return residualNorm.run(in, residual, weight, out, residualOut, hidden, eps, dtype, stream);
     }
 
     /**
@@ -628,15 +513,7 @@ public final class Communicator implements AutoCloseable {
      * @return one line: the fused kernel, or the all-reduce's decision followed by the separate kernel
      */
     public String explainResidualRmsNorm(long bytes, int hidden, DType dtype, boolean registeredInput) {
-        Objects.requireNonNull(dtype, "dtype");
-        if (hidden < 1 || bytes <= 0 || bytes % ((long) hidden * dtype.byteSize()) != 0) {
-            throw new IllegalArgumentException(bytes + " bytes is not a whole, positive number of rows of " + hidden
-                    + " " + dtype + " elements");
-        }
-        Decision d = dispatchers.configured.decide(bytes, dtype, true, registeredInput);
-        FusedNormRoute route = kernels == null ? FusedNormRoute.UNFUSED
-                : FusedNormRoute.of(d.algorithm(), hidden, dtype, registeredInput, false, bytes, kernels.stagingBytes());
-        return route.describe(d, hidden, dtype);
+        return residualNorm.explain(bytes, hidden, dtype, registeredInput);
     }
 
     /**
