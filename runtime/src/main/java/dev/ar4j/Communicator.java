@@ -102,6 +102,7 @@ public final class Communicator implements AutoCloseable {
     private final Watchdog watchdog;
     private final AutoCloseable peerLoss;
     private final AllReduceCalls allReduces;
+    private final CollectiveCalls collectiveCalls;
     private final ResidualNormCalls residualNorm;
     private volatile boolean closed;
 
@@ -137,6 +138,7 @@ public final class Communicator implements AutoCloseable {
         this.nccl = ncclPath;
         this.kernels = custom;
         this.capture = new CaptureRecorder(g);
+        this.collectiveCalls = new CollectiveCalls(g, custom, capture, guard, containment);
         this.allReduces = new AllReduceCalls(parts, capture, guard, containment);
         this.residualNorm = new ResidualNormCalls(parts, capture, guard, containment, allReduces);
         this.watchdog = w;
@@ -287,19 +289,7 @@ public final class Communicator implements AutoCloseable {
      *     communicator is failed
      */
     public void register(DeviceBuffer buffer) {
-        Objects.requireNonNull(buffer, "buffer");
-        if (buffer.device() != group.device) {
-            throw new IllegalArgumentException("buffer is on GPU " + buffer.device() + " but this communicator drives GPU "
-                    + group.device);
-        }
-        collective("register", () -> {
-            if (kernels == null) {
-                // Still collective, so that every rank's sequence of rendezvous steps stays aligned.
-                group.rendezvous.barrier(group.key("register"), group.timeout);
-            } else {
-                kernels.register(buffer);
-            }
-        });
+        collectiveCalls.register(buffer);
     }
 
     /**
@@ -314,14 +304,7 @@ public final class Communicator implements AutoCloseable {
      *                                  the ranks' sizes differ
      */
     public void unregister(DeviceBuffer buffer) {
-        Objects.requireNonNull(buffer, "buffer");
-        collective("unregister", () -> {
-            group.agreeUnregister(buffer.byteSize(), kernels == null
-                    || kernels.isRegistered(buffer.address(), buffer.byteSize()));
-            if (kernels != null) {
-                kernels.unregister(buffer);
-            }
-        });
+        collectiveCalls.unregister(buffer);
     }
 
     /**
@@ -345,38 +328,7 @@ public final class Communicator implements AutoCloseable {
 
     /** Called by {@link GraphCapture#close()}. */
     void finishCapture(GraphCapture scope) {
-        collective("GraphCapture.close", () -> {
-            IllegalStateException mismatch = capture.finish(scope, kernels);
-            if (mismatch != null) {
-                throw mismatch;
-            }
-        });
-    }
-
-    /**
-     * Runs a collective step under the guard. A failure inside it (other than the caller's own
-     * argument error, which every rank sees alike) leaves the ranks out of step: the communicator
-     * is failed and the failure rethrown.
-     */
-    private void collective(String call, Runnable step) {
-        guard.enter(call);
-        try {
-            step.run();
-        } catch (IllegalArgumentException e) {
-            throw e;
-        } catch (dev.ar4j.rendezvous.RankLostException e) {
-            Failure lost = new Failure(Kind.PEER_LOST, e.rank(), "rank " + group.rank + ": " + call + " failed: "
-                    + e.getMessage() + "; this communicator is failed: close it and build a new group", e);
-            containment.contain(lost);
-            throw lost.toException();
-        } catch (RuntimeException e) {
-            containment.contain(new Failure(Kind.OUT_OF_STEP, -1, "rank " + group.rank + ": " + call + " failed ("
-                    + e.getMessage() + "); the ranks may be out of step, so this communicator is failed: close it "
-                    + "and build a new group", e));
-            throw e;
-        } finally {
-            guard.exit();
-        }
+        collectiveCalls.finishCapture(scope);
     }
 
     // ---- failure --------------------------------------------------------------------------------
@@ -419,21 +371,7 @@ public final class Communicator implements AutoCloseable {
      * here even before the watchdog's next poll.
      */
     public void checkPeers() {
-        guard.enter("checkPeers");
-        try {
-            if (kernels != null) {
-                // The kernels' own record, read now: a peer's poison that reached this rank's
-                // signal block (its kernels then wrote NaN) fails this call even before the
-                // watchdog's next poll saw it.
-                Failure f = kernels.readFailure();
-                if (f != null) {
-                    containment.contain(f);
-                    throw f.toException();
-                }
-            }
-        } finally {
-            guard.exit();
-        }
+        containment.checkPeers();
     }
 
     // ---- observation ----------------------------------------------------------------------------
@@ -673,15 +611,13 @@ public final class Communicator implements AutoCloseable {
      * @throws Ar4jException if the sub-communicator's GPU or NCCL setup fails (see {@link Builder#build()})
      */
     public Communicator split(int color, int key) {
-        SplitPlan[] plan = new SplitPlan[1];
-        collective("split", () -> plan[0] = SplitPlan.agree(group.rendezvous, group.key("split"), color, key,
-                group.timeout));
-        if (!plan[0].joins()) {
+        SplitPlan plan = collectiveCalls.agreeSplit(color, key);
+        if (!plan.joins()) {
             return null;
         }
         Builder child = group.childSettings();
         BuilderChecks.validate(child);
-        return new Communicator(child, SubGroupRendezvous.over(group.rendezvous, plan[0]), true);
+        return new Communicator(child, SubGroupRendezvous.over(group.rendezvous, plan), true);
     }
 
     /**

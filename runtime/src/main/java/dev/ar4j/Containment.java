@@ -92,6 +92,28 @@ final class Containment {
     }
 
     /**
+     * {@link Communicator#checkPeers()}: under the call guard, reads the kernels' failure record
+     * now and contains and throws the failure it holds.
+     */
+    void checkPeers() {
+        guard.enter("checkPeers");
+        try {
+            if (kernels != null) {
+                // The kernels' own record, read now: a peer's poison that reached this rank's
+                // signal block (its kernels then wrote NaN) fails this call even before the
+                // watchdog's next poll saw it.
+                Failure f = kernels.readFailure();
+                if (f != null) {
+                    contain(f);
+                    throw f.toException();
+                }
+            }
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
      * Runs {@code read} under the lock unless the communicator failed or was freed (then null):
      * the watchdog's probes, so that no probe reads state that an abort or close frees.
      */
