@@ -2,7 +2,6 @@ package dev.ar4j;
 
 import dev.ar4j.FailureState.Failure;
 import dev.ar4j.FailureState.Kind;
-import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.dispatch.AlgorithmPolicy;
@@ -17,7 +16,6 @@ import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
@@ -77,8 +75,6 @@ import java.util.function.Consumer;
 public final class Communicator implements AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger(Communicator.class.getName());
-    /** How long {@link #close()} lets a call in flight leave (twice: before and after failing it). */
-    private static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(2);
 
     /** The default staging buffer (and two-stage scratch) size: 8 MiB. */
     public static final long DEFAULT_STAGING_BYTES = 8L << 20;
@@ -99,56 +95,27 @@ public final class Communicator implements AutoCloseable {
     private final FailureState state = new FailureState();
     private final CallGuard guard = new CallGuard(state);
     private final Containment containment;
-    private final Watchdog watchdog;
-    private final AutoCloseable peerLoss;
-    private final AllReduceCalls allReduces;
+    private final Lifecycle lifecycle;
     private final CollectiveCalls collectiveCalls;
+    private final AllReduceCalls allReduces;
     private final ResidualNormCalls residualNorm;
-    private volatile boolean closed;
 
     private Communicator(Builder b, Rendezvous rendezvous, boolean ownsRendezvous) {
         GroupParts parts = GroupParts.open(b, rendezvous, ownsRendezvous);
-        Group g = parts.group();
-        CustomKernelPath custom = parts.kernels();
-        NcclPath ncclPath = parts.nccl();
-        Dispatchers d = parts.dispatchers();
-        Watchdog w = null;
-        AutoCloseable subscription = null;
-        try {
-            this.containment = new Containment(g.rank, state, guard, custom, ncclPath, b.failureListener);
-            w = new Watchdog("ar4j-watchdog-rank-" + g.rank, BuilderChecks.watchdogInterval(b),
-                    Watchdog.probes(containment, g.rank, custom, ncclPath), containment::contain);
-            Watchdog dog = w;
-            int me = g.rank;
-            subscription = g.rendezvous.onPeerLost((lost, reason) -> dog.report(new Failure(Kind.PEER_LOST, lost,
-                    "rank " + me + ": the rendezvous reports " + (lost < 0 ? "that the group failed" : "rank " + lost
-                    + " lost") + " (" + reason + "); this communicator is failed: close it, and build a new group "
-                    + "once the lost rank is restarted", null)));
-            w.start();
-        } catch (RuntimeException e) {
-            if (w != null) {
-                w.stop();
-            }
-            Closing.quietly(e, subscription);
-            parts.closeAfterFailure(e);
-            throw e;
-        }
-        this.group = g;
-        this.dispatchers = d;
-        this.nccl = ncclPath;
-        this.kernels = custom;
-        this.capture = new CaptureRecorder(g);
-        this.collectiveCalls = new CollectiveCalls(g, custom, capture, guard, containment);
+        this.containment = new Containment(parts.group().rank, state, guard, parts.kernels(), parts.nccl(),
+                b.failureListener);
+        this.lifecycle = Lifecycle.start(parts, b, state, guard, containment);
+        this.group = parts.group();
+        this.dispatchers = parts.dispatchers();
+        this.nccl = parts.nccl();
+        this.kernels = parts.kernels();
+        this.capture = new CaptureRecorder(group);
+        this.collectiveCalls = new CollectiveCalls(group, kernels, capture, guard, containment);
         this.allReduces = new AllReduceCalls(parts, capture, guard, containment);
         this.residualNorm = new ResidualNormCalls(parts, capture, guard, containment, allReduces);
-        this.watchdog = w;
-        this.peerLoss = subscription;
         containment.owner(this);
         if (LOG.isLoggable(Level.INFO)) {
-            LOG.log(Level.INFO, "ar4j rank " + g.rank + "/" + g.worldSize + " on GPU " + g.device + ": "
-                    + g.topology.describe()
-                    + (kernels == null ? "; custom kernels not set up" : "; custom kernels ready (grid "
-                    + kernels.geometry() + ", PDL " + (kernels.pdlActive() ? "on" : "off") + ")") + (nccl == null ? "; NCCL off" : "") + "; " + d.config.describe());
+            LOG.log(Level.INFO, Observation.built(parts));
         }
     }
 
@@ -352,15 +319,7 @@ public final class Communicator implements AutoCloseable {
      * @return the current status, the lost peer (or -1) and the failure's message
      */
     public Health health() {
-        Failure f = state.get();
-        if (closed) {
-            return new Health(Health.Status.CLOSED, f == null ? -1 : f.peer(), f == null ? "closed" : f.message());
-        }
-        if (f == null) {
-            return new Health(Health.Status.HEALTHY, -1, "");
-        }
-        return new Health(f.kind() == Kind.ABORTED ? Health.Status.ABORTED : Health.Status.FAILED, f.peer(),
-                f.message());
+        return lifecycle.health();
     }
 
     /**
@@ -534,7 +493,7 @@ public final class Communicator implements AutoCloseable {
      */
     public NcclCommunicator nccl() {
         state.throwIfFailed();
-        if (closed) {
+        if (lifecycle.closed()) {
             throw new IllegalStateException("the communicator is closed");
         }
         if (nccl == null) {
@@ -652,56 +611,7 @@ public final class Communicator implements AutoCloseable {
      */
     @Override
     public void close() {
-        guard.beginClose();
-        Thread inside = guard.awaitIdle(CLOSE_WAIT_NANOS);
-        if (inside != null) {
-            containment.contain(new Failure(Kind.ABORTED, -1, "rank " + group.rank + ": close() was called while "
-                    + "thread '" + inside.getName() + "' was inside " + guard.callInFlight() + "; the communicator "
-                    + "is closed", null));
-            inside = guard.awaitIdle(CLOSE_WAIT_NANOS);
-            if (inside != null) {
-                throw new IllegalStateException("rank " + group.rank + ": close() waited " + 2 * CLOSE_WAIT_NANOS / 1_000_000
-                        + " ms for thread '" + inside.getName() + "' to leave " + guard.callInFlight() + "; nothing was "
-                        + "freed (freeing under a running call would crash the JVM). Call close() again once it returned");
-            }
-        }
-        if (!watchdog.stop()) {
-            throw new IllegalStateException("rank " + group.rank + ": the watchdog thread did not stop in time; nothing "
-                    + "was freed. Call close() again");
-        }
-        RuntimeException failure = new RuntimeException("closing the communicator (rank " + group.rank + ") failed");
-        containment.free(() -> {
-            closed = true;
-            Closing.quietly(failure, peerLoss);
-            if (kernels != null) {
-                // A kernel of this context may still run (or spin on a lost peer until it is
-                // poisoned or times out): the memory it uses is freed only after it ended.
-                try {
-                    int current = Cuda.currentDevice();
-                    Cuda.setDevice(group.device);
-                    try {
-                        Cuda.deviceSynchronize();
-                    } finally {
-                        Cuda.setDevice(current);
-                    }
-                } catch (RuntimeException e) {
-                    failure.addSuppressed(e);
-                }
-            }
-            Closing.quietly(failure, kernels);
-            group.closeSharedBuffers(failure);
-            if (nccl != null) {
-                try {
-                    nccl.close(state.failed());
-                } catch (RuntimeException e) {
-                    failure.addSuppressed(e);
-                }
-            }
-            group.closeRendezvous(failure);
-        });
-        if (failure.getSuppressed().length > 0) {
-            throw failure;
-        }
+        lifecycle.close();
     }
 
     @Override
