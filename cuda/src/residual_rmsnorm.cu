@@ -10,9 +10,8 @@
 #include <cuda_runtime.h>
 
 #include "ar4j/residual_rmsnorm.h"
+#include "api_export.h"
 #include "rmsnorm_math.cuh"
-
-#define AR4J_API extern "C" __attribute__((visibility("default")))
 
 namespace {
 

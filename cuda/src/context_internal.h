@@ -1,0 +1,172 @@
+// libar4j_custom_ar: the host side of the C ABI in include/ar4j/custom_all_reduce.h.
+// Its shared internals: the ar4j_context struct, the scope guards every entry point
+// uses, small argument checks, and the helpers one translation unit defines and the others call
+// (declared here, defined once: context.cpp, registration.cpp, failure.cpp, launch.cu).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "ar4j/custom_all_reduce.h"
+#include "api_export.h"
+#include "kernel_interface.cuh"
+
+namespace ar4j::host {
+
+using ar4j::kMaxBlocks;
+using ar4j::kMaxRanks;
+using ar4j::Params;
+using ar4j::RankPtrs;
+using ar4j::Signal;
+
+static_assert(AR4J_MAX_RANKS == kMaxRanks, "header and kernels disagree on the rank limit");
+static_assert(AR4J_MAX_BLOCKS == kMaxBlocks, "header and kernels disagree on the block limit");
+static_assert(sizeof(RankPtrs) == 64, "RankPtrs layout");
+static_assert(AR4J_PUSH_MAX_BYTES == ar4j::kPushMaxBytes, "header and kernels disagree on the push limit");
+static_assert(ar4j::kPushBlocks <= kMaxBlocks, "push grid exceeds the signal layout");
+
+struct Registration {
+    uintptr_t base;  // local pointer
+    size_t bytes;
+    int slot;
+};
+
+struct PendingInput {
+    const void *local;
+    int slot;
+};
+
+inline bool valid_world_size(int32_t ws) { return ws == 2 || ws == 4 || ws == 6 || ws == 8; }
+
+inline bool aligned16(const void *p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+inline size_t dtype_size(int32_t dtype) {
+    switch (dtype) {
+        case AR4J_DTYPE_FLOAT32: return 4;
+        case AR4J_DTYPE_FLOAT16: return 2;
+        case AR4J_DTYPE_BFLOAT16: return 2;
+        default: return 0;
+    }
+}
+
+}  // namespace ar4j::host
+
+struct ar4j_context {
+    int device = -1;
+    int rank = 0;
+    int world_size = 0;
+    ar4j::Signal *self = nullptr;
+    ar4j::Signal *peers[ar4j::kMaxRanks] = {};
+    size_t max_bytes = 0;
+    int max_buffers = 0;
+    ar4j::RankPtrs *slots = nullptr;  // device array [max_buffers]
+    int used_slots = 0;
+    std::vector<ar4j::host::Registration> registrations;  // sorted by base
+    std::vector<ar4j::host::PendingInput> pending;
+    // Host-mapped: [0] this rank's timeout record, [1] the first poison value its kernels saw or set.
+    unsigned long long *error_host = nullptr;
+    unsigned long long *error_device = nullptr;  // its device view
+    uint64_t deadline_ns = 0;
+    int max_blocks = 0;  // set at create: one block per SM, at most AR4J_MAX_BLOCKS
+    int threads = 512;
+    int last_cuda_error = 0;
+    std::atomic<bool> failed{false};  // this rank's kernels timed out
+    bool launched = false;  // the first ar4j_all_reduce was accepted: geometry and seeds are frozen
+    bool pdl = false;       // ar4j_set_pdl
+    bool pdl_capable = false;  // compute capability >= 9.0 and the kernels built for it
+    // Geometry agreement (ar4j_check_geometry): 0 unchecked, 1 agreed, 2 mismatch.
+    std::atomic<int> geometry_state{0};
+    std::atomic<int> mismatch_peer{-1};
+    std::atomic<unsigned long long> mismatch_word{0};
+    // Host-side failure state, readable from any thread.
+    std::atomic<bool> poisoned{false};
+    std::atomic<bool> in_call{false};  // an entry point that changes the context is running
+    // Side channel for host copies that must not wait for the kernels (geometry, poison, reads):
+    // a private non-blocking stream, pinned staging, one user at a time.
+    std::mutex side_mutex;
+    cudaStream_t side = nullptr;
+    unsigned long long *staging = nullptr;  // pinned, kStagingWords words
+};
+
+namespace ar4j::host {
+
+// Restores the caller's current device on scope exit.
+struct DeviceScope {
+    int previous = -1;
+    bool ok = false;
+    cudaError_t error = cudaSuccess;
+    explicit DeviceScope(int device) {
+        error = cudaGetDevice(&previous);
+        if (error != cudaSuccess) return;
+        if (previous != device) error = cudaSetDevice(device);
+        ok = error == cudaSuccess;
+    }
+    ~DeviceScope() {
+        if (ok && previous >= 0) cudaSetDevice(previous);
+    }
+};
+
+// Marks an entry point that changes the context as running; a second one at the same time
+// (another host thread) is refused with AR4J_ERROR_CONCURRENT_USE instead of racing.
+struct CallGuard {
+    ar4j_context *ctx;
+    bool owned;
+    explicit CallGuard(ar4j_context *c) : ctx(c), owned(!c->in_call.exchange(true, std::memory_order_acquire)) {}
+    ~CallGuard() {
+        if (owned) ctx->in_call.store(false, std::memory_order_release);
+    }
+};
+
+constexpr int kStagingWords = 2 * kMaxRanks;
+
+// The side-channel copies may run while this thread captures a stream (the first call of a
+// context inside a graph capture checks the geometry) or while another thread captures in
+// global mode (a watchdog's ar4j_poison): relaxed capture mode for this thread allows them.
+struct RelaxedCapture {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+    ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+};
+
+// --- failure.cpp -----------------------------------------------------------------------------
+
+// Records e as the context's last CUDA error (as the calling thread's when ctx is NULL: a failed
+// ar4j_context_create) and returns AR4J_ERROR_CUDA.
+int cuda_failed(ar4j_context *ctx, cudaError_t e);
+
+// Publishes this context's launch geometry word in its Signal (the side channel).
+cudaError_t publish_geometry(ar4j_context *ctx);
+
+// What every launch checks first, with the CallGuard held (see failure.cpp).
+int launch_failure(ar4j_context *ctx);
+
+// --- context.cpp -----------------------------------------------------------------------------
+
+// Copies between host staging and device words on the side stream and waits for the copies
+// only. Caller holds side_mutex.
+cudaError_t side_copy(ar4j_context *ctx, void *dst, const void *src, size_t bytes);
+
+// --- registration.cpp ------------------------------------------------------------------------
+
+// The input pointer set of a ONE_STAGE or TWO_STAGE call (see registration.cpp).
+int resolve_input(ar4j_context *ctx, const void *in, size_t bytes, cudaStream_t stream, const RankPtrs **inputs,
+                  size_t *offset);
+
+// --- launch.cu: the only translation unit with kernels ---------------------------------------
+
+// Loads every kernel of world size ws (see ar4j_context_create).
+cudaError_t preload_kernels(int ws);
+
+// cudaFuncGetAttributes of push_kernel<float, 2>: its binaryVersion tells whether the kernels
+// were built for sm_90 or newer (PDL needs griddepcontrol).
+cudaError_t push_kernel_attributes(cudaFuncAttributes *attr);
+
+// fill_words<<<256, 256, 0, stream>>>(p, words, value); the launch's error.
+cudaError_t launch_fill_words(uint32_t *p, size_t words, uint32_t value, cudaStream_t stream);
+
+}  // namespace ar4j::host

@@ -1,0 +1,234 @@
+// Failure state and its reading: the CUDA error record, the launch-geometry agreement between
+// the ranks, the poison word (set by ar4j_poison and on a mismatch), the checks every launch
+// makes first, and ar4j_read_timeout / ar4j_read_failure.
+
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+
+#include "context_internal.h"
+
+using namespace ar4j::host;
+
+namespace {
+
+// CUDA error of the last failed ar4j_context_create on this thread (no context to hold it).
+thread_local int create_cuda_error = 0;
+
+// The launch geometry word a context publishes in its Signal: a tag, the 1-/2-stage
+// (max_blocks, threads) and the push grid this library was built with.
+unsigned long long geometry_word(int max_blocks, int threads) {
+    return (0xA4ull << 56) | ((unsigned long long)(max_blocks & 0xffff) << 40) |
+           ((unsigned long long)(threads & 0xffff) << 24) | ((unsigned long long)(ar4j::kPushBlocks & 0xfff) << 12) |
+           (unsigned long long)(ar4j::kPushThreads & 0xfff);
+}
+
+// Writes `value` into the poison word of every rank's Signal that holds none yet.
+cudaError_t poison_all(ar4j_context *ctx, unsigned long long value) {
+    std::lock_guard<std::mutex> lock(ctx->side_mutex);
+    RelaxedCapture relaxed;
+    DeviceScope scope(ctx->device);
+    if (!scope.ok) return scope.error;
+    const int ws = ctx->world_size;
+    cudaError_t e = cudaSuccess;
+    for (int r = 0; r < ws && e == cudaSuccess; ++r) {
+        e = cudaMemcpyAsync(ctx->staging + r, &ctx->peers[r]->poison, sizeof(unsigned long long), cudaMemcpyDefault,
+                            ctx->side);
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->side);
+    for (int r = 0; r < ws && e == cudaSuccess; ++r) {
+        ctx->staging[kMaxRanks + r] = value;
+        if (ctx->staging[r] == 0) {
+            e = cudaMemcpyAsync(&ctx->peers[r]->poison, ctx->staging + kMaxRanks + r, sizeof(unsigned long long),
+                                cudaMemcpyDefault, ctx->side);
+        }
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->side);
+    volatile unsigned long long *seen = ctx->error_host + 1;
+    if (*seen == 0) *seen = ctx->staging[ctx->rank] != 0 ? ctx->staging[ctx->rank] : value;
+    ctx->poisoned.store(true);
+    return e;
+}
+
+}  // namespace
+
+namespace ar4j::host {
+
+int cuda_failed(ar4j_context *ctx, cudaError_t e) {
+    if (ctx != nullptr) {
+        ctx->last_cuda_error = static_cast<int>(e);
+    } else {
+        create_cuda_error = static_cast<int>(e);
+    }
+    return AR4J_ERROR_CUDA;
+}
+
+cudaError_t publish_geometry(ar4j_context *ctx) {
+    std::lock_guard<std::mutex> lock(ctx->side_mutex);
+    RelaxedCapture relaxed;
+    DeviceScope scope(ctx->device);
+    if (!scope.ok) return scope.error;
+    ctx->staging[0] = geometry_word(ctx->max_blocks, ctx->threads);
+    return side_copy(ctx, &ctx->self->geometry, ctx->staging, sizeof(unsigned long long));
+}
+
+}  // namespace ar4j::host
+
+// The failure this rank already knows of without a device access: its own kernels' timeout
+// record, a poison they saw or set (host-mapped words), or one set from the host.
+static int known_failure(ar4j_context *ctx) {
+    const volatile unsigned long long *w = ctx->error_host;
+    if (w[0] != 0) ctx->failed.store(true, std::memory_order_relaxed);
+    if (ctx->failed.load(std::memory_order_relaxed)) return AR4J_ERROR_PEER_TIMEOUT;
+    if (w[1] != 0) ctx->poisoned.store(true);
+    if (ctx->poisoned.load(std::memory_order_relaxed)) return AR4J_ERROR_POISONED;
+    return AR4J_SUCCESS;
+}
+
+// Compares every peer's published geometry with this context's, once. Caller holds the CallGuard.
+static int check_geometry(ar4j_context *ctx) {
+    const int state = ctx->geometry_state.load();
+    if (state == 1) return AR4J_SUCCESS;
+    if (state == 2) return AR4J_ERROR_GEOMETRY_MISMATCH;
+    const unsigned long long mine = geometry_word(ctx->max_blocks, ctx->threads);
+    int bad = -1;
+    unsigned long long theirs = 0;
+    {
+        std::lock_guard<std::mutex> lock(ctx->side_mutex);
+        RelaxedCapture relaxed;
+        DeviceScope scope(ctx->device);
+        if (!scope.ok) return cuda_failed(ctx, scope.error);
+        cudaError_t e = cudaSuccess;
+        for (int r = 0; r < ctx->world_size && e == cudaSuccess; ++r) {
+            e = cudaMemcpyAsync(ctx->staging + r, &ctx->peers[r]->geometry, sizeof(unsigned long long),
+                                cudaMemcpyDefault, ctx->side);
+        }
+        if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->side);
+        if (e != cudaSuccess) return cuda_failed(ctx, e);
+        for (int r = 0; r < ctx->world_size; ++r) {
+            if (ctx->staging[r] != mine) {
+                bad = r;
+                theirs = ctx->staging[r];
+                break;
+            }
+        }
+    }
+    if (bad < 0) {
+        ctx->geometry_state.store(1);
+        return AR4J_SUCCESS;
+    }
+    ctx->mismatch_peer.store(bad);
+    ctx->mismatch_word.store(theirs);
+    ctx->geometry_state.store(2);
+    // Peers that checked before a late publication would otherwise wait out their deadline.
+    cudaError_t e = poison_all(ctx, ar4j::make_poison(ctx->rank, AR4J_POISON_GEOMETRY, bad, 0xffff));
+    if (e != cudaSuccess) ctx->last_cuda_error = static_cast<int>(e);
+    return AR4J_ERROR_GEOMETRY_MISMATCH;
+}
+
+namespace ar4j::host {
+
+// What every launch checks first, with the CallGuard held: a geometry mismatch (named as such
+// on every call; it also poisoned the group), a failure this rank already knows of, and the
+// peers' geometry on the first call.
+int launch_failure(ar4j_context *ctx) {
+    if (ctx->geometry_state.load(std::memory_order_relaxed) == 2) return AR4J_ERROR_GEOMETRY_MISMATCH;
+    int failure = known_failure(ctx);
+    if (failure != AR4J_SUCCESS) return failure;
+    if (ctx->geometry_state.load(std::memory_order_relaxed) != 1) return check_geometry(ctx);
+    return AR4J_SUCCESS;
+}
+
+}  // namespace ar4j::host
+
+AR4J_API int ar4j_check_geometry(ar4j_context *ctx) {
+    if (ctx == nullptr) return AR4J_ERROR_NULL_POINTER;
+    CallGuard guard(ctx);
+    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    return check_geometry(ctx);
+}
+
+AR4J_API int ar4j_read_timeout(ar4j_context *ctx, ar4j_timeout_info *out, int32_t clear) {
+    if (ctx == nullptr || out == nullptr) return AR4J_ERROR_NULL_POINTER;
+    volatile unsigned long long *w = ctx->error_host;
+    const unsigned long long v = *w;
+    std::memset(out, 0, sizeof(*out));
+    if ((v >> 63) != 0) {
+        ctx->failed = true;
+        out->timed_out = 1;
+        out->peer = static_cast<int32_t>((v >> 56) & 0x7f);
+        out->barrier = static_cast<int32_t>((v >> 48) & 0xff);
+        out->block = static_cast<int32_t>((v >> 32) & 0xffff);
+        out->flag = static_cast<uint32_t>(v & 0xffffffffu);
+    }
+    if (clear != 0) *w = 0;
+    return AR4J_SUCCESS;
+}
+
+AR4J_API int ar4j_last_cuda_error(const ar4j_context *ctx) {
+    return ctx == nullptr ? create_cuda_error : ctx->last_cuda_error;
+}
+
+AR4J_API int ar4j_poison(ar4j_context *ctx, int32_t reason) {
+    if (ctx == nullptr) return AR4J_ERROR_NULL_POINTER;
+    if (reason < 1 || reason > 255) return AR4J_ERROR_INVALID_ARGUMENT;
+    cudaError_t e = poison_all(ctx, ar4j::make_poison(ctx->rank, reason, 0xff, 0xffff));
+    if (e != cudaSuccess) return cuda_failed(ctx, e);
+    return AR4J_SUCCESS;
+}
+
+AR4J_API int ar4j_read_failure(ar4j_context *ctx, ar4j_failure_info *out) {
+    if (ctx == nullptr || out == nullptr) return AR4J_ERROR_NULL_POINTER;
+    std::memset(out, 0, sizeof(*out));
+    unsigned long long word = 0;
+    {
+        std::lock_guard<std::mutex> lock(ctx->side_mutex);
+        RelaxedCapture relaxed;
+        DeviceScope scope(ctx->device);
+        if (!scope.ok) return cuda_failed(ctx, scope.error);
+        cudaError_t e = side_copy(ctx, ctx->staging, &ctx->self->poison, sizeof(unsigned long long));
+        if (e != cudaSuccess) return cuda_failed(ctx, e);
+        word = ctx->staging[0];
+    }
+    const volatile unsigned long long *w = ctx->error_host;
+    const unsigned long long timeout = w[0];
+    if (word == 0) word = w[1];  // set here by ar4j_poison or by a kernel before a copy landed
+    out->poison_word = word;
+    out->origin_rank = -1;
+    out->reason = 0;
+    out->peer = -1;
+    out->block = -1;
+    if ((word >> 63) != 0) {
+        ctx->poisoned.store(true);
+        out->poisoned = 1;
+        out->origin_rank = static_cast<int32_t>((word >> 56) & 0x7f);
+        out->reason = static_cast<int32_t>((word >> 48) & 0xff);
+        const int peer = static_cast<int>((word >> 40) & 0xff);
+        const int block = static_cast<int>(word & 0xffff);
+        out->peer = peer == 0xff ? -1 : peer;
+        out->block = block == 0xffff ? -1 : block;
+    }
+    if ((timeout >> 63) != 0) {
+        ctx->failed.store(true);
+        out->timeout.timed_out = 1;
+        out->timeout.peer = static_cast<int32_t>((timeout >> 56) & 0x7f);
+        out->timeout.barrier = static_cast<int32_t>((timeout >> 48) & 0xff);
+        out->timeout.block = static_cast<int32_t>((timeout >> 32) & 0xffff);
+        out->timeout.flag = static_cast<uint32_t>(timeout & 0xffffffffu);
+    }
+    const int gstate = ctx->geometry_state.load();
+    out->geometry_mismatch = gstate == 2 ? 1 : 0;
+    out->geometry_peer = gstate == 2 ? ctx->mismatch_peer.load() : -1;
+    const unsigned long long g = ctx->mismatch_word.load();
+    out->local_max_blocks = ctx->max_blocks;
+    out->local_threads = ctx->threads;
+    if (gstate == 2 && (g >> 56) == 0xA4) {
+        out->peer_max_blocks = static_cast<int32_t>((g >> 40) & 0xffff);
+        out->peer_threads = static_cast<int32_t>((g >> 24) & 0xffff);
+        out->peer_push_blocks = static_cast<int32_t>((g >> 12) & 0xfff);
+        out->peer_push_threads = static_cast<int32_t>(g & 0xfff);
+    }
+    out->local_push_blocks = ar4j::kPushBlocks;
+    out->local_push_threads = ar4j::kPushThreads;
+    return AR4J_SUCCESS;
+}

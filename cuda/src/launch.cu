@@ -1,0 +1,308 @@
+// The launches: ar4j_all_reduce and ar4j_all_reduce_residual_rmsnorm (argument checks, then the
+// kernel for the algorithm, dtype and world size), and the preload of every kernel. The only
+// translation unit that includes the kernels, so that each kernel is instantiated once.
+// No policy: the caller names the algorithm.
+
+#include <cmath>
+#include <cstdint>
+
+#include "context_internal.h"
+#include "kernels.cuh"
+#include "fused_kernels.cuh"
+#include "fused_one_stage.cuh"
+
+using namespace ar4j::host;
+
+namespace {
+
+// Launches kernel<<<blocks, threads>>>(p) on stream, with programmatic stream serialization
+// (PDL) when asked: the kernels call griddepcontrol.wait before their first dependent access.
+template <typename Kernel, typename P>
+cudaError_t launch_kernel(Kernel kernel, int blocks, int threads, cudaStream_t stream, bool pdl, const P &p) {
+    if (!pdl) {
+        kernel<<<blocks, threads, 0, stream>>>(p);
+        return cudaGetLastError();
+    }
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(blocks));
+    config.blockDim = dim3(static_cast<unsigned>(threads));
+    config.dynamicSmemBytes = 0;
+    config.stream = stream;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, kernel, p);
+}
+
+template <typename T, int WS>
+cudaError_t launch_typed(int32_t algorithm, bool in_place, const Params &p, int blocks, int threads,
+                         cudaStream_t stream, bool pdl) {
+    if (algorithm == AR4J_ALGO_ONE_STAGE) {
+        if (in_place) return launch_kernel(ar4j::one_stage_kernel<T, WS, true>, blocks, threads, stream, pdl, p);
+        return launch_kernel(ar4j::one_stage_kernel<T, WS, false>, blocks, threads, stream, pdl, p);
+    }
+    if (algorithm == AR4J_ALGO_TWO_STAGE) {
+        return launch_kernel(ar4j::two_stage_kernel<T, WS>, blocks, threads, stream, pdl, p);
+    }
+    return launch_kernel(ar4j::push_kernel<T, WS>, ar4j::kPushBlocks, ar4j::kPushThreads, stream, pdl, p);
+}
+
+template <typename T>
+cudaError_t launch_ws(int ws, int32_t algorithm, bool in_place, const Params &p, int blocks, int threads,
+                      cudaStream_t stream, bool pdl) {
+    switch (ws) {
+        case 2: return launch_typed<T, 2>(algorithm, in_place, p, blocks, threads, stream, pdl);
+        case 4: return launch_typed<T, 4>(algorithm, in_place, p, blocks, threads, stream, pdl);
+        case 6: return launch_typed<T, 6>(algorithm, in_place, p, blocks, threads, stream, pdl);
+        case 8: return launch_typed<T, 8>(algorithm, in_place, p, blocks, threads, stream, pdl);
+        default: return cudaErrorInvalidValue;  // unreachable: validated at create
+    }
+}
+
+template <typename T, int WS>
+cudaError_t preload_typed() {
+    cudaFuncAttributes attr;
+    cudaError_t e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_rmsnorm_kernel<T, WS>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_kernel<T, WS, true>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_kernel<T, WS, false>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::two_stage_kernel<T, WS>);
+    return e;
+}
+
+template <int WS>
+cudaError_t preload_ws() {
+    cudaError_t e = preload_typed<float, WS>();
+    if (e == cudaSuccess) e = preload_typed<__half, WS>();
+    if (e == cudaSuccess) e = preload_typed<__nv_bfloat16, WS>();
+    return e;
+}
+
+}  // namespace
+
+namespace ar4j::host {
+
+cudaError_t preload_kernels(int ws) {
+    switch (ws) {
+        case 2: return preload_ws<2>();
+        case 4: return preload_ws<4>();
+        case 6: return preload_ws<6>();
+        default: return preload_ws<8>();
+    }
+}
+
+cudaError_t push_kernel_attributes(cudaFuncAttributes *attr) {
+    return cudaFuncGetAttributes(attr, ar4j::push_kernel<float, 2>);
+}
+
+cudaError_t launch_fill_words(uint32_t *p, size_t words, uint32_t value, cudaStream_t stream) {
+    ar4j::fill_words<<<256, 256, 0, stream>>>(p, words, value);
+    return cudaGetLastError();
+}
+
+}  // namespace ar4j::host
+
+// AR4J_SUCCESS if the calling thread's current device is the context's.
+static int check_device(ar4j_context *ctx) {
+    int device = -1;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e != cudaSuccess) return cuda_failed(ctx, e);
+    return device == ctx->device ? AR4J_SUCCESS : AR4J_ERROR_WRONG_DEVICE;
+}
+
+// The kernels' parameters for bytes from in (this rank's input; read by the push kernels) to out,
+// the 1-/2-stage kernels reading every rank's input through inputs at offset (nullptr for push).
+static Params launch_params(const ar4j_context *ctx, const void *in, void *out, size_t bytes,
+                            const RankPtrs *inputs, size_t offset) {
+    Params p;
+    p.self = ctx->self;
+    for (int r = 0; r < kMaxRanks; ++r) p.peers[r] = ctx->peers[r];
+    p.inputs = inputs;
+    p.in_offset = offset;
+    p.out = static_cast<uint4 *>(out);
+    p.npacks = static_cast<int64_t>(bytes / 16);
+    p.rank = ctx->rank;
+    p.deadline_ns = ctx->deadline_ns;
+    p.error_word = ctx->error_device;
+    p.local_in = static_cast<const uint4 *>(in);
+    p.push_offset = ar4j::push_area_offset(ctx->max_bytes);
+    return p;
+}
+
+AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const void *in, void *out,
+                             size_t count, void *stream) {
+    if (ctx == nullptr || in == nullptr || out == nullptr) return AR4J_ERROR_NULL_POINTER;
+    if (algorithm != AR4J_ALGO_ONE_STAGE && algorithm != AR4J_ALGO_TWO_STAGE &&
+        algorithm != AR4J_ALGO_ONE_SHOT_PUSH) {
+        return AR4J_ERROR_ALGORITHM;
+    }
+    const size_t esize = dtype_size(dtype);
+    if (esize == 0) return AR4J_ERROR_DTYPE;
+    if (count == 0) return AR4J_ERROR_EMPTY;
+    if (count > (SIZE_MAX >> 3)) return AR4J_ERROR_TOO_LARGE;
+    const size_t bytes = count * esize;
+    if ((bytes & 15u) != 0) return AR4J_ERROR_SIZE_NOT_MULTIPLE_OF_16;
+    if (!aligned16(in) || !aligned16(out)) return AR4J_ERROR_MISALIGNED;
+    const uintptr_t ia = reinterpret_cast<uintptr_t>(in), oa = reinterpret_cast<uintptr_t>(out);
+    const bool in_place = ia == oa;
+    if (!in_place && ia < oa + bytes && oa < ia + bytes) return AR4J_ERROR_INVALID_ARGUMENT;
+    CallGuard guard(ctx);
+    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    int failure = launch_failure(ctx);
+    if (failure != AR4J_SUCCESS) return failure;
+    if (algorithm == AR4J_ALGO_TWO_STAGE && bytes > ctx->max_bytes) return AR4J_ERROR_TOO_LARGE;
+
+    if (algorithm == AR4J_ALGO_ONE_SHOT_PUSH && bytes > ar4j::kPushMaxBytes) return AR4J_ERROR_TOO_LARGE;
+
+    const RankPtrs *inputs = nullptr;  // the push kernel reads its own input directly
+    size_t offset = 0;
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    if (algorithm != AR4J_ALGO_ONE_SHOT_PUSH) {
+        int status = resolve_input(ctx, in, bytes, s, &inputs, &offset);
+        if (status != AR4J_SUCCESS) return status;
+    }
+    int status = check_device(ctx);
+    if (status != AR4J_SUCCESS) return status;
+
+    Params p = launch_params(ctx, in, out, bytes, inputs, offset);
+
+    const int64_t work = algorithm == AR4J_ALGO_TWO_STAGE ? (p.npacks + ctx->world_size - 1) / ctx->world_size
+                                                          : p.npacks;
+    int64_t blocks = (work + ctx->threads - 1) / ctx->threads;
+    if (blocks < 1) blocks = 1;
+    if (blocks > ctx->max_blocks) blocks = ctx->max_blocks;
+
+    const bool pdl = ctx->pdl && ctx->pdl_capable;
+    ctx->launched = true;
+    cudaError_t e;
+    switch (dtype) {
+        case AR4J_DTYPE_FLOAT32:
+            e = launch_ws<float>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s, pdl);
+            break;
+        case AR4J_DTYPE_FLOAT16:
+            e = launch_ws<__half>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s, pdl);
+            break;
+        default:
+            e = launch_ws<__nv_bfloat16>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s, pdl);
+            break;
+    }
+    if (e != cudaSuccess) return cuda_failed(ctx, e);
+    return AR4J_SUCCESS;
+}
+
+namespace {
+
+template <typename T, int WS>
+cudaError_t launch_fused_typed(int32_t algorithm, const ar4j::FusedParams &f, int blocks, cudaStream_t stream,
+                               bool pdl) {
+    if (algorithm == AR4J_ALGO_ONE_STAGE) {
+        return launch_kernel(ar4j::one_stage_rmsnorm_kernel<T, WS>, blocks, ar4j::kNormThreads, stream, pdl, f);
+    }
+    return launch_kernel(ar4j::push_rmsnorm_kernel<T, WS>, ar4j::kPushBlocks, ar4j::kNormThreads, stream, pdl, f);
+}
+
+// blocks: the ONE_STAGE grid (the push kernel's is fixed).
+template <typename T>
+cudaError_t launch_fused(int ws, int32_t algorithm, const ar4j::FusedParams &f, int blocks, cudaStream_t stream,
+                         bool pdl) {
+    switch (ws) {
+        case 2: return launch_fused_typed<T, 2>(algorithm, f, blocks, stream, pdl);
+        case 4: return launch_fused_typed<T, 4>(algorithm, f, blocks, stream, pdl);
+        case 6: return launch_fused_typed<T, 6>(algorithm, f, blocks, stream, pdl);
+        case 8: return launch_fused_typed<T, 8>(algorithm, f, blocks, stream, pdl);
+        default: return cudaErrorInvalidValue;  // unreachable: validated at create
+    }
+}
+
+// True if [a, a + n) and [b, b + n) overlap.
+bool overlaps(const void *a, const void *b, size_t n) {
+    const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+    return x < y + n && y < x + n;
+}
+
+}  // namespace
+
+AR4J_API int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const void *in,
+                                              const void *residual, const void *weight, void *out,
+                                              void *residual_out, size_t rows, size_t hidden, float eps,
+                                              void *stream) {
+    if (ctx == nullptr || in == nullptr || residual == nullptr || weight == nullptr || out == nullptr ||
+        residual_out == nullptr) {
+        return AR4J_ERROR_NULL_POINTER;
+    }
+    if (algorithm != AR4J_ALGO_ONE_STAGE && algorithm != AR4J_ALGO_TWO_STAGE &&
+        algorithm != AR4J_ALGO_ONE_SHOT_PUSH) {
+        return AR4J_ERROR_ALGORITHM;
+    }
+    if (algorithm == AR4J_ALGO_TWO_STAGE) return AR4J_ERROR_NOT_FUSED;
+    const bool push = algorithm == AR4J_ALGO_ONE_SHOT_PUSH;
+    const size_t esize = dtype_size(dtype);
+    if (esize == 0) return AR4J_ERROR_DTYPE;
+    if (rows == 0 || hidden == 0) return AR4J_ERROR_EMPTY;
+    if (hidden > AR4J_FUSED_MAX_HIDDEN) return AR4J_ERROR_HIDDEN_TOO_LARGE;
+    const size_t row_bytes = hidden * esize;
+    if ((row_bytes & 15u) != 0) return AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16;
+    // Push: its buffers' limit. ONE_STAGE: the registration's end (resolve_input), and no overflow.
+    if (rows > (push ? ar4j::kPushMaxBytes : (SIZE_MAX >> 4)) / row_bytes) return AR4J_ERROR_TOO_LARGE;
+    const size_t bytes = rows * row_bytes;
+    if (!(eps > 0.f) || !std::isfinite(eps)) return AR4J_ERROR_INVALID_ARGUMENT;
+    if (!aligned16(in) || !aligned16(residual) || !aligned16(weight) || !aligned16(out) || !aligned16(residual_out)) {
+        return AR4J_ERROR_MISALIGNED;
+    }
+    // Aliasing: out may be in, residual_out may be residual or in (each pack is read before it is
+    // written, by the one thread that writes it); any other overlap of an output with an input or
+    // with the other output is refused. weight is read by every row: no output may overlap it.
+    // ONE_STAGE: the peers read this rank's input until the end of the launch, so no output may
+    // overlap it at all (stage the input first for an in-place call).
+    if (overlaps(out, residual_out, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
+    if ((!push || out != in) && overlaps(out, in, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
+    if (overlaps(out, residual, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
+    if (residual_out != residual && overlaps(residual_out, residual, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
+    if ((!push || residual_out != in) && overlaps(residual_out, in, bytes)) return AR4J_ERROR_INVALID_ARGUMENT;
+    {
+        const uintptr_t w = reinterpret_cast<uintptr_t>(weight);
+        const uintptr_t o = reinterpret_cast<uintptr_t>(out), ro = reinterpret_cast<uintptr_t>(residual_out);
+        if ((w < o + bytes && o < w + row_bytes) || (w < ro + bytes && ro < w + row_bytes)) {
+            return AR4J_ERROR_INVALID_ARGUMENT;
+        }
+    }
+    CallGuard guard(ctx);
+    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    int status = launch_failure(ctx);
+    if (status != AR4J_SUCCESS) return status;
+    status = check_device(ctx);
+    if (status != AR4J_SUCCESS) return status;
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    const RankPtrs *inputs = nullptr;  // the push kernel reads its own input directly
+    size_t offset = 0;
+    if (!push) {
+        status = resolve_input(ctx, in, bytes, s, &inputs, &offset);  // last: it may record a graph input
+        if (status != AR4J_SUCCESS) return status;
+    }
+
+    ar4j::FusedParams f;
+    f.p = launch_params(ctx, in, out, bytes, inputs, offset);
+    f.residual = static_cast<const uint4 *>(residual);
+    f.weight = static_cast<const uint4 *>(weight);
+    f.residual_out = static_cast<uint4 *>(residual_out);
+    f.rows = static_cast<int64_t>(rows);
+    f.row_packs = static_cast<int64_t>(row_bytes / 16);
+    f.hidden = static_cast<int64_t>(hidden);
+    f.eps = eps;
+    // ONE_STAGE: a block per row, up to the context's 1-/2-stage grid limit (agreed by every rank).
+    const int blocks = rows < static_cast<size_t>(ctx->max_blocks) ? static_cast<int>(rows) : ctx->max_blocks;
+
+    const bool pdl = ctx->pdl && ctx->pdl_capable;
+    ctx->launched = true;
+    cudaError_t e;
+    switch (dtype) {
+        case AR4J_DTYPE_FLOAT32: e = launch_fused<float>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
+        case AR4J_DTYPE_FLOAT16: e = launch_fused<__half>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
+        default: e = launch_fused<__nv_bfloat16>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
+    }
+    if (e != cudaSuccess) return cuda_failed(ctx, e);
+    return AR4J_SUCCESS;
+}
