@@ -48,11 +48,45 @@ __device__ __forceinline__ void fill_fused_nan(const FusedParams &f) {
     }
 }
 
+// The epilogue both fused kernels share, element by element in pack order (so that they and
+// ar4j_residual_rmsnorm compute the same bits): residual_out = round(sum + residual), whose squares
+// are added to `squares` in element order.
+template <typename T>
+__device__ __forceinline__ uint4 add_residual_pack(uint4 sum_pack, uint4 residual_pack, float &squares) {
+    using Tr = PackTraits<T>;
+    using S = NormScalar<T>;
+    float sum[Tr::kElems], res[Tr::kElems];
+    Tr::unpack(sum_pack, sum);  // the all-reduce result, rounded to the dtype
+    Tr::unpack(residual_pack, res);
+#pragma unroll
+    for (int e = 0; e < Tr::kElems; ++e) {
+        const float r = S::round(sum[e] + res[e]);
+        res[e] = r;
+        squares = __fmaf_rn(r, r, squares);
+    }
+    return Tr::pack(res);
+}
+
+// out = residual_out * inv * weight over this thread's packs of the row starting at pack `base`
+// (each thread reads back only the residual_out packs it wrote itself).
+template <typename T>
+__device__ __forceinline__ void write_normalized_row(const FusedParams &f, int64_t base, float inv) {
+    using Tr = PackTraits<T>;
+    for (int64_t j = threadIdx.x; j < f.row_packs; j += blockDim.x) {
+        const int64_t i = base + j;
+        float r[Tr::kElems], w[Tr::kElems], o[Tr::kElems];
+        Tr::unpack(f.residual_out[i], r);
+        Tr::unpack(f.weight[j], w);
+#pragma unroll
+        for (int e = 0; e < Tr::kElems; ++e) o[e] = r[e] * inv * w[e];
+        f.p.out[i] = Tr::pack(o);
+    }
+}
+
 template <typename T, int WS>
 // Two blocks per SM (at most 64 registers): 8 ranks sharing one H200 need 256 resident blocks.
 __global__ void __launch_bounds__(kNormThreads, 2) push_rmsnorm_kernel(FusedParams f) {
     using Tr = PackTraits<T>;
-    using S = NormScalar<T>;
     const Params &p = f.p;
     pdl_wait();
     __shared__ unsigned long long s_generation;
@@ -115,33 +149,14 @@ __global__ void __launch_bounds__(kNormThreads, 2) push_rmsnorm_kernel(FusedPara
 #pragma unroll
                 for (int e = 0; e < Tr::kElems; ++e) acc[e] += x[e];
             }
-            float sum[Tr::kElems], res[Tr::kElems];
-            Tr::unpack(Tr::pack(acc), sum);  // the all-reduce result, rounded to the dtype
-            Tr::unpack(f.residual[i], res);
-#pragma unroll
-            for (int e = 0; e < Tr::kElems; ++e) {
-                const float r = S::round(sum[e] + res[e]);
-                res[e] = r;
-                squares = __fmaf_rn(r, r, squares);
-            }
-            f.residual_out[i] = Tr::pack(res);
+            f.residual_out[i] = add_residual_pack<T>(Tr::pack(acc), f.residual[i], squares);
         }
         // Block-uniform: every thread reaches this barrier, also those whose wait gave up.
         if (__syncthreads_or(!ok)) {
             fill_fused_nan<T>(f);  // the context is failed from here on; its state is left as is
             return;
         }
-        const float inv = norm_inverse(norm_block_sum(squares, warp_sums), f.hidden, f.eps);
-        // Each thread reads back only the packs it wrote itself.
-        for (int64_t j = threadIdx.x; j < f.row_packs; j += blockDim.x) {
-            const int64_t i = base + j;
-            float r[Tr::kElems], w[Tr::kElems], o[Tr::kElems];
-            Tr::unpack(f.residual_out[i], r);
-            Tr::unpack(f.weight[j], w);
-#pragma unroll
-            for (int e = 0; e < Tr::kElems; ++e) o[e] = r[e] * inv * w[e];
-            p.out[i] = Tr::pack(o);
-        }
+        write_normalized_row<T>(f, base, norm_inverse(norm_block_sum(squares, warp_sums), f.hidden, f.eps));
     }
     pdl_launch_dependents();  // every poll is done: the rest needs no peer
 

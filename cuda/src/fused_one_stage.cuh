@@ -37,8 +37,6 @@ template <typename T, int WS>
 // Two blocks per SM (at most 64 registers), like one_stage_kernel at 512 threads: ranks sharing a
 // GPU need all their blocks resident at once.
 __global__ void __launch_bounds__(kNormThreads, 2) one_stage_rmsnorm_kernel(FusedParams f) {
-    using Tr = PackTraits<T>;
-    using S = NormScalar<T>;
     const Params &p = f.p;
     pdl_wait();
     __shared__ int abort_flag;
@@ -64,29 +62,11 @@ __global__ void __launch_bounds__(kNormThreads, 2) one_stage_rmsnorm_kernel(Fuse
         float squares = 0.f;
         for (int64_t j = threadIdx.x; j < f.row_packs; j += blockDim.x) {
             const int64_t i = base + j;
-            float sum[Tr::kElems], res[Tr::kElems];
-            Tr::unpack(reduce_pack<T, WS>(src, i), sum);  // the all-reduce result, rounded to the dtype
-            Tr::unpack(f.residual[i], res);
-#pragma unroll
-            for (int e = 0; e < Tr::kElems; ++e) {
-                const float r = S::round(sum[e] + res[e]);
-                res[e] = r;
-                squares = __fmaf_rn(r, r, squares);
-            }
-            f.residual_out[i] = Tr::pack(res);
+            f.residual_out[i] = add_residual_pack<T>(reduce_pack<T, WS>(src, i), f.residual[i], squares);
         }
         const float inv = norm_inverse(norm_block_sum(squares, warp_sums[parity]), f.hidden, f.eps);
         parity ^= 1;
-        // Each thread reads back only the packs it wrote itself.
-        for (int64_t j = threadIdx.x; j < f.row_packs; j += blockDim.x) {
-            const int64_t i = base + j;
-            float r[Tr::kElems], w[Tr::kElems], o[Tr::kElems];
-            Tr::unpack(f.residual_out[i], r);
-            Tr::unpack(f.weight[j], w);
-#pragma unroll
-            for (int e = 0; e < Tr::kElems; ++e) o[e] = r[e] * inv * w[e];
-            p.out[i] = Tr::pack(o);
-        }
+        write_normalized_row<T>(f, base, inv);
     }
 
     final_barrier<WS>(p, counter, 1);
