@@ -22,7 +22,7 @@ out=.gpu
 mkdir -p "$out/native" "$out/lib"
 
 # Native test program and library (all architectures, as shipped).
-make -s -C cuda BUILD_DIR="$PWD/$out/native" LIB_DIR="$PWD/$out/native" all
+make -s -C cuda BUILD_DIR="$PWD/$out/native" LIB_DIR="$PWD/$out/native" OBJ_DIR="$PWD/cuda/target/gpu-obj" all
 [[ "$what" == native ]] && exit 0
 
 # Jars and test classes.
