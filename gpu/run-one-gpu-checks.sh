@@ -7,7 +7,8 @@
 #   rmsnorm  ar4j_rmsnorm_test (residual add + RMSNorm against a host reference)
 #   its      the GPU integration tests that need one GPU (failure containment and the fused
 #            all-reduce + residual + RMSNorm with 2 ranks on GPU 0 in both process models, NCCL
-#            world size 1 and the missing-rank timeout, ...)
+#            world size 1 and the missing-rank timeout, a split of 4 ranks into two sub-groups, ...;
+#            FailureContainmentOneJvmIT's close race at 400 rounds unless AR4J_IT_JAVA_OPTS says)
 #   timing   dev.ar4j.it.FastPathTiming: graph time per all-reduce with and without the
 #            watchdog, PDL on and off, 2 ranks sharing GPU 0
 #   consumer the consumer program (.gpu/consumer, compiled by the caller) on the class path and
