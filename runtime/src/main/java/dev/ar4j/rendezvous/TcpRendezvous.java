@@ -3,21 +3,12 @@ package dev.ar4j.rendezvous;
 import dev.ar4j.internal.Durations;
 
 import dev.ar4j.rendezvous.BlockingKeyValueStore.AwaitResult;
-import dev.ar4j.rendezvous.BlockingKeyValueStore.Found;
-import dev.ar4j.rendezvous.BlockingKeyValueStore.Missing;
-import dev.ar4j.rendezvous.RendezvousProtocol.Frame;
-import dev.ar4j.rendezvous.RendezvousProtocol.ProtocolViolation;
 
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.NetworkInterface;
 import java.net.Socket;
-import java.net.SocketException;
-import java.net.UnknownHostException;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 
@@ -58,25 +49,20 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofMinutes(2);
     /** How long the serving rank's {@link #close()} waits for the other ranks, unless told otherwise. */
     public static final Duration DEFAULT_CLOSE_LINGER = Duration.ofSeconds(10);
-    /** Time a reply may take on top of the wait the request asked for. */
-    private static final Duration REPLY_GRACE = Duration.ofSeconds(10);
-    private static final long FIRST_RETRY_DELAY_MILLIS = 20;
-    private static final long LONGEST_RETRY_DELAY_MILLIS = 500;
-    private static final int LONGEST_CONNECT_ATTEMPT_MILLIS = 5_000;
 
     private final String serverDescription;
     private final TcpRendezvousServer ownedServer;
     private final Duration closeLinger;
-    private final ClientConnection connection;
+    private final TcpStoreClient store;
     private final PeerLossListeners listeners;
 
     private TcpRendezvous(int rank, int worldSize, String serverDescription, TcpRendezvousServer ownedServer,
-                          Duration closeLinger, ClientConnection connection, PeerLossListeners listeners) {
+                          Duration closeLinger, TcpStoreClient store, PeerLossListeners listeners) {
         super(rank, worldSize);
         this.serverDescription = serverDescription;
         this.ownedServer = ownedServer;
         this.closeLinger = closeLinger;
-        this.connection = connection;
+        this.store = store;
         this.listeners = listeners;
     }
 
@@ -121,43 +107,9 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
             // All ranks on this host: loopback for everyone, whatever name the master address has.
             builder.serverHost(InetAddress.getLoopbackAddress().getHostAddress());
         } else if (environment.rank() == 0) {
-            builder.bindAddress(chooseBindAddress(environment));
+            builder.bindAddress(ServingBindAddress.choose(environment));
         }
         return builder.connect();
-    }
-
-    private static InetAddress chooseBindAddress(LaunchEnvironment environment) {
-        InetAddress wildcard = new InetSocketAddress(0).getAddress();
-        String master = environment.masterAddr();
-        InetAddress[] resolved;
-        try {
-            resolved = InetAddress.getAllByName(master);
-        } catch (UnknownHostException e) {
-            LOG.log(System.Logger.Level.WARNING, "master address '" + master + "' does not resolve on rank 0;"
-                    + " serving the rendezvous on all interfaces");
-            return wildcard;
-        }
-        if (Arrays.stream(resolved).allMatch(InetAddress::isLoopbackAddress)) {
-            if (environment.isSingleHost()) {
-                return resolved[0];
-            }
-            LOG.log(System.Logger.Level.WARNING, "master address '" + master + "' resolves to loopback "
-                    + resolved[0].getHostAddress() + " on rank 0, but the ranks span hosts;"
-                    + " serving the rendezvous on all interfaces");
-            return wildcard;
-        }
-        for (InetAddress address : resolved) {
-            try {
-                if (NetworkInterface.getByInetAddress(address) != null) {
-                    return address;
-                }
-            } catch (SocketException e) {
-                LOG.log(System.Logger.Level.DEBUG, () -> "cannot tell whether " + address + " is local: " + e);
-            }
-        }
-        LOG.log(System.Logger.Level.INFO, "master address '" + master + "' is not an address of rank 0's"
-                + " interfaces; serving the rendezvous on all interfaces");
-        return wildcard;
     }
 
     /**
@@ -195,51 +147,17 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
 
     @Override
     void storeSet(String storeKey, byte[] value) {
-        Frame reply = connection.exchange(RendezvousProtocol.SET, RendezvousProtocol.set(storeKey, value), 0,
-                REPLY_GRACE, "set of '" + storeKey + "'");
-        if (reply.type() != RendezvousProtocol.OK || reply.payload().length != 0) {
-            throw unexpectedReply(reply, "SET");
-        }
+        store.set(storeKey, value);
     }
 
     @Override
     AwaitResult storeAwait(List<String> storeKeys, Duration timeout, String operation) {
-        long timeoutMillis = Math.max(1, Durations.toMillis(timeout));
-        long maxReply = 4L + (long) storeKeys.size() * (4L + RendezvousProtocol.MAX_VALUE_BYTES);
-        Frame reply = connection.exchange(RendezvousProtocol.GET, RendezvousProtocol.get(timeoutMillis, storeKeys),
-                (int) Math.min(maxReply, RendezvousProtocol.MAX_REPLY_PAYLOAD), timeout.plus(REPLY_GRACE), operation);
-        try {
-            switch (reply.type()) {
-                case RendezvousProtocol.OK -> {
-                    byte[][] values = RendezvousProtocol.parseValues(reply.payload());
-                    if (values.length != storeKeys.size()) {
-                        throw new ProtocolViolation("GET of " + storeKeys.size() + " keys answered with "
-                                + values.length + " values");
-                    }
-                    return new Found(values);
-                }
-                case RendezvousProtocol.TIMEOUT -> {
-                    int[] indices = RendezvousProtocol.parseMissing(reply.payload());
-                    for (int index : indices) {
-                        if (index < 0 || index >= storeKeys.size()) {
-                            throw new ProtocolViolation("TIMEOUT names key index " + index + " of a GET of "
-                                    + storeKeys.size() + " keys");
-                        }
-                    }
-                    return new Missing(indices);
-                }
-                default -> throw unexpectedReply(reply, "GET");
-            }
-        } catch (ProtocolViolation violation) {
-            connection.markBroken(violation.getMessage());
-            throw new RendezvousException("rank " + rank() + " got a malformed reply from the rendezvous server at "
-                    + serverDescription + " during " + operation + ": " + violation.getMessage());
-        }
+        return store.await(storeKeys, timeout, operation);
     }
 
     @Override
     void release() {
-        connection.close();
+        store.close();
         if (ownedServer != null) {
             if (hasTimedOut() || listeners.firstLoss() != null) {
                 // After a timeout or a lost rank the group is out of step. Not for the absent ranks, but for those still waiting: they time out on their own
@@ -262,20 +180,6 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
     public String toString() {
         return "TcpRendezvous[rank " + rank() + " of " + worldSize() + ", server " + serverDescription
                 + (ownedServer != null ? " (served here)" : "") + (isClosed() ? ", closed]" : "]");
-    }
-
-    private RendezvousException unexpectedReply(Frame reply, String request) {
-        connection.markBroken("unexpected " + RendezvousProtocol.typeName(reply.type()) + " reply to " + request);
-        return new RendezvousException("rank " + rank() + ": the rendezvous server at " + serverDescription
-                + " answered " + request + " with " + RendezvousProtocol.typeName(reply.type()));
-    }
-
-    private static void closeQuietly(AutoCloseable closeable) {
-        try {
-            closeable.close();
-        } catch (Exception e) {
-            LOG.log(System.Logger.Level.DEBUG, () -> "ignored error while closing " + closeable + ": " + e);
-        }
     }
 
     /**
@@ -469,7 +373,7 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
             Socket socket = null;
             try {
                 long deadline = System.nanoTime() + Durations.toNanos(connectTimeout);
-                socket = connectWithRetry(host, port, description, deadline);
+                socket = ServerDialer.connectWithRetry(rank, host, port, description, deadline, connectTimeout);
                 socket.setTcpNoDelay(true);
                 socket.setKeepAlive(true);
                 long leftMillis = Math.max(1_000, (deadline - System.nanoTime()) / 1_000_000);
@@ -477,10 +381,11 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
                         Math.min(leftMillis, Durations.toMillis(resolved.handshakeTimeout())));
                 PeerLossListeners listeners = new PeerLossListeners();
                 ClientConnection connection = new ClientConnection(rank, description, channel, resolved, listeners);
-                return new TcpRendezvous(rank, worldSize, description, server, closeLinger, connection, listeners);
+                return new TcpRendezvous(rank, worldSize, description, server, closeLinger,
+                        new TcpStoreClient(rank, description, connection), listeners);
             } catch (IOException | RuntimeException | OutOfMemoryError e) {
                 if (socket != null) {
-                    closeQuietly(socket);
+                    ServerDialer.closeQuietly(socket);
                 }
                 if (server != null) {
                     server.close();
@@ -490,51 +395,6 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
                 }
                 throw new RendezvousException("rank " + rank + " could not set up its connection to " + description
                         + ": " + e.getMessage(), e);
-            }
-        }
-
-        private Socket connectWithRetry(String host, int port, String description, long deadline) {
-            long delayMillis = FIRST_RETRY_DELAY_MILLIS;
-            List<String> distinctErrors = new ArrayList<>();
-            int attempts = 0;
-            while (true) {
-                long leftMillis = (deadline - System.nanoTime()) / 1_000_000;
-                if (leftMillis <= 0 && attempts > 0) {
-                    throw new RendezvousTimeoutException("rank " + rank + " could not reach the rendezvous server at "
-                            + description + " within " + Durations.format(connectTimeout) + " (" + attempts
-                            + " attempts; " + String.join("; ", distinctErrors) + "). Check that the serving rank is"
-                            + " running and that the master address and port (MASTER_ADDR / MASTER_PORT) point at it.",
-                            "(connect)", List.of(), connectTimeout);
-                }
-                attempts++;
-                InetSocketAddress target = new InetSocketAddress(host, port);
-                String error;
-                if (target.isUnresolved()) {
-                    error = "unknown host '" + host + "'";
-                } else {
-                    Socket socket = new Socket();
-                    try {
-                        socket.connect(target, (int) Math.clamp(leftMillis, 1, LONGEST_CONNECT_ATTEMPT_MILLIS));
-                        return socket;
-                    } catch (IOException e) {
-                        closeQuietly(socket);
-                        error = e.getClass().getSimpleName() + ": " + e.getMessage();
-                    }
-                }
-                if (!distinctErrors.contains(error) && distinctErrors.size() < 3) {
-                    distinctErrors.add(error);
-                }
-                long sleepMillis = Math.min(delayMillis, Math.max(0, (deadline - System.nanoTime()) / 1_000_000));
-                if (sleepMillis > 0) {
-                    try {
-                        Thread.sleep(sleepMillis);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        throw new RendezvousException("rank " + rank + " was interrupted while connecting to the"
-                                + " rendezvous server at " + description, e);
-                    }
-                }
-                delayMillis = Math.min(delayMillis * 2, LONGEST_RETRY_DELAY_MILLIS);
             }
         }
     }
