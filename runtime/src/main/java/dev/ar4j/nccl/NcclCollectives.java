@@ -1,19 +1,7 @@
 package dev.ar4j.nccl;
 
-import dev.ar4j.bindings.nccl.nccl_h;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
-
-import java.lang.foreign.MemorySegment;
-import java.util.Objects;
-import java.util.function.IntSupplier;
-
-import static dev.ar4j.nccl.NcclArguments.bytes;
-import static dev.ar4j.nccl.NcclArguments.checkBuffer;
-import static dev.ar4j.nccl.NcclArguments.checkCount;
-import static dev.ar4j.nccl.NcclArguments.checkOverlap;
-import static dev.ar4j.nccl.NcclArguments.checkRank;
-import static dev.ar4j.nccl.NcclArguments.checkStream;
 
 /**
  * NCCL's collectives and point-to-point calls on one {@link NcclCommunicator}
@@ -28,21 +16,12 @@ import static dev.ar4j.nccl.NcclArguments.checkStream;
  * inside an {@link NcclGroup} the group's close does that.
  */
 public final class NcclCollectives {
-    private static final String ALL_REDUCE = "ncclAllReduce";
-    private static final String BROADCAST = "ncclBroadcast";
-    private static final String REDUCE = "ncclReduce";
-    private static final String ALL_GATHER = "ncclAllGather";
-    private static final String REDUCE_SCATTER = "ncclReduceScatter";
-    private static final String SEND = "ncclSend";
-    private static final String RECV = "ncclRecv";
-    private static final String SAME_ADDRESS = "send and receive starting at the same address";
-
     private final NcclCommunicator comm;
-    private final IntSupplier computeCapabilityMajor;
+    private final NcclCollectiveCalls calls;
 
     NcclCollectives(NcclCommunicator comm) {
         this.comm = comm;
-        this.computeCapabilityMajor = comm::computeCapabilityMajor;
+        this.calls = new NcclCollectiveCalls(comm);
     }
 
     /**
@@ -78,15 +57,7 @@ public final class NcclCollectives {
      */
     public void allReduce(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, NcclReduction op,
                           CudaStream stream) {
-        String site = comm.site();
-        checkCount(ALL_REDUCE, site, count, "count");
-        long bytes = bytes(ALL_REDUCE, site, count, type, 1);
-        String need = count + " x " + type.ncclName();
-        checkBuffer(ALL_REDUCE, site, send, bytes, comm.device(), "send", need);
-        checkBuffer(ALL_REDUCE, site, receive, bytes, comm.device(), "receive", need);
-        checkStream(ALL_REDUCE, site, stream, comm.device());
-        checkOverlap(ALL_REDUCE, site, send.address(), bytes, receive.address(), bytes,
-                send.address() == receive.address(), SAME_ADDRESS);
+        NcclBufferChecks.allReduce(comm, send, receive, count, type, stream);
         allReduce(send.address(), receive.address(), count, type, op, stream.handle());
     }
 
@@ -110,20 +81,7 @@ public final class NcclCollectives {
      */
     public void allReduce(long sendAddress, long receiveAddress, long count, NcclDataType type, NcclReduction op,
                           long streamHandle) {
-        checkCount(ALL_REDUCE, comm.site(), count, "count");
-        requireReduction(type, op, ALL_REDUCE);
-        comm.enter(ALL_REDUCE);
-        int result;
-        try {
-            result = comm.settle(nccl_h.ncclAllReduce(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), count, type.code(), effective(op), comm.comm(),
-                    MemorySegment.ofAddress(streamHandle)));
-        } finally {
-            comm.exit();
-        }
-        if (result != NcclErrors.SUCCESS) {
-            throw comm.fail(result, ALL_REDUCE + "(" + count + " x " + type.ncclName() + ", " + op.ncclName() + ")");
-        }
+        calls.allReduce(sendAddress, receiveAddress, count, type, op, streamHandle);
     }
 
     // ---- broadcast ----
@@ -151,24 +109,7 @@ public final class NcclCollectives {
      */
     public void broadcast(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, int root,
                           CudaStream stream) {
-        String site = comm.site();
-        checkCount(BROADCAST, site, count, "count");
-        checkRank(BROADCAST, site, root, comm.nranks(), "root");
-        long bytes = bytes(BROADCAST, site, count, type, 1);
-        String need = count + " x " + type.ncclName();
-        checkBuffer(BROADCAST, site, receive, bytes, comm.device(), "receive", need);
-        checkStream(BROADCAST, site, stream, comm.device());
-        long sendAddress = 0; // NULL: NCCL reads the send buffer only on the root
-        if (comm.rank() == root) {
-            Objects.requireNonNull(send, "send (the root's data)");
-            checkBuffer(BROADCAST, site, send, bytes, comm.device(), "send", need);
-            checkOverlap(BROADCAST, site, send.address(), bytes, receive.address(), bytes,
-                    send.address() == receive.address(), SAME_ADDRESS);
-            sendAddress = send.address();
-        } else if (send != null) {
-            checkBuffer(BROADCAST, site, send, 0, comm.device(), "send", "unused off the root");
-            sendAddress = send.address();
-        }
+        long sendAddress = NcclBufferChecks.broadcast(comm, send, receive, count, type, root, stream);
         broadcast(sendAddress, receive.address(), count, type, root, stream.handle());
     }
 
@@ -190,21 +131,7 @@ public final class NcclCollectives {
      */
     public void broadcast(long sendAddress, long receiveAddress, long count, NcclDataType type, int root,
                           long streamHandle) {
-        checkCount(BROADCAST, comm.site(), count, "count");
-        checkRank(BROADCAST, comm.site(), root, comm.nranks(), "root");
-        comm.support().requireType(type, BROADCAST, comm.site());
-        comm.enter(BROADCAST);
-        int result;
-        try {
-            result = comm.settle(nccl_h.ncclBroadcast(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), count, type.code(), root, comm.comm(),
-                    MemorySegment.ofAddress(streamHandle)));
-        } finally {
-            comm.exit();
-        }
-        if (result != NcclErrors.SUCCESS) {
-            throw comm.fail(result, BROADCAST + "(" + count + " x " + type.ncclName() + ", root " + root + ")");
-        }
+        calls.broadcast(sendAddress, receiveAddress, count, type, root, streamHandle);
     }
 
     // ---- reduce ----
@@ -233,24 +160,7 @@ public final class NcclCollectives {
      */
     public void reduce(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, NcclReduction op,
                        int root, CudaStream stream) {
-        String site = comm.site();
-        checkCount(REDUCE, site, count, "count");
-        checkRank(REDUCE, site, root, comm.nranks(), "root");
-        long bytes = bytes(REDUCE, site, count, type, 1);
-        String need = count + " x " + type.ncclName();
-        checkBuffer(REDUCE, site, send, bytes, comm.device(), "send", need);
-        checkStream(REDUCE, site, stream, comm.device());
-        long receiveAddress = 0; // NULL: NCCL writes the receive buffer only on the root
-        if (comm.rank() == root) {
-            Objects.requireNonNull(receive, "receive (the root's result)");
-            checkBuffer(REDUCE, site, receive, bytes, comm.device(), "receive", need);
-            checkOverlap(REDUCE, site, send.address(), bytes, receive.address(), bytes,
-                    send.address() == receive.address(), SAME_ADDRESS);
-            receiveAddress = receive.address();
-        } else if (receive != null) {
-            checkBuffer(REDUCE, site, receive, 0, comm.device(), "receive", "unused off the root");
-            receiveAddress = receive.address();
-        }
+        long receiveAddress = NcclBufferChecks.reduce(comm, send, receive, count, type, root, stream);
         reduce(send.address(), receiveAddress, count, type, op, root, stream.handle());
     }
 
@@ -273,22 +183,7 @@ public final class NcclCollectives {
      */
     public void reduce(long sendAddress, long receiveAddress, long count, NcclDataType type, NcclReduction op, int root,
                        long streamHandle) {
-        checkCount(REDUCE, comm.site(), count, "count");
-        checkRank(REDUCE, comm.site(), root, comm.nranks(), "root");
-        requireReduction(type, op, REDUCE);
-        comm.enter(REDUCE);
-        int result;
-        try {
-            result = comm.settle(nccl_h.ncclReduce(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), count, type.code(), effective(op), root, comm.comm(),
-                    MemorySegment.ofAddress(streamHandle)));
-        } finally {
-            comm.exit();
-        }
-        if (result != NcclErrors.SUCCESS) {
-            throw comm.fail(result, REDUCE + "(" + count + " x " + type.ncclName() + ", " + op.ncclName() + ", root "
-                    + root + ")");
-        }
+        calls.reduce(sendAddress, receiveAddress, count, type, op, root, streamHandle);
     }
 
     // ---- all-gather ----
@@ -312,17 +207,7 @@ public final class NcclCollectives {
      *     {@code ncclInProgress})
      */
     public void allGather(DeviceBuffer send, DeviceBuffer receive, long sendCount, NcclDataType type, CudaStream stream) {
-        String site = comm.site();
-        checkCount(ALL_GATHER, site, sendCount, "sendCount");
-        long sendBytes = bytes(ALL_GATHER, site, sendCount, type, 1);
-        long receiveBytes = bytes(ALL_GATHER, site, sendCount, type, comm.nranks());
-        checkBuffer(ALL_GATHER, site, send, sendBytes, comm.device(), "send", sendCount + " x " + type.ncclName());
-        checkBuffer(ALL_GATHER, site, receive, receiveBytes, comm.device(), "receive",
-                comm.nranks() + " ranks x " + sendCount + " x " + type.ncclName());
-        checkStream(ALL_GATHER, site, stream, comm.device());
-        checkOverlap(ALL_GATHER, site, send.address(), sendBytes, receive.address(), receiveBytes,
-                send.address() == receive.address() + comm.rank() * sendBytes,
-                "send starting at receive + rank x sendCount elements, i.e. receive.slice(rank * sendBytes, sendBytes)");
+        NcclBufferChecks.allGather(comm, send, receive, sendCount, type, stream);
         allGather(send.address(), receive.address(), sendCount, type, stream.handle());
     }
 
@@ -342,20 +227,7 @@ public final class NcclCollectives {
      *     {@code ncclInProgress})
      */
     public void allGather(long sendAddress, long receiveAddress, long sendCount, NcclDataType type, long streamHandle) {
-        checkCount(ALL_GATHER, comm.site(), sendCount, "sendCount");
-        comm.support().requireType(type, ALL_GATHER, comm.site());
-        comm.enter(ALL_GATHER);
-        int result;
-        try {
-            result = comm.settle(nccl_h.ncclAllGather(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), sendCount, type.code(), comm.comm(),
-                    MemorySegment.ofAddress(streamHandle)));
-        } finally {
-            comm.exit();
-        }
-        if (result != NcclErrors.SUCCESS) {
-            throw comm.fail(result, ALL_GATHER + "(" + sendCount + " x " + type.ncclName() + " per rank)");
-        }
+        calls.allGather(sendAddress, receiveAddress, sendCount, type, streamHandle);
     }
 
     // ---- reduce-scatter ----
@@ -381,19 +253,7 @@ public final class NcclCollectives {
      */
     public void reduceScatter(DeviceBuffer send, DeviceBuffer receive, long receiveCount, NcclDataType type,
                               NcclReduction op, CudaStream stream) {
-        String site = comm.site();
-        checkCount(REDUCE_SCATTER, site, receiveCount, "receiveCount");
-        long receiveBytes = bytes(REDUCE_SCATTER, site, receiveCount, type, 1);
-        long sendBytes = bytes(REDUCE_SCATTER, site, receiveCount, type, comm.nranks());
-        checkBuffer(REDUCE_SCATTER, site, send, sendBytes, comm.device(), "send",
-                comm.nranks() + " ranks x " + receiveCount + " x " + type.ncclName());
-        checkBuffer(REDUCE_SCATTER, site, receive, receiveBytes, comm.device(), "receive",
-                receiveCount + " x " + type.ncclName());
-        checkStream(REDUCE_SCATTER, site, stream, comm.device());
-        checkOverlap(REDUCE_SCATTER, site, send.address(), sendBytes, receive.address(), receiveBytes,
-                receive.address() == send.address() + comm.rank() * receiveBytes,
-                "receive starting at send + rank x receiveCount elements, i.e. send.slice(rank * receiveBytes,"
-                        + " receiveBytes)");
+        NcclBufferChecks.reduceScatter(comm, send, receive, receiveCount, type, stream);
         reduceScatter(send.address(), receive.address(), receiveCount, type, op, stream.handle());
     }
 
@@ -416,21 +276,7 @@ public final class NcclCollectives {
      */
     public void reduceScatter(long sendAddress, long receiveAddress, long receiveCount, NcclDataType type,
                               NcclReduction op, long streamHandle) {
-        checkCount(REDUCE_SCATTER, comm.site(), receiveCount, "receiveCount");
-        requireReduction(type, op, REDUCE_SCATTER);
-        comm.enter(REDUCE_SCATTER);
-        int result;
-        try {
-            result = comm.settle(nccl_h.ncclReduceScatter(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), receiveCount, type.code(), effective(op), comm.comm(),
-                    MemorySegment.ofAddress(streamHandle)));
-        } finally {
-            comm.exit();
-        }
-        if (result != NcclErrors.SUCCESS) {
-            throw comm.fail(result, REDUCE_SCATTER + "(" + receiveCount + " x " + type.ncclName() + " per rank, "
-                    + op.ncclName() + ")");
-        }
+        calls.reduceScatter(sendAddress, receiveAddress, receiveCount, type, op, streamHandle);
     }
 
     // ---- point to point ----
@@ -473,7 +319,7 @@ public final class NcclCollectives {
      *     {@code ncclInProgress})
      */
     public void send(long address, long count, NcclDataType type, int peer, long streamHandle) {
-        pointToPoint(true, address, count, type, peer, streamHandle);
+        calls.pointToPoint(true, address, count, type, peer, streamHandle);
     }
 
     /**
@@ -512,58 +358,14 @@ public final class NcclCollectives {
      *     {@code ncclInProgress})
      */
     public void recv(long address, long count, NcclDataType type, int peer, long streamHandle) {
-        pointToPoint(false, address, count, type, peer, streamHandle);
+        calls.pointToPoint(false, address, count, type, peer, streamHandle);
     }
 
     /** The buffer checks of {@link #send} and {@link #recv}, then the call on the buffer's address. */
     private void pointToPoint(boolean isSend, DeviceBuffer buffer, long count, NcclDataType type, int peer,
                               CudaStream stream) {
-        String call = isSend ? SEND : RECV;
-        String site = comm.site();
-        checkCount(call, site, count, "count");
-        checkRank(call, site, peer, comm.nranks(), "peer");
-        checkBuffer(call, site, buffer, bytes(call, site, count, type, 1), comm.device(), isSend ? "send" : "receive",
-                count + " x " + type.ncclName());
-        checkStream(call, site, stream, comm.device());
-        pointToPoint(isSend, buffer.address(), count, type, peer, stream.handle());
-    }
-
-    private void pointToPoint(boolean isSend, long address, long count, NcclDataType type, int peer, long streamHandle) {
-        String call = isSend ? SEND : RECV;
-        checkCount(call, comm.site(), count, "count");
-        checkRank(call, comm.site(), peer, comm.nranks(), "peer");
-        comm.support().requireType(type, call, comm.site());
-        comm.enter(call);
-        int result;
-        try {
-            MemorySegment buffer = MemorySegment.ofAddress(address);
-            MemorySegment stream = MemorySegment.ofAddress(streamHandle);
-            result = comm.settle(isSend
-                    ? nccl_h.ncclSend(buffer, count, type.code(), peer, comm.comm(), stream)
-                    : nccl_h.ncclRecv(buffer, count, type.code(), peer, comm.comm(), stream));
-        } finally {
-            comm.exit();
-        }
-        if (result != NcclErrors.SUCCESS) {
-            throw comm.fail(result, call + "(" + count + " x " + type.ncclName() + (isSend ? " to" : " from") + " rank "
-                    + peer + ")");
-        }
-    }
-
-    /**
-     * The reduction passed to NCCL. With one rank, average equals sum (a division by 1), and
-     * NCCL's average over one rank was seen to leave the tail of a 65543-element float64
-     * all-reduce unwritten (NCCL 2.28.9 on an H200, 2026-12-01: the last 7 elements, out of
-     * place); the sum writes every element.
-     */
-    private int effective(NcclReduction op) {
-        return op == NcclReduction.AVG && comm.nranks() == 1 ? NcclReduction.SUM.code() : op.code();
-    }
-
-    private void requireReduction(NcclDataType type, NcclReduction op, String call) {
-        Objects.requireNonNull(type, "type");
-        Objects.requireNonNull(op, "op");
-        comm.support().requireReduction(type, op, computeCapabilityMajor, call, comm.site());
+        NcclBufferChecks.pointToPoint(comm, isSend, buffer, count, type, peer, stream);
+        calls.pointToPoint(isSend, buffer.address(), count, type, peer, stream.handle());
     }
 
     @Override

@@ -4,12 +4,9 @@ import dev.ar4j.DType;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -43,10 +40,6 @@ public final class NcclCommunicator implements AutoCloseable {
     /** The bound on each NCCL wait of a communicator made by the blocking {@link #initRank(NcclUniqueId, int, int)}. */
     public static final Duration BLOCKING_WAIT_TIMEOUT = Duration.ofMinutes(5);
 
-    /** How long close and abort wait for calls on other threads to leave before giving up on freeing. */
-    private static final long QUIESCE_NANOS = 2_000_000_000L;
-    private static final System.Logger LOG = System.getLogger(NcclCommunicator.class.getName());
-
     private final NcclCalls calls;
     private final MemorySegment comm;
     private final int rank;
@@ -54,15 +47,12 @@ public final class NcclCommunicator implements AutoCloseable {
     private final int device;
     private final boolean blocking;
     private final Duration timeout;
-    private final long timeoutNanos;
     private final NcclSupport support;
     private final CallGuard guard = new CallGuard();
-    /** The thread inside a (non-observing) call, or null: NCCL takes one thread's calls at a time per communicator. */
-    private final AtomicReference<Thread> caller = new AtomicReference<>();
+    private final NcclCallProtocol protocol;
+    private final NcclCommTeardown teardown;
     private final NcclCollectives collectives;
     private final String site;
-    private volatile NcclException failure;
-    private volatile boolean abortRequested;
     private volatile int computeCapabilityMajor;
 
     NcclCommunicator(NcclCalls calls, MemorySegment comm, int rank, int nranks, int device, boolean blocking,
@@ -74,9 +64,10 @@ public final class NcclCommunicator implements AutoCloseable {
         this.device = device;
         this.blocking = blocking;
         this.timeout = timeout;
-        this.timeoutNanos = NcclTiming.toNanos(timeout);
         this.support = support;
         this.site = NcclArguments.site(rank, nranks);
+        this.protocol = new NcclCallProtocol(this, calls, comm, rank, nranks, timeout, guard);
+        this.teardown = new NcclCommTeardown(this, calls, comm, rank, nranks, blocking, timeout, guard, protocol);
         this.collectives = new NcclCollectives(this);
     }
 
@@ -233,7 +224,7 @@ public final class NcclCommunicator implements AutoCloseable {
      * @return {@code true} if the communicator failed
      */
     public boolean isFailed() {
-        return failure != null;
+        return protocol.failure() != null;
     }
 
     /**
@@ -242,7 +233,7 @@ public final class NcclCommunicator implements AutoCloseable {
      * @return the first failure, or empty while the communicator has not failed
      */
     public Optional<NcclException> failure() {
-        return Optional.ofNullable(failure);
+        return Optional.ofNullable(protocol.failure());
     }
 
     /**
@@ -321,59 +312,7 @@ public final class NcclCommunicator implements AutoCloseable {
      * @throws NcclException if NCCL fails the split
      */
     public Optional<NcclCommunicator> split(int color, int key) {
-        if (color < 0 && color != SPLIT_NO_COLOR) {
-            throw new IllegalArgumentException("split color must be >= 0, or SPLIT_NO_COLOR (-1) to join no new"
-                    + " communicator; got " + color);
-        }
-        String call = "ncclCommSplit(color " + color + ", key " + key + ")";
-        if (NcclGroup.current() != null) {
-            throw new IllegalStateException(call + " " + site + ": not supported inside an NcclGroup; split outside the"
-                    + " group");
-        }
-        support.requireFeature("ncclCommSplit", NcclSupport.SPLIT, call + " " + site,
-                "a communicator of its own per sub-group (initRank)");
-        enter(call);
-        int result;
-        MemorySegment child;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            result = calls.commSplit(comm, color, key, out, MemorySegment.NULL);
-            child = out.get(ValueLayout.ADDRESS, 0);
-            // On a non-blocking communicator NCCL may set *newcomm only when its background work
-            // is done (seen on an H200 with NCCL 2.28.9: success, and no handle yet). Then wait
-            // on the parent and read the handle again.
-            if (result == NcclErrors.SUCCESS && child.address() == 0 && color != SPLIT_NO_COLOR && !blocking) {
-                result = NcclErrors.IN_PROGRESS;
-            }
-            if (result == NcclErrors.IN_PROGRESS) {
-                MemorySegment watched = child.address() != 0 ? child : comm;
-                AsyncStateWait.Result wait = AsyncStateWait.await(calls, watched, timeoutNanos, guard::isClosing,
-                        arena.allocate(ValueLayout.JAVA_INT));
-                result = switch (wait.outcome()) {
-                    case SETTLED -> wait.state();
-                    case TIMED_OUT -> NcclTiming.WAIT_TIMED_OUT;
-                    case STOPPED -> NcclTiming.WAIT_STOPPED;
-                };
-                if (child.address() == 0) {
-                    child = out.get(ValueLayout.ADDRESS, 0);
-                }
-            }
-            if (result == NcclErrors.SUCCESS) {
-                return child.address() == 0 ? Optional.empty()
-                        : Optional.of(NcclCommInit.adoptSplit(calls, child, rank, blocking, timeout, support, arena));
-            }
-        } finally {
-            exit();
-        }
-        // The split failed: abort what it made, then fail as any call does (a timeout aborts this
-        // communicator too: a rank that does not take part in a collective of it is gone).
-        int aborted = child.address() != 0 ? calls.commAbort(child) : NcclErrors.SUCCESS;
-        NcclException failed = fail(result, call);
-        if (aborted != NcclErrors.SUCCESS) {
-            failed.addSuppressed(NcclErrors.exception(calls, aborted, "ncclCommAbort of the half-made split communicator",
-                    MemorySegment.NULL));
-        }
-        throw failed;
+        return NcclCommSplit.split(this, calls, guard, color, key);
     }
 
     /**
@@ -385,31 +324,7 @@ public final class NcclCommunicator implements AutoCloseable {
      * @throws NcclException if {@code ncclCommGetAsyncError} itself fails
      */
     public Optional<NcclException> asyncError() {
-        NcclException failed = failure;
-        if (failed != null) {
-            return Optional.of(failed);
-        }
-        String call = "ncclCommGetAsyncError(rank " + rank + " of " + nranks + ")";
-        enterObserver(call);
-        int query;
-        int state;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
-            query = calls.commGetAsyncError(comm, out);
-            state = out.get(ValueLayout.JAVA_INT, 0);
-        } finally {
-            exit();
-        }
-        if (query != NcclErrors.SUCCESS) {
-            throw fail(query, call);
-        }
-        if (state == NcclErrors.SUCCESS || state == NcclErrors.IN_PROGRESS) {
-            return Optional.empty();
-        }
-        NcclException e = NcclErrors.exception(calls, state, "asynchronous NCCL operation on rank " + rank + " of "
-                + nranks, comm);
-        markFailed(e);
-        return Optional.of(e);
+        return protocol.asyncError();
     }
 
     /**
@@ -433,47 +348,32 @@ public final class NcclCommunicator implements AutoCloseable {
 
     /** Counts a call in (and into the thread's open {@link NcclGroup}), or throws if closed or failed. */
     void enter(String call) {
-        if (!guard.enter()) {
-            throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + ": the communicator is closed"
-                    + " or aborted" + (failure == null ? "" : " after " + failure.getMessage()), failure);
-        }
-        NcclException failed = failure;
-        if (failed != null) {
-            guard.exit();
-            throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + ": the communicator failed"
-                    + " earlier and must be aborted (close() does that) and made again: " + failed.getMessage(), failed);
-        }
-        Thread me = Thread.currentThread();
-        Thread holder = caller.compareAndExchange(null, me);
-        if (holder != null && holder != me) {
-            guard.exit();
-            throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + " from thread '" + me.getName()
-                    + "' while thread '" + holder.getName() + "' is inside an NCCL call on this communicator: NCCL"
-                    + " takes the calls on one communicator from one thread at a time; serialise them, or give each"
-                    + " thread its own communicator (split)");
-        }
-        NcclGroup group = NcclGroup.current();
-        if (group != null) {
-            group.join(this);
-        }
-    }
-
-    /** Counts an observing call in (an {@link #asyncError()} from a watchdog): no claim on the thread, no group. */
-    private void enterObserver(String call) {
-        if (!guard.enter()) {
-            throw new IllegalStateException(call + ": the communicator is closed or aborted", failure);
-        }
+        protocol.enter(call);
     }
 
     /** Counts a call in unless the communicator is closing (then false, not counted); no group join. */
     boolean enterIfOpen() {
-        return guard.enter();
+        return protocol.enterIfOpen();
     }
 
     /** Counts a call out (and releases the calling thread's claim, if it holds it). */
     void exit() {
-        caller.compareAndSet(Thread.currentThread(), null);
-        guard.exit();
+        protocol.exit();
+    }
+
+    /** The final result of a native call between {@link #enter} and {@link #exit}: {@link NcclCallProtocol#settle}. */
+    int settle(int result) {
+        return protocol.settle(result);
+    }
+
+    /** Waits out the {@code ncclInProgress} of a group that used this communicator, once the group has ended. */
+    void settleGroup() {
+        protocol.settleGroup();
+    }
+
+    /** The exception for a call's final result (after {@link #exit}): {@link NcclCallProtocol#fail}. */
+    NcclException fail(int result, String call) {
+        return protocol.fail(result, call);
     }
 
     MemorySegment comm() {
@@ -499,95 +399,6 @@ public final class NcclCommunicator implements AutoCloseable {
         return major;
     }
 
-    /**
-     * The final result of a native call made between {@link #enter} and {@link #exit}: an
-     * {@code ncclInProgress} is waited out (bounded by {@link #timeout()}, ended by an abort), except
-     * inside an {@link NcclGroup}, whose end settles it.
-     */
-    int settle(int result) {
-        if (result != NcclErrors.IN_PROGRESS) {
-            return result;
-        }
-        if (NcclGroup.current() != null) {
-            return NcclErrors.SUCCESS;
-        }
-        return awaitState();
-    }
-
-    /** Waits out the {@code ncclInProgress} of a group that used this communicator, once the group has ended. */
-    void settleGroup() {
-        String call = "ncclGroupEnd";
-        if (!guard.enter()) {
-            throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + ": the communicator was closed"
-                    + " or aborted while the group was open");
-        }
-        int result;
-        try {
-            result = awaitState();
-        } finally {
-            exit();
-        }
-        if (result != NcclErrors.SUCCESS) {
-            throw fail(result, call);
-        }
-    }
-
-    /** Polls the state until it settles; between {@link #enter} and {@link #exit}. */
-    int awaitState() {
-        try (Arena arena = Arena.ofConfined()) {
-            AsyncStateWait.Result wait = AsyncStateWait.await(calls, comm, timeoutNanos, guard::isClosing,
-                    arena.allocate(ValueLayout.JAVA_INT));
-            return switch (wait.outcome()) {
-                case SETTLED -> wait.state();
-                case TIMED_OUT -> NcclTiming.WAIT_TIMED_OUT;
-                case STOPPED -> NcclTiming.WAIT_STOPPED;
-            };
-        }
-    }
-
-    /**
-     * The exception for a call's final result (after {@link #exit}): a timeout aborts the
-     * communicator first; a fatal NCCL error marks it failed.
-     */
-    NcclException fail(int result, String call) {
-        NcclException e = describeFailure(result, call);
-        if (e instanceof NcclTimeoutException) {
-            try {
-                abort();
-            } catch (RuntimeException abortFailure) {
-                e.addSuppressed(abortFailure);
-            }
-        }
-        return e;
-    }
-
-    private NcclException describeFailure(int result, String call) {
-        String where = call + " on rank " + rank + " of " + nranks;
-        if (result == NcclTiming.WAIT_TIMED_OUT) {
-            NcclException e = new NcclTimeoutException(where + ": NCCL still reported ncclInProgress after "
-                    + NcclTiming.format(timeout) + ". A peer rank is probably gone, stuck, or making other calls (every"
-                    + " rank must make the same NCCL calls in the same order). The communicator is aborted; make a new"
-                    + " group" + NcclErrors.lastErrorTail(calls, comm), call, rank, nranks, timeout, calls.lastError(comm));
-            markFailed(e);
-            return e;
-        }
-        if (result == NcclTiming.WAIT_STOPPED) {
-            return new NcclAbortedException(where + ": the communicator was aborted (abort() on another thread) while"
-                    + " this call waited for NCCL; make a new group", call, rank, failure);
-        }
-        NcclException e = NcclErrors.exception(calls, result, where, comm);
-        if (NcclErrors.isFatal(result)) {
-            markFailed(e);
-        }
-        return e;
-    }
-
-    private void markFailed(NcclException e) {
-        if (failure == null) {
-            failure = e;
-        }
-    }
-
     // ---- ending ----
 
     /**
@@ -602,11 +413,7 @@ public final class NcclCommunicator implements AutoCloseable {
      *                               then left allocated rather than freed under them, and ended
      */
     public void abort() {
-        abortRequested = true;
-        if (!guard.beginClose()) {
-            return;
-        }
-        free(true);
+        teardown.abort();
     }
 
     /**
@@ -631,38 +438,7 @@ public final class NcclCommunicator implements AutoCloseable {
      *                    timeout): NCCL work may be outstanding that no peer will complete
      */
     public void destroyOrAbort(boolean groupFailed) {
-        if (!guard.beginClose()) {
-            return;
-        }
-        free(groupFailed || failure != null || abortRequested);
-    }
-
-    private void free(boolean abort) {
-        if (!guard.awaitQuiescent(QUIESCE_NANOS)) {
-            guard.closed();
-            String message = this + ": " + guard.inside() + " call(s) on other threads are still inside NCCL after "
-                    + NcclTiming.formatNanos(QUIESCE_NANOS) + "; the communicator is left allocated (leaked) rather than"
-                    + " freed under them. Only a blocking communicator can get here: prefer the non-blocking init";
-            LOG.log(System.Logger.Level.WARNING, message);
-            throw new IllegalStateException(message);
-        }
-        try {
-            if (abort) {
-                check(calls.commAbort(comm), "ncclCommAbort");
-            } else if (blocking) {
-                check(calls.commDestroy(comm), "ncclCommDestroy");
-            } else {
-                NcclFinalize.thenDestroy(calls, comm, rank, nranks, timeout, () -> abortRequested);
-            }
-        } finally {
-            guard.closed();
-        }
-    }
-
-    private void check(int result, String what) {
-        if (result != NcclErrors.SUCCESS) {
-            throw NcclErrors.exception(calls, result, what + "(rank " + rank + " of " + nranks + ")", MemorySegment.NULL);
-        }
+        teardown.destroyOrAbort(groupFailed);
     }
 
     @Override
