@@ -61,18 +61,8 @@ final class NcclBufferChecks {
         String need = count + " x " + type.ncclName();
         checkBuffer(BROADCAST, site, receive, bytes, comm.device(), "receive", need);
         checkStream(BROADCAST, site, stream, comm.device());
-        long sendAddress = 0; // NULL: NCCL reads the send buffer only on the root
-        if (comm.rank() == root) {
-            Objects.requireNonNull(send, "send (the root's data)");
-            checkBuffer(BROADCAST, site, send, bytes, comm.device(), "send", need);
-            checkOverlap(BROADCAST, site, send.address(), bytes, receive.address(), bytes,
-                    send.address() == receive.address(), SAME_ADDRESS);
-            sendAddress = send.address();
-        } else if (send != null) {
-            checkBuffer(BROADCAST, site, send, 0, comm.device(), "send", "unused off the root");
-            sendAddress = send.address();
-        }
-        return sendAddress;
+        // NULL off the root unless given: NCCL reads the send buffer only on the root.
+        return rootOnly(BROADCAST, site, comm, root, send, "send", "send (the root's data)", receive, bytes, need, true);
     }
 
     /**
@@ -89,18 +79,34 @@ final class NcclBufferChecks {
         String need = count + " x " + type.ncclName();
         checkBuffer(REDUCE, site, send, bytes, comm.device(), "send", need);
         checkStream(REDUCE, site, stream, comm.device());
-        long receiveAddress = 0; // NULL: NCCL writes the receive buffer only on the root
+        // NULL off the root unless given: NCCL writes the receive buffer only on the root.
+        return rootOnly(REDUCE, site, comm, root, receive, "receive", "receive (the root's result)", send, bytes, need,
+                false);
+    }
+
+    /**
+     * The buffer only the root uses (broadcast's send, reduce's receive): required on the root,
+     * {@code bytes} long and overlapping {@code other} only at the same address; elsewhere optional
+     * and unused. Returns the address to pass: 0 (NULL) off the root unless a buffer was given.
+     *
+     * @param isSend whether {@code buffer} is the send side (the overlap check names send first)
+     */
+    private static long rootOnly(String op, String site, NcclCommunicator comm, int root, DeviceBuffer buffer,
+                                 String name, String required, DeviceBuffer other, long bytes, String need,
+                                 boolean isSend) {
         if (comm.rank() == root) {
-            Objects.requireNonNull(receive, "receive (the root's result)");
-            checkBuffer(REDUCE, site, receive, bytes, comm.device(), "receive", need);
-            checkOverlap(REDUCE, site, send.address(), bytes, receive.address(), bytes,
-                    send.address() == receive.address(), SAME_ADDRESS);
-            receiveAddress = receive.address();
-        } else if (receive != null) {
-            checkBuffer(REDUCE, site, receive, 0, comm.device(), "receive", "unused off the root");
-            receiveAddress = receive.address();
+            Objects.requireNonNull(buffer, required);
+            checkBuffer(op, site, buffer, bytes, comm.device(), name, need);
+            long send = isSend ? buffer.address() : other.address();
+            long receive = isSend ? other.address() : buffer.address();
+            checkOverlap(op, site, send, bytes, receive, bytes, send == receive, SAME_ADDRESS);
+            return buffer.address();
         }
-        return receiveAddress;
+        if (buffer != null) {
+            checkBuffer(op, site, buffer, 0, comm.device(), name, "unused off the root");
+            return buffer.address();
+        }
+        return 0;
     }
 
     /**
