@@ -126,6 +126,14 @@ class NcclCollectivesValidationTest {
         // Off the root the receive of a broadcast is still checked.
         refused(() -> c.broadcast(null, buffer(4096, 8), 4, NcclDataType.FLOAT32, 0, stream),
                 "the receive buffer has 8 bytes; the call needs 16");
+        // On the root, the root-only buffer may be the other one (in place) but must not overlap it otherwise;
+        // the message names the send side first for both calls.
+        refused(() -> c.broadcast(buffer(0, 16), buffer(8, 16), 4, NcclDataType.FLOAT32, 1, stream),
+                "ncclBroadcast", "the send buffer [0x" + Long.toHexString(BASE) + ", +16 bytes) overlaps the receive "
+                        + "buffer [0x" + Long.toHexString(BASE + 8) + ", +16 bytes)");
+        refused(() -> c.reduce(buffer(8, 16), buffer(0, 16), 4, NcclDataType.FLOAT32, NcclReduction.SUM, 1, stream),
+                "ncclReduce", "the send buffer [0x" + Long.toHexString(BASE + 8) + ", +16 bytes) overlaps the receive "
+                        + "buffer [0x" + Long.toHexString(BASE) + ", +16 bytes)");
     }
 
     @Test
