@@ -26,7 +26,9 @@ make -s -C cuda BUILD_DIR="$PWD/$out/native" LIB_DIR="$PWD/$out/native" OBJ_DIR=
 [[ "$what" == native ]] && exit 0
 
 # Jars and test classes.
-mvn -B -ntp -q -DskipTests -Dmaven.javadoc.skip=true -Dmaven.source.skip=true package
+# HEAD's id for the manifests, also when HEAD is a merge (see pom.xml, ar4j.git.commit.id).
+mvn -B -ntp -q -Dar4j.git.commit.id="$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+    -DskipTests -Dmaven.javadoc.skip=true -Dmaven.source.skip=true package
 rm -f "$out"/lib/ar4j-*-sources.jar "$out"/lib/ar4j-*-javadoc.jar
 version=$(sed -n 's|^  <version>\(.*\)</version>$|\1|p' pom.xml)   # the project's (the only 2-space-indented one)
 for module in cuda bindings runtime; do
