@@ -160,23 +160,8 @@ __global__ void __launch_bounds__(kNormThreads, 2) push_rmsnorm_kernel(FusedPara
     }
     pdl_launch_dependents();  // every poll is done: the rest needs no peer
 
-    // 3. Refill the previous generation's buffer (every peer's data in it was consumed).
-    const uint4 empty = make_uint4(kSentinelWord, kSentinelWord, kSentinelWord, kSentinelWord);
-    const unsigned long long previous = generation + kPushGenerations - 1;
-    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (int s = 0; s < WS; ++s) {
-        if (s == p.rank) continue;
-        uint4 *slot = push_slot(p.self, p.push_offset, previous, s);
-        for (int64_t i = first; i < (int64_t)prev_packs; i += stride) slot[i] = empty;
-    }
-
-    __syncthreads();  // every thread has read the state above and finished its work
-    if (threadIdx.x == 0) {
-        state->generation = generation + 1;
-        state->prev_packs = (uint32_t)p.npacks;
-        leave_block(p, ticket);
-    }
+    // 3. Refill the previous generation's buffer and advance the block's state (push_kernel's end).
+    finish_push_launch<WS>(p, state, generation, prev_packs, ticket);
 }
 
 }  // namespace ar4j

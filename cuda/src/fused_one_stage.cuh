@@ -44,12 +44,10 @@ __global__ void __launch_bounds__(kNormThreads, 2) one_stage_rmsnorm_kernel(Fuse
     // thread already stores the next row's (norm_block_sum's rule); the row after next is behind
     // the next row's __syncthreads().
     __shared__ float warp_sums[2][kNormWarps];
-    uint32_t counter = 0;
-    if (threadIdx.x < WS) counter = p.self->counters[blockIdx.x][threadIdx.x];
+    uint32_t counter;
     const uint4 *src[WS];
-    load_sources<WS>(p, src);
-    unsigned long long ticket = 0;
-    if (threadIdx.x == 0) abort_flag = enter_block<WS>(p, ticket);  // in flight with the loads above
+    unsigned long long ticket;
+    enter_staged<WS>(p, counter, src, ticket, abort_flag);
 
     if (!block_barrier<WS, false>(p, counter, 0, &abort_flag)) {
         fill_fused_nan<T>(f);

@@ -80,6 +80,30 @@ __device__ __forceinline__ bool poll_pack(const uint4 *p, uint4 &v, const Params
     }
 }
 
+// The end of a push launch, after every poll: refill the previous generation's buffer (every
+// peer's data in it was consumed; grid-stride over [0, prev_packs)), then thread 0 advances the
+// block's generation and leaves. Shared by push_kernel and push_rmsnorm_kernel.
+template <int WS>
+__device__ __forceinline__ void finish_push_launch(const Params &p, PushState *state, unsigned long long generation,
+                                                   uint32_t prev_packs, unsigned long long ticket) {
+    const uint4 empty = make_uint4(kSentinelWord, kSentinelWord, kSentinelWord, kSentinelWord);
+    const unsigned long long previous = generation + kPushGenerations - 1;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int s = 0; s < WS; ++s) {
+        if (s == p.rank) continue;
+        uint4 *slot = push_slot(p.self, p.push_offset, previous, s);
+        for (int64_t i = first; i < (int64_t)prev_packs; i += stride) slot[i] = empty;
+    }
+
+    __syncthreads();  // every thread has read the state above and finished its work
+    if (threadIdx.x == 0) {
+        state->generation = generation + 1;
+        state->prev_packs = (uint32_t)p.npacks;
+        leave_block(p, ticket);
+    }
+}
+
 template <typename T, int WS>
 __global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
     using Tr = PackTraits<T>;
@@ -152,21 +176,8 @@ __global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
     }
     pdl_launch_dependents();  // every poll is done: the rest needs no peer
 
-    // 3. Refill the previous generation's buffer (every peer's data in it was consumed).
-    const uint4 empty = make_uint4(kSentinelWord, kSentinelWord, kSentinelWord, kSentinelWord);
-    const unsigned long long previous = generation + kPushGenerations - 1;
-    for (int s = 0; s < WS; ++s) {
-        if (s == p.rank) continue;
-        uint4 *slot = push_slot(p.self, p.push_offset, previous, s);
-        for (int64_t i = first; i < (int64_t)prev_packs; i += stride) slot[i] = empty;
-    }
-
-    __syncthreads();  // every thread has read the state above and finished its work
-    if (threadIdx.x == 0) {
-        state->generation = generation + 1;
-        state->prev_packs = (uint32_t)p.npacks;
-        leave_block(p, ticket);
-    }
+    // 3. Refill the previous generation's buffer and advance the block's state.
+    finish_push_launch<WS>(p, state, generation, prev_packs, ticket);
 }
 
 __global__ void fill_words(uint32_t *p, size_t words, uint32_t value) {

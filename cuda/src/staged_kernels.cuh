@@ -5,6 +5,20 @@
 
 namespace ar4j {
 
+// The entry of the 1-stage and 2-stage kernels (fused or not), before their start barrier:
+// thread t < WS takes its saved barrier counter for peer t, every thread the ranks' input
+// pointers, and thread 0 the launch ticket and the poison check (in flight with those loads),
+// whose result goes to `abort_flag` (block-shared).
+template <int WS>
+__device__ __forceinline__ void enter_staged(const Params &p, uint32_t &counter, const uint4 *(&src)[WS],
+                                             unsigned long long &ticket, int &abort_flag) {
+    counter = 0;
+    if (threadIdx.x < WS) counter = p.self->counters[blockIdx.x][threadIdx.x];
+    load_sources<WS>(p, src);
+    ticket = 0;
+    if (threadIdx.x == 0) abort_flag = enter_block<WS>(p, ticket);  // in flight with the loads above
+}
+
 // ---------------------------------------------------------------------------------------
 // 1-stage: every rank reads all inputs and reduces everything.
 // kInPlace: out aliases this rank's input, which peers are still reading; each grid-stride
@@ -14,12 +28,10 @@ template <typename T, int WS, bool kInPlace>
 __global__ void __launch_bounds__(1024) one_stage_kernel(Params p) {
     pdl_wait();
     __shared__ int abort_flag;
-    uint32_t counter = 0;
-    if (threadIdx.x < WS) counter = p.self->counters[blockIdx.x][threadIdx.x];
+    uint32_t counter;
     const uint4 *src[WS];
-    load_sources<WS>(p, src);
-    unsigned long long ticket = 0;
-    if (threadIdx.x == 0) abort_flag = enter_block<WS>(p, ticket);  // in flight with the loads above
+    unsigned long long ticket;
+    enter_staged<WS>(p, counter, src, ticket, abort_flag);
 
     if (!block_barrier<WS, false>(p, counter, 0, &abort_flag)) {
         fill_output_nan<T>(p);
@@ -70,12 +82,10 @@ template <typename T, int WS>
 __global__ void __launch_bounds__(1024) two_stage_kernel(Params p) {
     pdl_wait();
     __shared__ int abort_flag;
-    uint32_t counter = 0;
-    if (threadIdx.x < WS) counter = p.self->counters[blockIdx.x][threadIdx.x];
+    uint32_t counter;
     const uint4 *src[WS];
-    load_sources<WS>(p, src);
-    unsigned long long ticket = 0;
-    if (threadIdx.x == 0) abort_flag = enter_block<WS>(p, ticket);  // in flight with the loads above
+    unsigned long long ticket;
+    enter_staged<WS>(p, counter, src, ticket, abort_flag);
 
     const int64_t part = p.npacks / WS;
     const int64_t my_start = (int64_t)p.rank * part;
