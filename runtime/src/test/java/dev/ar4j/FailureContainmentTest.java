@@ -91,12 +91,13 @@ class FailureContainmentTest {
         assertTrue(w.stop(), "stopping a watchdog that never started");
     }
 
-    @Test
-    void aSecondThreadIsRefusedNamingBothThreads() throws Exception {
-        CallGuard guard = new CallGuard(new FailureState());
+    /**
+     * Starts thread {@code name} inside an allReduce of {@code guard} and returns once it is inside;
+     * it leaves when {@code release} is counted down (or after {@link #WAIT_S} s).
+     */
+    private static Thread callInFlight(CallGuard guard, String name, CountDownLatch release) throws InterruptedException {
         CountDownLatch inside = new CountDownLatch(1);
-        CountDownLatch release = new CountDownLatch(1);
-        Thread owner = Thread.ofPlatform().name("rank-0-decode").start(() -> {
+        Thread owner = Thread.ofPlatform().name(name).start(() -> {
             guard.enter("allReduce");
             try {
                 inside.countDown();
@@ -107,7 +108,15 @@ class FailureContainmentTest {
                 guard.exit();
             }
         });
-        assertTrue(inside.await(WAIT_S, TimeUnit.SECONDS));
+        assertTrue(inside.await(WAIT_S, TimeUnit.SECONDS), name + " never got inside the call");
+        return owner;
+    }
+
+    @Test
+    void aSecondThreadIsRefusedNamingBothThreads() throws Exception {
+        CallGuard guard = new CallGuard(new FailureState());
+        CountDownLatch release = new CountDownLatch(1);
+        Thread owner = callInFlight(guard, "rank-0-decode", release);
         AtomicReference<Throwable> refused = new AtomicReference<>();
         Thread intruder = Thread.ofPlatform().name("metrics-poller").start(() -> {
             try {
@@ -130,20 +139,8 @@ class FailureContainmentTest {
     @Test
     void closeWaitsForTheCallInFlightAndRefusesNewOnes() throws Exception {
         CallGuard guard = new CallGuard(new FailureState());
-        CountDownLatch inside = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
-        Thread owner = Thread.ofPlatform().name("caller").start(() -> {
-            guard.enter("allReduce");
-            try {
-                inside.countDown();
-                release.await(WAIT_S, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } finally {
-                guard.exit();
-            }
-        });
-        assertTrue(inside.await(WAIT_S, TimeUnit.SECONDS));
+        Thread owner = callInFlight(guard, "caller", release);
         assertTrue(guard.beginClose());
         assertFalse(guard.beginClose(), "closing twice");
         assertSame(owner, guard.awaitIdle(TimeUnit.MILLISECONDS.toNanos(20)), "the call in flight is named");

@@ -1,12 +1,7 @@
 package dev.ar4j.benchmarks.perf;
 
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Optional;
 
@@ -16,34 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@code -o}, {@code --scenario verify-fused} and {@code --pdl}: parsing, refusals, {@code --plan} and {@code --help}. */
-class OperationsCommandTest {
-    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
-    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
-    private PrintStream savedOut;
-    private PrintStream savedErr;
-
-    @BeforeEach
-    void capture() {
-        savedOut = System.out;
-        savedErr = System.err;
-        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-    }
-
-    @AfterEach
-    void restore() {
-        System.setOut(savedOut);
-        System.setErr(savedErr);
-    }
-
-    private String out() {
-        return out.toString(StandardCharsets.UTF_8);
-    }
-
-    private String err() {
-        return err.toString(StandardCharsets.UTF_8);
-    }
-
+class OperationsCommandTest extends CapturedOutput {
     @Test
     void pdlSettingsParseInOrderAndOtherValuesAreRefused() {
         assertEquals(List.of(PdlSetting.ON, PdlSetting.OFF), PdlSetting.parseList("on,off"));
@@ -103,10 +71,10 @@ class OperationsCommandTest {
         assertTrue(rows.get(0).matches("\\s+1024\\s+1024\\s+128\\s+256\\s+1024\\s+nccl, nccl-symm"), rows.get(0));
         assertTrue(rows.get(1).matches("\\s+1026\\s+1024\\s+128\\s+256\\s+1024.*"), "rounded down: " + rows.get(1));
         assertTrue(rows.get(2).contains("skipped"), rows.get(2));
-        out.reset();
+        resetOut();
         assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "-o", "broadcast", "--sizes", "1K"));
         assertTrue(out().contains("ncclBroadcast") && out().contains("x 1.0000"), out());
-        out.reset();
+        resetOut();
         assertEquals(0, Ar4jPerf.run("--plan", "nvlink:8", "-o", "reducescatter", "--sizes", "1M"));
         assertTrue(out().contains("ncclReduceScatter") && out().contains("x 0.8750"), out());
     }
@@ -121,7 +89,7 @@ class OperationsCommandTest {
         assertTrue(text.matches("(?s).*\\n\\s*fused\\s+Communicator\\.allReduceResidualRmsNorm -> fused \\(push: .*"), text);
         assertTrue(!text.contains("not available"), text);
         assertTrue(text.contains("on (Builder.pdl(true), -Dar4j.pdl=1), then off (Builder.pdl(false), -Dar4j.pdl=0)"), text);
-        out.reset();
+        resetOut();
         assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--scenario", "verify-fused", "-d", "fp32"));
         assertTrue(out().contains("86016 B") && out().contains("within 1.0E-5 relative"), out());
     }
@@ -160,10 +128,10 @@ class OperationsCommandTest {
                 "push,1stage,2stage", "--pdl", "on,off"));
         assertTrue(out().contains("# process model: one JVM, every rank a thread of it"), out());
         assertTrue(out().contains("each a thread of one JVM (one CUDA context"), out());
-        out.reset();
+        resetOut();
         assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--share-gpu", "--threads"));
         assertTrue(out().contains("# process model: one JVM, every rank a thread of it"), out());
-        out.reset();
+        resetOut();
         assertEquals(2, Ar4jPerf.run("--plan", "nvlink:2", "--share-gpu", "--no-threads", "--scenario", "verify-fused"));
         assertTrue(err().contains("--share-gpu runs every rank as a thread of one JVM")
                 && err().contains("time-slices") && err().contains("without MPS")
@@ -171,10 +139,10 @@ class OperationsCommandTest {
         assertTrue(out().isEmpty(), "nothing planned: " + out());
         assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2"));
         assertTrue(out().contains("# process model: one JVM per GPU"), out());
-        out.reset();
+        resetOut();
         assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--threads"));
         assertTrue(out().contains("# process model: one JVM, every rank a thread of it"), out());
-        out.reset();
+        resetOut();
         assertEquals(0, Ar4jPerf.run("--plan", "nvlink:2", "--no-threads"));
         assertTrue(out().contains("# process model: one JVM per GPU"), out());
 
