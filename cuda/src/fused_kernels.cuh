@@ -128,17 +128,7 @@ __global__ void __launch_bounds__(kNormThreads, 2) push_rmsnorm_kernel(FusedPara
         for (int64_t j = threadIdx.x; j < f.row_packs && ok; j += blockDim.x) {
             const int64_t i = base + j;
             uint4 v[WS];
-#pragma unroll
-            for (int s = 0; s < WS; ++s) {
-                v[s] = s == p.rank ? clean_pack<T>(p.local_in[i])
-                                   : load_volatile_pack(push_slot(p.self, p.push_offset, generation, s) + i);
-            }
-#pragma unroll
-            for (int s = 0; s < WS; ++s) {
-                if (s != p.rank && ok && pack_empty<T>(v[s])) {
-                    ok = poll_pack<T, WS>(push_slot(p.self, p.push_offset, generation, s) + i, v[s], p, s);
-                }
-            }
+            ok = gather_pack<T, WS>(p, generation, p.local_in[i], i, v);
             if (!ok) break;
             float acc[Tr::kElems];
             Tr::unpack(v[0], acc);

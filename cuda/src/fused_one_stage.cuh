@@ -14,8 +14,9 @@
 // the per-block flags, counters and launch tickets are one_stage_kernel's (the grids differ, but
 // every rank makes the same launch sequence, so block b meets block b). The only wait is the start
 // barrier: a block that gives up there (or finds the group poisoned, or overlapping another launch)
-// writes NaN over the whole of out and residual_out. A wait that gives up at the final barrier
-// leaves the outputs complete and exact (the group is poisoned), as in one_stage_kernel.
+// writes NaN over the whole of out and residual_out; so does a block whose final barrier gives up
+// or that finds the group poisoned after it (one_stage_kernel's rule: a peer may have overwritten
+// its input after giving up).
 //
 // Aliasing: peers read this rank's input until they pass the final barrier, so neither out nor
 // residual_out may overlap [in, in + bytes) (the host refuses it). residual_out may equal residual:
@@ -49,26 +50,28 @@ __global__ void __launch_bounds__(kNormThreads, 2) one_stage_rmsnorm_kernel(Fuse
     unsigned long long ticket;
     enter_staged<WS>(p, counter, src, ticket, abort_flag);
 
-    if (!block_barrier<WS, false>(p, counter, 0, &abort_flag)) {
+    // One exit for a block that gives up (at either barrier): it passes the poison on and writes NaN.
+    bool ok = block_barrier<WS, false>(p, counter, 0, &abort_flag);
+    if (ok) {
+        int parity = 0;
+        for (int64_t row = blockIdx.x; row < f.rows; row += gridDim.x) {
+            const int64_t base = row * f.row_packs;
+            float squares = 0.f;
+            for (int64_t j = threadIdx.x; j < f.row_packs; j += blockDim.x) {
+                const int64_t i = base + j;
+                f.residual_out[i] = add_residual_pack<T>(reduce_pack<T, WS>(src, i), f.residual[i], squares);
+            }
+            const float inv = norm_inverse(norm_block_sum(squares, warp_sums[parity]), f.hidden, f.eps);
+            parity ^= 1;
+            write_normalized_row<T>(f, base, inv);
+        }
+        ok = final_barrier<WS>(p, counter, 1, &abort_flag);
+    }
+    if (!ok) {
+        if (threadIdx.x == 0) pass_on_poison<WS>(p);
         fill_fused_nan<T>(f);
         return;
     }
-
-    int parity = 0;
-    for (int64_t row = blockIdx.x; row < f.rows; row += gridDim.x) {
-        const int64_t base = row * f.row_packs;
-        float squares = 0.f;
-        for (int64_t j = threadIdx.x; j < f.row_packs; j += blockDim.x) {
-            const int64_t i = base + j;
-            f.residual_out[i] = add_residual_pack<T>(reduce_pack<T, WS>(src, i), f.residual[i], squares);
-        }
-        const float inv = norm_inverse(norm_block_sum(squares, warp_sums[parity]), f.hidden, f.eps);
-        parity ^= 1;
-        write_normalized_row<T>(f, base, inv);
-    }
-
-    final_barrier<WS>(p, counter, 1);
-    __syncthreads();
     pdl_launch_dependents();  // no wait follows
     if (threadIdx.x == 0) leave_block(p, ticket);
 }

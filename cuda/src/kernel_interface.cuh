@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <stddef.h>
 #include <stdint.h>
 
 namespace ar4j {
@@ -29,13 +30,18 @@ struct BlockState {
     unsigned long long done;
 };
 
-// Poison word (one per Signal, 64 bits; 0 = healthy). A rank that gives up or aborts writes it
-// into its own Signal and every peer's; every kernel reads it at entry and while waiting, and a
-// poisoned kernel writes NaN over its whole output and returns. Layout (the host decodes the
-// same): bit 63 set, 56..62 origin rank, 48..55 reason (AR4J_POISON_*), 40..47 the peer waited
-// for (0xff: none), 0..15 the CUDA block (0xffff: none).
+// Poison words (two per Signal, 64 bits each; 0 = healthy). A rank that gives up or aborts writes
+// one into its own Signal and every peer's; every kernel reads both at entry, while waiting and
+// after its last barrier, and a poisoned kernel writes NaN over its whole output and returns.
+// Kernels write only `poison`, hosts (ar4j_poison, a geometry mismatch) only `host_poison`, each
+// where its word is still 0: a host's copy engine cannot compare-and-swap, and with one shared
+// word a host that read 0 could overwrite the reason a kernel stored after that read. So nothing
+// ever overwrites a kernel's reason, and the kernels' word is the one reported when both are set.
+// Layout (the host decodes the same): bit 63 set, 56..62 origin rank, 48..55 reason
+// (AR4J_POISON_*), 40..47 the peer waited for (0xff: none), 0..15 the CUDA block (0xffff: none).
 constexpr int kPoisonTimeout = 1;
 constexpr int kPoisonConcurrentUse = 4;
+constexpr int kPoisonUnregistered = 6;
 
 __host__ __device__ constexpr unsigned long long make_poison(int origin, int reason, int peer, int block) {
     return (1ull << 63) | ((unsigned long long)(origin & 0x7f) << 56) | ((unsigned long long)(reason & 0xff) << 48) |
@@ -49,9 +55,11 @@ struct Signal {
     uint32_t counters[kMaxBlocks][kMaxRanks];
     PushState push[kMaxBlocks];
     BlockState blocks[kMaxBlocks];
-    // Written by peers and by the host; alone in its 128-byte line.
+    // Written by peers' and this rank's kernels (poison) and hosts (host_poison); alone in their
+    // 128-byte line, 16-byte aligned: a kernel reads both with one load.
     alignas(128) unsigned long long poison;
-    unsigned long long pad0[15];
+    unsigned long long host_poison;
+    unsigned long long pad0[14];
     // This context's launch geometry as published by the host (see ar4j_check_geometry).
     alignas(128) unsigned long long geometry;
     unsigned long long pad1[15];
@@ -61,6 +69,7 @@ struct Signal {
 // The 2-stage scratch holds this rank's reduced slice, read by peers.
 constexpr size_t kScratchOffset = 16384;
 static_assert(sizeof(Signal) <= kScratchOffset, "signal control block outgrew its slot");
+static_assert(offsetof(Signal, host_poison) == offsetof(Signal, poison) + 8, "the poison pair is read with one load");
 
 // Push buffers: 3 generations x kMaxRanks slots x kPushMaxBytes, filled with the sentinel.
 constexpr size_t kPushMaxBytes = 512 * 1024;
@@ -77,6 +86,9 @@ constexpr size_t kPushAreaBytes = kPushGenerations * kMaxRanks * kPushMaxBytes;
 #endif
 constexpr int kPushBlocks = AR4J_PUSH_BLOCKS;
 constexpr int kPushThreads = AR4J_PUSH_THREADS;
+static_assert(kPushThreads % 32 == 0 && kPushThreads <= 1024, "the push block is whole warps (geometry word)");
+// Threads of a fused all-reduce + residual + RMSNorm block (and of the residual_rmsnorm kernel).
+constexpr int kNormThreads = 512;
 // A 32-bit word that marks "not yet written": -0.0 in both halves for fp16/bf16, and a
 // negative fp32 denormal (about -4.6e-41) for fp32. Inputs equal to it are replaced by -0.0
 // (fp32) or each -0.0 half by +0.0 (halves) before they are pushed.
@@ -85,6 +97,16 @@ constexpr uint32_t kSentinelWord = 0x80008000u;
 __host__ __device__ constexpr size_t push_area_offset(size_t max_bytes) {
     return kScratchOffset + ((max_bytes + 4095) & ~static_cast<size_t>(4095));
 }
+
+// The largest max_bytes whose signal block size (push_area_offset(max_bytes) + kPushAreaBytes) is
+// representable in a size_t; ar4j_signal_size and ar4j_context_create refuse larger ones.
+constexpr size_t kMaxSignalMaxBytes = ~static_cast<size_t>(0) - kScratchOffset - kPushAreaBytes - 4095;
+static_assert(push_area_offset(kMaxSignalMaxBytes) + kPushAreaBytes >= kMaxSignalMaxBytes, "no wrap at the limit");
+
+// Nanoseconds from `since` to `now` on %globaltimer, 0 if the timer stepped back (the driver may
+// adjust it): a wait measures its deadline with this, never with a wrapped difference.
+__host__ __device__ constexpr uint64_t elapsed_ns(uint64_t now, uint64_t since) { return now >= since ? now - since : 0; }
+static_assert(elapsed_ns(10, 4) == 6 && elapsed_ns(4, 10) == 0, "a timer that steps back is no elapsed time");
 
 // One registered buffer set: rank r's buffer as addressable from this device.
 struct RankPtrs {

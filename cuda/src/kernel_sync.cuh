@@ -19,12 +19,26 @@
 //    from a peer is stored (to the output, scratch or shared memory) before the barrier, so
 //    the loads have returned before the flag is written.
 //
-// Bounded waits: every 64 unsuccessful polls a waiting thread reads its Signal's poison word;
+// Bounded waits: every 64 unsuccessful polls a waiting thread reads its Signal's poison words;
 // it reads %globaltimer only after 256 polls and then every 1024 polls, so a fast barrier never
-// touches the clock. When the wait exceeds the context's deadline it records (peer, block,
-// barrier, flag) in a host-mapped error word and poisons the group (its own Signal and every
-// peer's); a block that gives up, for either reason, writes NaN over the whole output and
-// returns, block-uniformly (after a __syncthreads, never before one).
+// touches the clock (a timer that steps back counts as no time: elapsed_ns). When the wait
+// exceeds the context's deadline it records (peer, block, barrier, flag) in a host-mapped error
+// word and poisons the group (its own Signal and every peer's). A block that gives up, for either
+// reason, writes NaN over the whole output and returns, block-uniformly (after a __syncthreads,
+// never before one); in the pull kernels (1-stage, 2-stage, fused 1-stage) it first passes the
+// poison on to every peer's Signal (thread 0, pass_on_poison, at the kernel's one give-up exit: a
+// peer that the poisoning host or kernel could not reach learns it from here, instead of waiting
+// out its deadline). The push kernels do not pass it on (in push_kernel<fp16/bf16, 2> that code
+// alone makes ptxas spill): a push rank that gives up leaves its peers to their own poison reads
+// and deadlines.
+//
+// Last barrier: a peer that passed its barriers on flags this rank had already stored may still
+// be reading this rank's input when this rank's wait gives up, returns, and its stream's next
+// work overwrites that input. The rank that gave up poisoned the group before it returned, so
+// the pull kernels (1-stage, 2-stage, fused 1-stage) read the poison words once more after their
+// last barrier (after a system-scope fence, so the read is ordered after every peer read of the
+// launch): poisoned, and the block writes NaN over the whole output, as a block that gives up.
+// A peer that read an overwritten input therefore never leaves it in its output.
 //
 // Entry protocol (every kernel, thread 0, after griddepcontrol.wait): take a ticket for the
 // block index (atomicAdd) and read `done` and the poison word, all in flight together with the
@@ -106,6 +120,17 @@ __device__ __forceinline__ void store_u64_relaxed(unsigned long long *p, unsigne
     asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+// Both poison words of a Signal in one 16-byte load: the kernels' word if set, else the hosts'.
+__device__ __forceinline__ unsigned long long load_poison(const Signal *s) {
+    unsigned long long k, h;
+    asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(k), "=l"(h) : "l"(&s->poison) : "memory");
+    return k != 0 ? k : h;
+}
+
+// Orders this thread's earlier accesses (and, after a __syncthreads, its block's) before its later
+// ones at system scope.
+__device__ __forceinline__ void fence_acq_rel_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+
 // p.peers[i] for a run-time i without copying the parameter array to local memory.
 template <int WS>
 __device__ __forceinline__ Signal *peer_signal(const Params &p, int i) {
@@ -122,7 +147,8 @@ __device__ __forceinline__ void note_poison(const Params &p, unsigned long long 
     if (load_u64_relaxed(p.error_word + 1) == 0) store_u64_relaxed(p.error_word + 1, v);
 }
 
-// Poisons this rank's Signal and every peer's (a value already there stays: the first cause wins).
+// Poisons this rank's Signal and every peer's (the kernels' word; a value already there stays: the
+// first cause wins). Also passes on a poison this rank found: v is then the value found.
 template <int WS>
 __device__ __forceinline__ void poison_group(const Params &p, unsigned long long v) {
 #pragma unroll
@@ -131,6 +157,13 @@ __device__ __forceinline__ void poison_group(const Params &p, unsigned long long
         if (load_u64_relaxed(w) == 0) store_u64_relaxed(w, v);
     }
     __threadfence_system();
+    note_poison(p, v);
+}
+
+// Poisons this rank's Signal alone (the kernels' word, if none is set yet) and notes it: for a
+// block that gives up right after, whose exit passes it on to every peer (pass_on_poison).
+__device__ __forceinline__ void poison_self(const Params &p, unsigned long long v) {
+    if (load_u64_relaxed(&p.self->poison) == 0) store_u64_relaxed(&p.self->poison, v);
     note_poison(p, v);
 }
 
@@ -145,19 +178,27 @@ __device__ __forceinline__ void record_timeout(const Params &p, int peer, int or
     poison_group<WS>(p, make_poison(p.rank, kPoisonTimeout, peer, blockIdx.x));
 }
 
+// Thread 0 of a block that gives up: passes the poison of this rank's Signal on to every peer's
+// (once per block, at the kernel's one give-up exit, not at every wait: the waits stay small).
+template <int WS>
+__device__ __forceinline__ void pass_on_poison(const Params &p) {
+    const unsigned long long v = load_poison(p.self);
+    if (v != 0) poison_group<WS>(p, v);
+}
+
 // Called by a waiting thread every 64 polls: false if the wait must give up, because the group
 // is poisoned or (timer started at 256 polls, read every 1024) the deadline passed.
 template <int WS>
 __device__ __forceinline__ bool keep_waiting(const Params &p, uint32_t polls, uint64_t &since, int peer, int ordinal,
                                              uint32_t flag) {
-    const unsigned long long v = load_u64_relaxed(&p.self->poison);
+    const unsigned long long v = load_poison(p.self);
     if (v != 0) {
-        note_poison(p, v);
+        note_poison(p, v);  // the block passes it on as it gives up (pass_on_poison)
         return false;
     }
     if (polls == 256) {
         since = global_timer_ns();
-    } else if (polls > 256 && (polls & 1023u) == 0 && global_timer_ns() - since > p.deadline_ns) {
+    } else if (polls > 256 && (polls & 1023u) == 0 && elapsed_ns(global_timer_ns(), since) > p.deadline_ns) {
         record_timeout<WS>(p, peer, ordinal, flag);
         return false;
     }
@@ -186,9 +227,9 @@ __device__ __forceinline__ int enter_block(const Params &p, unsigned long long &
     BlockState *b = &p.self->blocks[blockIdx.x];
     ticket = atomicAdd(&b->ticket, 1ull);
     const unsigned long long done = *reinterpret_cast<volatile unsigned long long *>(&b->done);
-    const unsigned long long v = load_u64_relaxed(&p.self->poison);
+    const unsigned long long v = load_poison(p.self);
     if (v != 0) {
-        note_poison(p, v);
+        note_poison(p, v);  // the block passes it on as it gives up (pass_on_poison)
         return 1;
     }
     if (done != ticket) {
@@ -228,19 +269,42 @@ __device__ __forceinline__ bool block_barrier(const Params &p, uint32_t &counter
     return *abort_flag == 0;
 }
 
-// The last barrier of a launch: after it, no peer reads this rank's input any more.
-// It also saves the counters for the next launch. False if a wait gave up (the output is
-// complete and exact then; the group is poisoned).
+// After a pull kernel's last barrier, with every wait of the block done (the caller's
+// __syncthreads before): thread 0 reads the poison words, after a system-scope fence that orders
+// the read after every peer value the block loaded (each was stored before that __syncthreads).
+// False (for the whole block) if a wait gave up or the group is poisoned: the caller writes NaN.
 template <int WS>
-__device__ __forceinline__ void final_barrier(const Params &p, uint32_t counter, int ordinal) {
+__device__ __forceinline__ bool clean_after_last_barrier(const Params &p, volatile int *abort_flag) {
+    if (threadIdx.x == 0) {
+        if (*abort_flag == 0) {
+            fence_acq_rel_sys();
+            const unsigned long long v = load_poison(p.self);
+            if (v != 0) {
+                note_poison(p, v);
+                *abort_flag = 1;
+            }
+        }
+    }
+    __syncthreads();
+    return *abort_flag == 0;
+}
+
+// The last barrier of a 1-stage launch: after it, no peer reads this rank's input any more.
+// It also saves the counters for the next launch. False if a wait gave up (it recorded the
+// timeout and poisoned the group) or the group is poisoned (clean_after_last_barrier): the
+// caller writes NaN over its output.
+template <int WS>
+__device__ __forceinline__ bool final_barrier(const Params &p, uint32_t counter, int ordinal, volatile int *abort_flag) {
     __syncthreads();
     if (threadIdx.x < WS) {
         const int peer = threadIdx.x;
         const uint32_t next = counter + 1;
         store_flag_relaxed(&peer_signal<WS>(p, peer)->flags[blockIdx.x][p.rank], next);
-        wait_flag<WS, false>(&p.self->flags[blockIdx.x][peer], next, p, peer, ordinal);
+        if (!wait_flag<WS, false>(&p.self->flags[blockIdx.x][peer], next, p, peer, ordinal)) *abort_flag = 1;
         p.self->counters[blockIdx.x][peer] = next;
     }
+    __syncthreads();
+    return clean_after_last_barrier<WS>(p, abort_flag);
 }
 
 }  // namespace ar4j

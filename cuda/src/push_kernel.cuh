@@ -80,6 +80,52 @@ __device__ __forceinline__ bool poll_pack(const uint4 *p, uint4 &v, const Params
     }
 }
 
+// Packs per push slot: slot s of a generation starts kSlotPacks * s packs after slot 0.
+constexpr int64_t kSlotPacks = (int64_t)(kPushMaxBytes / 16);
+
+// Polls pack i of the slots in `empty` (bit s: v[s] still holds a sentinel word; slot s of this
+// rank's current generation starts at slots + s * kSlotPacks) until none is empty, round-robin.
+// One wait for all of them, so the wait's deadline and poison checks are inlined once, not once
+// per slot (that keeps push_rmsnorm_kernel<*, 8> within its 64 registers without spilling; push_kernel,
+// with up to 255 registers, keeps the per-slot poll_pack). False if it gave up.
+template <typename T, int WS>
+__device__ __forceinline__ bool poll_slots(const uint4 *slots, int64_t i, uint4 (&v)[WS], uint32_t empty,
+                                           const Params &params) {
+    uint32_t polls = 0;
+    uint64_t since = 0;
+    while (true) {
+#pragma unroll
+        for (int s = 0; s < WS; ++s) {
+            if ((empty >> s) & 1u) {
+                v[s] = load_volatile_pack(slots + s * kSlotPacks + i);
+                if (!pack_empty<T>(v[s])) empty &= ~(1u << s);
+            }
+        }
+        if (empty == 0) return true;
+        ++polls;
+        if ((polls & 63u) == 0 && !keep_waiting<WS>(params, polls, since, __ffs(empty) - 1, 0xff, 0)) return false;
+    }
+}
+
+// push_rmsnorm_kernel: loads pack i of every rank's contribution (this rank's from its input, the
+// peers' from slot s of this rank's buffer of `generation`),
+// all loads in flight together, then polls those still empty. False if the wait gave up.
+template <typename T, int WS>
+__device__ __forceinline__ bool gather_pack(const Params &p, unsigned long long generation, uint4 local, int64_t i,
+                                            uint4 (&v)[WS]) {
+    const uint4 *slots = push_slot(p.self, p.push_offset, generation, 0);
+#pragma unroll
+    for (int s = 0; s < WS; ++s) {
+        v[s] = s == p.rank ? clean_pack<T>(local) : load_volatile_pack(slots + s * kSlotPacks + i);
+    }
+    uint32_t empty = 0;
+#pragma unroll
+    for (int s = 0; s < WS; ++s) {
+        if (s != p.rank && pack_empty<T>(v[s])) empty |= 1u << s;
+    }
+    return empty == 0 || poll_slots<T, WS>(slots, i, v, empty, p);
+}
+
 // The end of a push launch, after every poll: refill the previous generation's buffer (every
 // peer's data in it was consumed; grid-stride over [0, prev_packs)), then thread 0 advances the
 // block's generation and leaves. Shared by push_kernel and push_rmsnorm_kernel.

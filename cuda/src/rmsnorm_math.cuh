@@ -12,9 +12,11 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "kernel_interface.cuh"
+
 namespace ar4j {
 
-constexpr int kNormThreads = 512;
+// kNormThreads: kernel_interface.cuh (the geometry word carries it).
 constexpr int kNormWarps = kNormThreads / 32;
 
 template <typename T>
