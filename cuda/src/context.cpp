@@ -24,7 +24,14 @@ cudaError_t side_copy(ar4j_context *ctx, void *dst, const void *src, size_t byte
 }  // namespace ar4j::host
 
 AR4J_API size_t ar4j_signal_size(size_t max_bytes) {
+    if (max_bytes > ar4j::kMaxSignalMaxBytes) return 0;  // the size would wrap
     return ar4j::push_area_offset(max_bytes) + ar4j::kPushAreaBytes;
+}
+
+AR4J_API int ar4j_signal_size_checked(size_t max_bytes, size_t *out) {
+    if (out == nullptr) return AR4J_ERROR_NULL_POINTER;
+    *out = ar4j_signal_size(max_bytes);
+    return *out == 0 ? AR4J_ERROR_TOO_LARGE : AR4J_SUCCESS;
 }
 
 AR4J_API int ar4j_context_create(ar4j_context **out, const void *const *signals, int32_t rank, int32_t world_size,
@@ -39,6 +46,7 @@ AR4J_API int ar4j_context_create(ar4j_context **out, const void *const *signals,
     }
     if (deadline_ns == 0) return AR4J_ERROR_DEADLINE;
     if (max_buffers < 1 || max_bytes == 0 || (max_bytes & 15u) != 0) return AR4J_ERROR_INVALID_ARGUMENT;
+    if (max_bytes > ar4j::kMaxSignalMaxBytes) return AR4J_ERROR_TOO_LARGE;
 
     int device = -1;
     cudaError_t e = cudaGetDevice(&device);
@@ -46,6 +54,13 @@ AR4J_API int ar4j_context_create(ar4j_context **out, const void *const *signals,
 
     ar4j_context *ctx = new (std::nothrow) ar4j_context();
     if (ctx == nullptr) return AR4J_ERROR_INVALID_ARGUMENT;
+    try {
+        ctx->slot_refs = std::make_shared<SlotRefs>(max_buffers);
+        ctx->free_slots.reserve(static_cast<size_t>(max_buffers));
+    } catch (...) {
+        delete ctx;
+        return AR4J_ERROR_INVALID_ARGUMENT;
+    }
     ctx->device = device;
     // One block per SM (all co-resident), at most the signal layout's limit. Measured on 2x H200
     // (benchmarks/RESULTS.md): 128 blocks of 512 threads move 64 MiB in 208 us against 246 us with
@@ -100,7 +115,10 @@ AR4J_API int ar4j_context_create(ar4j_context **out, const void *const *signals,
         // Launch accounting and push state to zero, push buffers to the sentinel, this rank's
         // geometry published; peers write into the push buffers only after every rank created
         // its context.
-        e = cudaMemsetAsync(ctx->self->push, 0, sizeof(ctx->self->push), ctx->side);
+        // Every slot NULL: a graph input replayed before its pointers are registered finds NULL and
+        // poisons the group (AR4J_POISON_UNREGISTERED) instead of following garbage.
+        e = cudaMemsetAsync(ctx->slots, 0, sizeof(RankPtrs) * static_cast<size_t>(max_buffers), ctx->side);
+        if (e == cudaSuccess) e = cudaMemsetAsync(ctx->self->push, 0, sizeof(ctx->self->push), ctx->side);
         if (e == cudaSuccess) e = cudaMemsetAsync(ctx->self->blocks, 0, sizeof(ctx->self->blocks), ctx->side);
         if (e == cudaSuccess) {
             uint32_t *area = reinterpret_cast<uint32_t *>(reinterpret_cast<char *>(ctx->self) +

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -41,6 +42,26 @@ struct PendingInput {
     int slot;
 };
 
+// How many live CUDA graphs name each slot (a captured launch reads the slot's pointers at every
+// replay). Shared with the graphs' destructor callbacks (user objects), which may run after the
+// context is gone: hence its own lifetime.
+struct SlotRefs {
+    explicit SlotRefs(int n) : count(new std::atomic<int>[static_cast<size_t>(n)]) {
+        for (int i = 0; i < n; ++i) count[i].store(0);
+    }
+    std::unique_ptr<std::atomic<int>[]> count;
+};
+
+// The input of a ONE_STAGE or TWO_STAGE launch (resolve_input), kept until the launch's outcome
+// is known (finish_input).
+struct ResolvedInput {
+    const RankPtrs *inputs = nullptr;  // device pointer set the kernels read
+    size_t offset = 0;                 // byte offset of the input in each rank's buffer
+    int slot = -1;
+    bool recorded = false;             // a new pending graph input (dropped if the launch fails)
+    cudaGraph_t graph = nullptr;       // the graph the stream captures into, if any
+};
+
 inline bool valid_world_size(int32_t ws) { return ws == 2 || ws == 4 || ws == 6 || ws == 8; }
 
 inline bool aligned16(const void *p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -64,8 +85,10 @@ struct ar4j_context {
     ar4j::Signal *peers[ar4j::kMaxRanks] = {};
     size_t max_bytes = 0;
     int max_buffers = 0;
-    ar4j::RankPtrs *slots = nullptr;  // device array [max_buffers]
-    int used_slots = 0;
+    ar4j::RankPtrs *slots = nullptr;  // device array [max_buffers], zeroed at create
+    int used_slots = 0;               // slots handed out so far (free_slots among them)
+    std::vector<int> free_slots;      // slots given back (zeroed), reused first
+    std::shared_ptr<ar4j::host::SlotRefs> slot_refs;  // live graphs naming each slot
     std::vector<ar4j::host::Registration> registrations;  // sorted by base
     std::vector<ar4j::host::PendingInput> pending;
     // Host-mapped: [0] this rank's timeout record, [1] the first poison value its kernels saw or set.
@@ -91,6 +114,9 @@ struct ar4j_context {
     std::mutex side_mutex;
     cudaStream_t side = nullptr;
     unsigned long long *staging = nullptr;  // pinned, kStagingWords words
+    // ar4j_debug_inject_faults (tests only): AR4J_DEBUG_* flags and the ranks whose copies fail.
+    std::atomic<uint32_t> debug_faults{0};
+    std::atomic<uint32_t> debug_fault_ranks{0};
 };
 
 namespace ar4j::host {
@@ -122,7 +148,7 @@ struct CallGuard {
     }
 };
 
-constexpr int kStagingWords = 2 * kMaxRanks;
+constexpr int kStagingWords = 3 * kMaxRanks;  // poison: a word pair read per rank, a value written per rank
 
 // The side-channel copies may run while this thread captures a stream (the first call of a
 // context inside a graph capture checks the geometry) or while another thread captures in
@@ -154,8 +180,17 @@ cudaError_t side_copy(ar4j_context *ctx, void *dst, const void *src, size_t byte
 // --- registration.cpp ------------------------------------------------------------------------
 
 // The input pointer set of a ONE_STAGE or TWO_STAGE call (see registration.cpp).
-int resolve_input(ar4j_context *ctx, const void *in, size_t bytes, cudaStream_t stream, const RankPtrs **inputs,
-                  size_t *offset);
+int resolve_input(ar4j_context *ctx, const void *in, size_t bytes, cudaStream_t stream, ResolvedInput *out);
+
+// After the launch of a resolved input: drops a recorded graph input if the launch failed, and
+// makes the capturing graph hold the slot if it succeeded (see registration.cpp).
+void finish_input(ar4j_context *ctx, const ResolvedInput &in, bool launched);
+
+// True if the context's test-only fault injection makes a side-channel copy for rank r fail.
+inline bool debug_copy_fails(const ar4j_context *ctx, int r) {
+    return (ctx->debug_faults.load(std::memory_order_relaxed) & AR4J_DEBUG_FAIL_PEER_COPIES) != 0 &&
+           ((ctx->debug_fault_ranks.load(std::memory_order_relaxed) >> r) & 1u) != 0;
+}
 
 // --- launch.cu: the only translation unit with kernels ---------------------------------------
 

@@ -15,39 +15,69 @@ namespace {
 // CUDA error of the last failed ar4j_context_create on this thread (no context to hold it).
 thread_local int create_cuda_error = 0;
 
-// The launch geometry word a context publishes in its Signal: a tag, the 1-/2-stage
-// (max_blocks, threads) and the push grid this library was built with.
+// The launch geometry word a context publishes in its Signal (see ar4j_set_launch_config): from
+// bit 63 down, the tag 0xA5, this library's ABI version, the 1-/2-stage (max_blocks, threads / 32),
+// the push grid (blocks, threads / 32) and the fused kernels' block threads / 32, all of which the
+// ranks of a group must agree on.
+constexpr unsigned long long kGeometryTag = 0xA5;
+
 unsigned long long geometry_word(int max_blocks, int threads) {
-    return (0xA4ull << 56) | ((unsigned long long)(max_blocks & 0xffff) << 40) |
-           ((unsigned long long)(threads & 0xffff) << 24) | ((unsigned long long)(ar4j::kPushBlocks & 0xfff) << 12) |
-           (unsigned long long)(ar4j::kPushThreads & 0xfff);
+    return (kGeometryTag << 56) | ((unsigned long long)(ar4j_abi_version() & 0xffff) << 40) |
+           ((unsigned long long)(max_blocks & 0xff) << 32) | ((unsigned long long)((threads / 32) & 0xff) << 24) |
+           ((unsigned long long)(ar4j::kPushBlocks & 0xff) << 16) |
+           ((unsigned long long)((ar4j::kPushThreads / 32) & 0xff) << 8) |
+           (unsigned long long)((ar4j::kNormThreads / 32) & 0xff);
+}
+static_assert(AR4J_MAX_BLOCKS <= 0xff && AR4J_MAX_THREADS / 32 <= 0xff && ar4j::kNormThreads % 32 == 0,
+              "the geometry word's 8-bit fields");
+
+// Notes `value` as the first poison this rank saw, in the host-mapped word its kernels note theirs
+// in (a compare-and-swap: a kernel's note that landed first stays).
+void note_poison_host(ar4j_context *ctx, unsigned long long value) {
+    unsigned long long expected = 0;
+    __atomic_compare_exchange_n(ctx->error_host + 1, &expected, value, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
-// Writes `value` into the poison word of every rank's Signal that holds none yet.
+// Writes `value` into the hosts' poison word of every rank's Signal where neither word is set yet
+// (kernel_interface.cuh: the kernels' word is never written by a host, so no reason a kernel
+// stored after the read below is overwritten). Every rank is tried; a copy that fails (or is made
+// to fail, ar4j_debug_inject_faults) leaves the others going, and its error is returned: the first.
 cudaError_t poison_all(ar4j_context *ctx, unsigned long long value) {
     std::lock_guard<std::mutex> lock(ctx->side_mutex);
     RelaxedCapture relaxed;
     DeviceScope scope(ctx->device);
     if (!scope.ok) return scope.error;
     const int ws = ctx->world_size;
-    cudaError_t e = cudaSuccess;
-    for (int r = 0; r < ws && e == cudaSuccess; ++r) {
-        e = cudaMemcpyAsync(ctx->staging + r, &ctx->peers[r]->poison, sizeof(unsigned long long), cudaMemcpyDefault,
-                            ctx->side);
+    unsigned long long *pairs = ctx->staging;               // [2r]: kernels' word, [2r + 1]: hosts'
+    unsigned long long *values = ctx->staging + 2 * kMaxRanks;
+    cudaError_t first = cudaSuccess;
+    bool read[kMaxRanks] = {};
+    for (int r = 0; r < ws; ++r) {
+        pairs[2 * r] = 0;
+        pairs[2 * r + 1] = 0;
+        values[r] = value;
+        cudaError_t e = debug_copy_fails(ctx, r) ? cudaErrorInvalidValue
+                                                 : cudaMemcpyAsync(pairs + 2 * r, &ctx->peers[r]->poison,
+                                                                   2 * sizeof(unsigned long long), cudaMemcpyDefault,
+                                                                   ctx->side);
+        read[r] = e == cudaSuccess;
+        if (e != cudaSuccess && first == cudaSuccess) first = e;
     }
-    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->side);
-    for (int r = 0; r < ws && e == cudaSuccess; ++r) {
-        ctx->staging[kMaxRanks + r] = value;
-        if (ctx->staging[r] == 0) {
-            e = cudaMemcpyAsync(&ctx->peers[r]->poison, ctx->staging + kMaxRanks + r, sizeof(unsigned long long),
-                                cudaMemcpyDefault, ctx->side);
-        }
+    cudaError_t e = cudaStreamSynchronize(ctx->side);
+    if (e != cudaSuccess && first == cudaSuccess) first = e;  // a read that failed on the way reads as 0
+    unsigned long long own = pairs[2 * ctx->rank] != 0 ? pairs[2 * ctx->rank] : pairs[2 * ctx->rank + 1];
+    for (int r = 0; r < ws; ++r) {
+        if (!read[r] || pairs[2 * r] != 0 || pairs[2 * r + 1] != 0) continue;
+        e = debug_copy_fails(ctx, r) ? cudaErrorInvalidValue
+                                     : cudaMemcpyAsync(&ctx->peers[r]->host_poison, values + r,
+                                                       sizeof(unsigned long long), cudaMemcpyDefault, ctx->side);
+        if (e != cudaSuccess && first == cudaSuccess) first = e;
     }
-    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->side);
-    volatile unsigned long long *seen = ctx->error_host + 1;
-    if (*seen == 0) *seen = ctx->staging[ctx->rank] != 0 ? ctx->staging[ctx->rank] : value;
+    e = cudaStreamSynchronize(ctx->side);
+    if (e != cudaSuccess && first == cudaSuccess) first = e;
+    note_poison_host(ctx, own != 0 ? own : value);
     ctx->poisoned.store(true);
-    return e;
+    return first;
 }
 
 }  // namespace
@@ -169,6 +199,16 @@ AR4J_API int ar4j_last_cuda_error(const ar4j_context *ctx) {
     return ctx == nullptr ? create_cuda_error : ctx->last_cuda_error;
 }
 
+AR4J_API int ar4j_debug_inject_faults(ar4j_context *ctx, uint32_t faults, uint32_t rank_mask) {
+    if (ctx == nullptr) return AR4J_ERROR_NULL_POINTER;
+    if ((faults & ~static_cast<uint32_t>(AR4J_DEBUG_FAIL_PEER_COPIES | AR4J_DEBUG_FAIL_LAUNCHES)) != 0) {
+        return AR4J_ERROR_INVALID_ARGUMENT;
+    }
+    ctx->debug_fault_ranks.store(rank_mask);
+    ctx->debug_faults.store(faults);
+    return AR4J_SUCCESS;
+}
+
 AR4J_API int ar4j_poison(ar4j_context *ctx, int32_t reason) {
     if (ctx == nullptr) return AR4J_ERROR_NULL_POINTER;
     if (reason < 1 || reason > 255) return AR4J_ERROR_INVALID_ARGUMENT;
@@ -186,9 +226,9 @@ AR4J_API int ar4j_read_failure(ar4j_context *ctx, ar4j_failure_info *out) {
         RelaxedCapture relaxed;
         DeviceScope scope(ctx->device);
         if (!scope.ok) return cuda_failed(ctx, scope.error);
-        cudaError_t e = side_copy(ctx, ctx->staging, &ctx->self->poison, sizeof(unsigned long long));
+        cudaError_t e = side_copy(ctx, ctx->staging, &ctx->self->poison, 2 * sizeof(unsigned long long));
         if (e != cudaSuccess) return cuda_failed(ctx, e);
-        word = ctx->staging[0];
+        word = ctx->staging[0] != 0 ? ctx->staging[0] : ctx->staging[1];  // the kernels' word first
     }
     const volatile unsigned long long *w = ctx->error_host;
     const unsigned long long timeout = w[0];
@@ -222,11 +262,11 @@ AR4J_API int ar4j_read_failure(ar4j_context *ctx, ar4j_failure_info *out) {
     const unsigned long long g = ctx->mismatch_word.load();
     out->local_max_blocks = ctx->max_blocks;
     out->local_threads = ctx->threads;
-    if (gstate == 2 && (g >> 56) == 0xA4) {
-        out->peer_max_blocks = static_cast<int32_t>((g >> 40) & 0xffff);
-        out->peer_threads = static_cast<int32_t>((g >> 24) & 0xffff);
-        out->peer_push_blocks = static_cast<int32_t>((g >> 12) & 0xfff);
-        out->peer_push_threads = static_cast<int32_t>(g & 0xfff);
+    if (gstate == 2 && (g >> 56) == kGeometryTag) {
+        out->peer_max_blocks = static_cast<int32_t>((g >> 32) & 0xff);
+        out->peer_threads = static_cast<int32_t>(((g >> 24) & 0xff) * 32);
+        out->peer_push_blocks = static_cast<int32_t>((g >> 16) & 0xff);
+        out->peer_push_threads = static_cast<int32_t>(((g >> 8) & 0xff) * 32);
     }
     out->local_push_blocks = ar4j::kPushBlocks;
     out->local_push_threads = ar4j::kPushThreads;

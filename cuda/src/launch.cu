@@ -105,6 +105,11 @@ cudaError_t launch_fill_words(uint32_t *p, size_t words, uint32_t value, cudaStr
 
 }  // namespace ar4j::host
 
+// True if the context's test-only fault injection makes its launches fail (ar4j_debug_inject_faults).
+static bool debug_launch_fails(const ar4j_context *ctx) {
+    return (ctx->debug_faults.load(std::memory_order_relaxed) & AR4J_DEBUG_FAIL_LAUNCHES) != 0;
+}
+
 // AR4J_SUCCESS if the calling thread's current device is the context's.
 static int check_device(ar4j_context *ctx) {
     int device = -1;
@@ -157,17 +162,17 @@ AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype
 
     if (algorithm == AR4J_ALGO_ONE_SHOT_PUSH && bytes > ar4j::kPushMaxBytes) return AR4J_ERROR_TOO_LARGE;
 
-    const RankPtrs *inputs = nullptr;  // the push kernel reads its own input directly
-    size_t offset = 0;
-    cudaStream_t s = static_cast<cudaStream_t>(stream);
-    if (algorithm != AR4J_ALGO_ONE_SHOT_PUSH) {
-        int status = resolve_input(ctx, in, bytes, s, &inputs, &offset);
-        if (status != AR4J_SUCCESS) return status;
-    }
+    // The device first: nothing is recorded (a graph input) for a call that cannot launch.
     int status = check_device(ctx);
     if (status != AR4J_SUCCESS) return status;
+    ResolvedInput input;  // the push kernel reads its own input directly: no slot
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    if (algorithm != AR4J_ALGO_ONE_SHOT_PUSH) {
+        status = resolve_input(ctx, in, bytes, s, &input);
+        if (status != AR4J_SUCCESS) return status;
+    }
 
-    Params p = launch_params(ctx, in, out, bytes, inputs, offset);
+    Params p = launch_params(ctx, in, out, bytes, input.inputs, input.offset);
 
     const int64_t work = algorithm == AR4J_ALGO_TWO_STAGE ? (p.npacks + ctx->world_size - 1) / ctx->world_size
                                                           : p.npacks;
@@ -178,17 +183,23 @@ AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype
     const bool pdl = ctx->pdl && ctx->pdl_capable;
     ctx->launched = true;
     cudaError_t e;
-    switch (dtype) {
-        case AR4J_DTYPE_FLOAT32:
-            e = launch_ws<float>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s, pdl);
-            break;
-        case AR4J_DTYPE_FLOAT16:
-            e = launch_ws<__half>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s, pdl);
-            break;
-        default:
-            e = launch_ws<__nv_bfloat16>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s, pdl);
-            break;
+    if (debug_launch_fails(ctx)) {
+        e = cudaErrorInvalidConfiguration;
+    } else {
+        switch (dtype) {
+            case AR4J_DTYPE_FLOAT32:
+                e = launch_ws<float>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s, pdl);
+                break;
+            case AR4J_DTYPE_FLOAT16:
+                e = launch_ws<__half>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s, pdl);
+                break;
+            default:
+                e = launch_ws<__nv_bfloat16>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s,
+                                             pdl);
+                break;
+        }
     }
+    finish_input(ctx, input, e == cudaSuccess);  // a failed launch keeps no graph input
     if (e != cudaSuccess) return cuda_failed(ctx, e);
     return AR4J_SUCCESS;
 }
@@ -276,15 +287,14 @@ AR4J_API int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorit
     status = check_device(ctx);
     if (status != AR4J_SUCCESS) return status;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    const RankPtrs *inputs = nullptr;  // the push kernel reads its own input directly
-    size_t offset = 0;
+    ResolvedInput input;  // the push kernel reads its own input directly: no slot
     if (!push) {
-        status = resolve_input(ctx, in, bytes, s, &inputs, &offset);  // last: it may record a graph input
+        status = resolve_input(ctx, in, bytes, s, &input);  // last: it may record a graph input
         if (status != AR4J_SUCCESS) return status;
     }
 
     ar4j::FusedParams f;
-    f.p = launch_params(ctx, in, out, bytes, inputs, offset);
+    f.p = launch_params(ctx, in, out, bytes, input.inputs, input.offset);
     f.residual = static_cast<const uint4 *>(residual);
     f.weight = static_cast<const uint4 *>(weight);
     f.residual_out = static_cast<uint4 *>(residual_out);
@@ -298,11 +308,16 @@ AR4J_API int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorit
     const bool pdl = ctx->pdl && ctx->pdl_capable;
     ctx->launched = true;
     cudaError_t e;
-    switch (dtype) {
-        case AR4J_DTYPE_FLOAT32: e = launch_fused<float>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
-        case AR4J_DTYPE_FLOAT16: e = launch_fused<__half>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
-        default: e = launch_fused<__nv_bfloat16>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
+    if (debug_launch_fails(ctx)) {
+        e = cudaErrorInvalidConfiguration;
+    } else {
+        switch (dtype) {
+            case AR4J_DTYPE_FLOAT32: e = launch_fused<float>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
+            case AR4J_DTYPE_FLOAT16: e = launch_fused<__half>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
+            default: e = launch_fused<__nv_bfloat16>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
+        }
     }
+    finish_input(ctx, input, e == cudaSuccess);  // a failed launch keeps no graph input
     if (e != cudaSuccess) return cuda_failed(ctx, e);
     return AR4J_SUCCESS;
 }

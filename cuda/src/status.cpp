@@ -32,6 +32,7 @@ AR4J_API const char *ar4j_status_name(int status) {
         case AR4J_ERROR_NOT_FUSED: return "AR4J_ERROR_NOT_FUSED";
         case AR4J_ERROR_HIDDEN_TOO_LARGE: return "AR4J_ERROR_HIDDEN_TOO_LARGE";
         case AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16: return "AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16";
+        case AR4J_ERROR_SLOT_IN_USE: return "AR4J_ERROR_SLOT_IN_USE";
         default: return "AR4J_UNKNOWN_STATUS";
     }
 }
@@ -48,7 +49,8 @@ AR4J_API const char *ar4j_status_message(int status) {
         case AR4J_ERROR_EMPTY: return "element count must be at least 1";
         case AR4J_ERROR_TOO_LARGE:
             return "the byte size exceeds the registered buffer (ONE_STAGE, also fused), the context's maximum "
-                   "(max_bytes, TWO_STAGE) or AR4J_PUSH_MAX_BYTES (ONE_SHOT_PUSH, also fused)";
+                   "(max_bytes, TWO_STAGE) or AR4J_PUSH_MAX_BYTES (ONE_SHOT_PUSH, also fused), or max_bytes is so "
+                   "large that the signal block's size does not fit in a size_t";
         case AR4J_ERROR_NOT_REGISTERED:
             return "the input lies in no registered buffer and the stream is not capturing a graph";
         case AR4J_ERROR_DTYPE: return "dtype must be AR4J_DTYPE_FLOAT32, AR4J_DTYPE_FLOAT16 or AR4J_DTYPE_BFLOAT16";
@@ -70,9 +72,9 @@ AR4J_API const char *ar4j_status_message(int status) {
                    "ar4j_all_reduce_residual_rmsnorm with AR4J_ALGO_ONE_STAGE no output may overlap the input, "
                    "which the peers read during the whole launch: copy the input elsewhere for an in-place call)";
         case AR4J_ERROR_GEOMETRY_MISMATCH:
-            return "a peer publishes a different launch geometry (blocks, threads or push grid) or none; every rank "
-                   "must call ar4j_set_launch_config with the same values before the group's first call (see "
-                   "ar4j_read_failure)";
+            return "a peer publishes a different launch geometry (blocks, threads, push grid, fused block or library "
+                   "ABI version) or none; every rank must run the same library version and call ar4j_set_launch_config "
+                   "with the same values before the group's first call (see ar4j_read_failure)";
         case AR4J_ERROR_POISONED:
             return "the group is poisoned: a rank gave up, aborted or detected misuse; outputs of its kernels are NaN; "
                    "dispose the context and make a new group (see ar4j_read_failure)";
@@ -88,8 +90,12 @@ AR4J_API const char *ar4j_status_message(int status) {
             return "hidden exceeds AR4J_FUSED_MAX_HIDDEN, the largest row the fused kernel normalises";
         case AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16:
             return "hidden times the element size must be a multiple of 16 bytes for the fused kernel";
+        case AR4J_ERROR_SLOT_IN_USE:
+            return "a captured CUDA graph (or an executable graph instantiated from it) still names this buffer: "
+                   "destroy those graphs first, then unregister again (CUDA releases a destroyed graph's hold "
+                   "shortly after the destroy call)";
         default: return "unknown status code";
     }
 }
 
-AR4J_API int ar4j_abi_version(void) { return 500; }
+AR4J_API int ar4j_abi_version(void) { return 600; }

@@ -20,11 +20,14 @@
  *
  * Failure containment: every rank's signal block holds a poison word. A kernel that gives up
  * waiting (deadline), a host that calls ar4j_poison, or a kernel that finds itself overlapping
- * another launch of the same context (two streams or two graphs at once) poisons the group: it
- * writes the word into its own and every peer's signal block. Every kernel reads the word at
- * entry and while waiting; a poisoned kernel writes NaN over its whole output and returns, so
- * a CUDA-graph replay after a failure yields NaN, never plausible numbers. A poisoned group
- * stays poisoned: dispose the contexts and make a new group.
+ * another launch of the same context (two streams or two graphs at once) or a graph input whose
+ * pointers were never registered poisons the group: it writes the word into its own and every
+ * peer's signal block (the first reason stays). Every kernel reads the word at entry, while
+ * waiting and (1-stage, 2-stage, fused 1-stage) after its last barrier; a kernel that finds it
+ * passes it on to every peer and writes NaN over its whole output, so a CUDA-graph replay after
+ * a failure yields NaN, never plausible numbers, and a launch whose peer gave up and overwrote
+ * its input yields NaN, never a sum of the overwritten input. A poisoned group stays poisoned:
+ * dispose the contexts and make a new group.
  */
 #ifndef AR4J_CUSTOM_ALL_REDUCE_H
 #define AR4J_CUSTOM_ALL_REDUCE_H
@@ -64,10 +67,11 @@ enum ar4j_status {
     AR4J_ERROR_ALREADY_LAUNCHED = 23,  /* launch geometry / debug seed after the first ar4j_all_reduce */
     AR4J_ERROR_NOT_FUSED = 24,         /* the algorithm has no fused all-reduce + residual + RMSNorm kernel (TWO_STAGE) */
     AR4J_ERROR_HIDDEN_TOO_LARGE = 25,  /* hidden exceeds AR4J_FUSED_MAX_HIDDEN */
-    AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16 = 26 /* hidden * dtype size is not a multiple of 16 bytes (fused kernel) */
+    AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16 = 26, /* hidden * dtype size is not a multiple of 16 bytes (fused kernel) */
+    AR4J_ERROR_SLOT_IN_USE = 27        /* ar4j_unregister_buffer: a captured CUDA graph still names the buffer */
 };
 
-/* Why a group was poisoned (ar4j_failure_info.reason). 1 and 4 are set by the kernels, 5 by
+/* Why a group was poisoned (ar4j_failure_info.reason). 1, 4 and 6 are set by the kernels, 5 by
  * ar4j_all_reduce / ar4j_check_geometry; ar4j_poison takes any reason in [1, 255], these
  * named ones or the caller's own. */
 enum ar4j_poison_reason {
@@ -75,7 +79,9 @@ enum ar4j_poison_reason {
     AR4J_POISON_ABORT = 2,           /* origin_rank's host aborted the group */
     AR4J_POISON_PEER_LOST = 3,       /* origin_rank's host learnt that a peer is gone */
     AR4J_POISON_CONCURRENT_USE = 4,  /* a launch of origin_rank overlapped another launch of its context */
-    AR4J_POISON_GEOMETRY = 5         /* origin_rank found that `peer` publishes another launch geometry */
+    AR4J_POISON_GEOMETRY = 5,        /* origin_rank found that `peer` publishes another launch geometry */
+    AR4J_POISON_UNREGISTERED = 6     /* a kernel of origin_rank ran a graph input whose pointers were never
+                                        registered (a graph replayed before ar4j_register_graph_inputs) */
 };
 
 /* Element types. Half types are accumulated in fp32. */
@@ -140,19 +146,27 @@ const char *ar4j_status_message(int status);
 /* ABI version of this library: major * 10000 + minor * 100 + patch (0.3.0 = 300: poison,
  * geometry agreement, concurrent-use detection, PDL, 64-bit push generation; 0.4.0 = 400: the
  * fused ar4j_all_reduce_residual_rmsnorm and statuses 24..26; 0.5.0 = 500: that call also for
- * AR4J_ALGO_ONE_STAGE). */
+ * AR4J_ALGO_ONE_STAGE; 0.6.0 = 600: ar4j_unregister_buffer and status 27, poison reason 6,
+ * ar4j_signal_size_checked, ar4j_debug_inject_faults, poison after the last barrier, the ABI
+ * version and the norm block in the published geometry, a changed signal block layout: ranks
+ * of one group must run the same ABI version, which the geometry check now enforces). */
 int ar4j_abi_version(void);
 
 /* Bytes of one rank's signal block, able to run TWO_STAGE on up to max_bytes per call
- * (control block, 2-stage scratch, and the ONE_SHOT_PUSH buffers). */
+ * (control block, 2-stage scratch, and the ONE_SHOT_PUSH buffers). 0 if that size is not
+ * representable in a size_t (ar4j_signal_size_checked says AR4J_ERROR_TOO_LARGE then). */
 size_t ar4j_signal_size(size_t max_bytes);
+
+/* ar4j_signal_size with a status: *out = the size, or AR4J_ERROR_TOO_LARGE (and *out = 0) if it
+ * would not fit in a size_t. */
+int ar4j_signal_size_checked(size_t max_bytes, size_t *out);
 
 /*
  * Creates a context on the calling thread's current device.
  * signals: world_size device pointers, signals[r] is rank r's signal block as
  *          addressable from this device (signals[rank] is this rank's own block).
  * max_bytes: the largest TWO_STAGE call (a multiple of 16); must match the size the signal
- *            blocks were made with.
+ *            blocks were made with (AR4J_ERROR_TOO_LARGE if ar4j_signal_size would not fit).
  * Every rank must have created its context before any rank calls ar4j_all_reduce: creation
  * fills this rank's push buffers.
  * max_buffers: capacity of the registration table (registered buffers plus graph inputs).
@@ -172,7 +186,12 @@ int ar4j_context_destroy(ar4j_context *ctx);
  * first ar4j_all_reduce; the context publishes its geometry in its signal block, and the
  * first ar4j_all_reduce (or ar4j_check_geometry) compares every peer's: a difference is
  * refused with AR4J_ERROR_GEOMETRY_MISMATCH, then and on every later call, and poisons the
- * group (AR4J_POISON_GEOMETRY). After the first call (or check): AR4J_ERROR_ALREADY_LAUNCHED. */
+ * group (AR4J_POISON_GEOMETRY). After the first call (or check): AR4J_ERROR_ALREADY_LAUNCHED.
+ * The published geometry word (64 bits, in the signal block) holds, from bit 63 down: a tag 0xA5
+ * (8 bits), ar4j_abi_version() (16), max_blocks (8), threads / 32 (8), the push grid's blocks (8)
+ * and threads / 32 (8), and the fused kernels' block threads / 32 (8): peers built with another
+ * push grid, norm block or ABI version differ in it too (ar4j_failure_info names the peer; its
+ * peer_* fields are 0 for a word of another tag). */
 int ar4j_set_launch_config(ar4j_context *ctx, int32_t max_blocks, int32_t threads);
 
 /* Compares every peer's published launch geometry with this context's now (once; later calls
@@ -196,7 +215,11 @@ int ar4j_pdl_active(const ar4j_context *ctx, int32_t *out);
  * From any thread, also while this context's kernels run: it copies on a private stream and
  * waits only for those copies, never for the kernels. Running and later kernels of every rank
  * then write NaN and return; later ar4j_all_reduce calls on this context return
- * AR4J_ERROR_POISONED. Idempotent. */
+ * AR4J_ERROR_POISONED. Idempotent. Every rank is tried, also after a copy to one of them
+ * failed (AR4J_ERROR_CUDA then, with the first failure's ar4j_last_cuda_error; the ranks it
+ * reached pass the poison on to the others as soon as one of their kernels reads it). A reason
+ * already there, a kernel's or another host's, is never overwritten: hosts and kernels write
+ * separate words, and the kernels' is reported first (ar4j_read_failure). */
 int ar4j_poison(ar4j_context *ctx, int32_t reason);
 
 /* Reads what is known of the group's failure: the poison word of this rank's signal block
@@ -210,15 +233,41 @@ int ar4j_read_failure(ar4j_context *ctx, ar4j_failure_info *out);
  * 2^32 launches without making them. */
 int ar4j_debug_seed_push_generation(ar4j_context *ctx, uint64_t generation);
 
+/* TEST ONLY. Fault injection for the native tests (flags of ar4j_debug_fault, 0 = none): the
+ * context's side-channel copies to and from the signal blocks of the ranks in rank_mask (bit r:
+ * rank r) fail with cudaErrorInvalidValue before reaching the device (AR4J_DEBUG_FAIL_PEER_COPIES,
+ * as for an unreachable peer), or its kernel launches fail with cudaErrorInvalidConfiguration
+ * before reaching the device (AR4J_DEBUG_FAIL_LAUNCHES). From any thread; replaces the earlier
+ * setting. */
+enum ar4j_debug_fault {
+    AR4J_DEBUG_FAIL_PEER_COPIES = 1,
+    AR4J_DEBUG_FAIL_LAUNCHES = 2
+};
+int ar4j_debug_inject_faults(ar4j_context *ctx, uint32_t faults, uint32_t rank_mask);
+
 /*
  * Registers a buffer set: ptrs[r] is rank r's buffer as addressable from this device,
  * ptrs[rank] the local one; bytes is the size of the local buffer (all ranks' buffers
  * must be at least that large). Inputs anywhere inside [ptrs[rank], ptrs[rank] + bytes)
- * are then reduced without copies; the same offset is used on every rank.
+ * are then reduced without copies; the same offset is used on every rank. A slot freed by
+ * ar4j_unregister_buffer is reused.
  */
 int ar4j_register_buffer(ar4j_context *ctx, const void *const *ptrs, size_t bytes);
 
-/* Number of registered buffers, graph inputs included. */
+/*
+ * Unregisters the buffer registered with local pointer `local` (ptrs[rank] of
+ * ar4j_register_buffer, exactly) and frees its slot, so that its peers' pointers (and their
+ * IPC mappings) may be released. Refused with AR4J_ERROR_SLOT_IN_USE while a CUDA graph
+ * captured with an input in it still exists (the graph or any executable instantiated from it:
+ * a replay would read the slot): destroy those first; the count drops when CUDA runs the graph's
+ * destructor callbacks, which it may do shortly after the destroy calls returned, so retry.
+ * AR4J_ERROR_NOT_REGISTERED if no registration starts at `local`. As for freeing the buffer
+ * itself, eager launches that read it must have completed (stream order): a launch that reads
+ * the freed slot finds it zeroed and poisons the group (AR4J_POISON_UNREGISTERED).
+ */
+int ar4j_unregister_buffer(ar4j_context *ctx, const void *local);
+
+/* Number of registered buffers, graph inputs included (slots in use). */
 int ar4j_registered_count(const ar4j_context *ctx, int32_t *out);
 
 /*
@@ -227,7 +276,10 @@ int ar4j_registered_count(const ar4j_context *ctx, int32_t *out);
  * rank's device. For ONE_STAGE and TWO_STAGE, in must lie in a registered buffer, unless the
  * stream is capturing a CUDA graph: then in is recorded as a graph input, and its peers'
  * pointers must be supplied with ar4j_register_graph_inputs() before the graph is
- * replayed. out may equal in. Every rank must make the same calls in the same order.
+ * replayed (a replay before that poisons the group, AR4J_POISON_UNREGISTERED, and yields NaN;
+ * a call that fails records nothing). The graph then holds the input's slot (and a captured
+ * call on a registered buffer that buffer's slot) until CUDA destroys it (ar4j_unregister_buffer).
+ * out may equal in. Every rank must make the same calls in the same order.
  * A context's launches must not overlap on the device: one stream at a time (or streams
  * ordered by events); two streams or two graphs running at once on one context are detected
  * by the kernels (per block), poison the group (AR4J_POISON_CONCURRENT_USE) and yield NaN.
