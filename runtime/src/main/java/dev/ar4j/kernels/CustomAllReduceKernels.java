@@ -88,9 +88,9 @@ public final class CustomAllReduceKernels {
     /**
      * The ABI version these bindings were generated for, in the encoding of {@link #abiVersion()}
      * (0.3.0: poison, geometry, PDL; 0.4.0: the fused all-reduce + residual + RMSNorm; 0.5.0: also for the
-     * one-stage algorithm).
+     * one-stage algorithm; 0.6.0: buffer unregistration, status 27, a new signal block layout).
      */
-    public static final int EXPECTED_ABI_VERSION = 500;
+    public static final int EXPECTED_ABI_VERSION = 600;
 
     /**
      * The name of a poison reason: {@code "TIMEOUT"}, {@code "ABORT"}, {@code "PEER_LOST"},

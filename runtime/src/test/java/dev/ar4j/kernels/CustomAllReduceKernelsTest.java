@@ -34,7 +34,7 @@ class CustomAllReduceKernelsTest {
             "AR4J_ERROR_CUDA", "AR4J_ERROR_PEER_TIMEOUT", "AR4J_ERROR_LAUNCH_CONFIG", "AR4J_ERROR_INVALID_ARGUMENT",
             "AR4J_ERROR_GEOMETRY_MISMATCH", "AR4J_ERROR_POISONED", "AR4J_ERROR_CONCURRENT_USE",
             "AR4J_ERROR_ALREADY_LAUNCHED", "AR4J_ERROR_NOT_FUSED", "AR4J_ERROR_HIDDEN_TOO_LARGE",
-            "AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16");
+            "AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16", "AR4J_ERROR_SLOT_IN_USE");
 
     private static final long MAX_BYTES = 8 << 20;
     private static final int MAX_BUFFERS = 16;
@@ -73,7 +73,7 @@ class CustomAllReduceKernelsTest {
         }
         assertEquals("AR4J_UNKNOWN_STATUS", CustomAllReduceKernels.statusName(STATUS_NAMES.size()));
         assertEquals("AR4J_UNKNOWN_STATUS", CustomAllReduceKernels.statusName(-1));
-        assertEquals(custom_all_reduce_h.AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16(), STATUS_NAMES.size() - 1,
+        assertEquals(custom_all_reduce_h.AR4J_ERROR_SLOT_IN_USE(), STATUS_NAMES.size() - 1,
                 "the list above covers every status of the header");
     }
 

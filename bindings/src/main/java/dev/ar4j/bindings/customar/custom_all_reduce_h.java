@@ -266,6 +266,15 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
     public static int AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16() {
         return AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16;
     }
+    private static final int AR4J_ERROR_SLOT_IN_USE = (int)27L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_status.AR4J_ERROR_SLOT_IN_USE = 27
+     * }
+     */
+    public static int AR4J_ERROR_SLOT_IN_USE() {
+        return AR4J_ERROR_SLOT_IN_USE;
+    }
     private static final int AR4J_POISON_TIMEOUT = (int)1L;
     /**
      * {@snippet lang=c :
@@ -310,6 +319,15 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
      */
     public static int AR4J_POISON_GEOMETRY() {
         return AR4J_POISON_GEOMETRY;
+    }
+    private static final int AR4J_POISON_UNREGISTERED = (int)6L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_poison_reason.AR4J_POISON_UNREGISTERED = 6
+     * }
+     */
+    public static int AR4J_POISON_UNREGISTERED() {
+        return AR4J_POISON_UNREGISTERED;
     }
     private static final int AR4J_DTYPE_FLOAT32 = (int)0L;
     /**
@@ -642,6 +660,67 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
                 traceDowncall("ar4j_signal_size", max_bytes);
             }
             return (long)mh$.invokeExact(max_bytes);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_signal_size_checked {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_LONG,
+            custom_all_reduce_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_signal_size_checked");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_signal_size_checked(size_t max_bytes, size_t *out)
+     * }
+     */
+    public static FunctionDescriptor ar4j_signal_size_checked$descriptor() {
+        return ar4j_signal_size_checked.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_signal_size_checked(size_t max_bytes, size_t *out)
+     * }
+     */
+    public static MethodHandle ar4j_signal_size_checked$handle() {
+        return ar4j_signal_size_checked.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_signal_size_checked(size_t max_bytes, size_t *out)
+     * }
+     */
+    public static MemorySegment ar4j_signal_size_checked$address() {
+        return ar4j_signal_size_checked.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_signal_size_checked(size_t max_bytes, size_t *out)
+     * }
+     */
+    public static int ar4j_signal_size_checked(long max_bytes, MemorySegment out) {
+        var mh$ = ar4j_signal_size_checked.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_signal_size_checked", max_bytes, out);
+            }
+            return (int)mh$.invokeExact(max_bytes, out);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
@@ -1201,6 +1280,86 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
            throw new AssertionError("should not reach here", ex$);
         }
     }
+    private static final int AR4J_DEBUG_FAIL_PEER_COPIES = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_debug_fault.AR4J_DEBUG_FAIL_PEER_COPIES = 1
+     * }
+     */
+    public static int AR4J_DEBUG_FAIL_PEER_COPIES() {
+        return AR4J_DEBUG_FAIL_PEER_COPIES;
+    }
+    private static final int AR4J_DEBUG_FAIL_LAUNCHES = (int)2L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_debug_fault.AR4J_DEBUG_FAIL_LAUNCHES = 2
+     * }
+     */
+    public static int AR4J_DEBUG_FAIL_LAUNCHES() {
+        return AR4J_DEBUG_FAIL_LAUNCHES;
+    }
+
+    private static class ar4j_debug_inject_faults {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_debug_inject_faults");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_debug_inject_faults(ar4j_context *ctx, uint32_t faults, uint32_t rank_mask)
+     * }
+     */
+    public static FunctionDescriptor ar4j_debug_inject_faults$descriptor() {
+        return ar4j_debug_inject_faults.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_debug_inject_faults(ar4j_context *ctx, uint32_t faults, uint32_t rank_mask)
+     * }
+     */
+    public static MethodHandle ar4j_debug_inject_faults$handle() {
+        return ar4j_debug_inject_faults.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_debug_inject_faults(ar4j_context *ctx, uint32_t faults, uint32_t rank_mask)
+     * }
+     */
+    public static MemorySegment ar4j_debug_inject_faults$address() {
+        return ar4j_debug_inject_faults.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_debug_inject_faults(ar4j_context *ctx, uint32_t faults, uint32_t rank_mask)
+     * }
+     */
+    public static int ar4j_debug_inject_faults(MemorySegment ctx, int faults, int rank_mask) {
+        var mh$ = ar4j_debug_inject_faults.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_debug_inject_faults", ctx, faults, rank_mask);
+            }
+            return (int)mh$.invokeExact(ctx, faults, rank_mask);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
 
     private static class ar4j_register_buffer {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
@@ -1257,6 +1416,67 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
                 traceDowncall("ar4j_register_buffer", ctx, ptrs, bytes);
             }
             return (int)mh$.invokeExact(ctx, ptrs, bytes);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_unregister_buffer {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_unregister_buffer");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_unregister_buffer(ar4j_context *ctx, const void *local)
+     * }
+     */
+    public static FunctionDescriptor ar4j_unregister_buffer$descriptor() {
+        return ar4j_unregister_buffer.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_unregister_buffer(ar4j_context *ctx, const void *local)
+     * }
+     */
+    public static MethodHandle ar4j_unregister_buffer$handle() {
+        return ar4j_unregister_buffer.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_unregister_buffer(ar4j_context *ctx, const void *local)
+     * }
+     */
+    public static MemorySegment ar4j_unregister_buffer$address() {
+        return ar4j_unregister_buffer.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_unregister_buffer(ar4j_context *ctx, const void *local)
+     * }
+     */
+    public static int ar4j_unregister_buffer(MemorySegment ctx, MemorySegment local) {
+        var mh$ = ar4j_unregister_buffer.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_unregister_buffer", ctx, local);
+            }
+            return (int)mh$.invokeExact(ctx, local);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
