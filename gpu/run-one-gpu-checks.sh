@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Every check that one GPU allows, in one go (after gpu/prepare.sh on the build machine), each
 # step bounded by `timeout` and logged to $OUT (default ./one-gpu-out):
-#   native   ar4j_native_test with 2 ranks sharing GPU 0 (quick matrix, containment tests)
+#   native   ar4j_native_test with 2 ranks sharing GPU 0 (quick matrix, containment tests, exit paths)
+#   exits    ar4j_native_test --exits-only with 4 ranks sharing GPU 0: the kernels' exit paths
+#            (peers that gave up and overwrote their inputs mid-launch, a final barrier that gives
+#            up, poison passed on by the kernels, ar4j_poison past a failing copy, a failed captured
+#            launch, unregistering against live graphs, a replay before registration, size limits)
 #   fused    ar4j_fused_test --ranks 2 --quick (fused all-reduce + residual + RMSNorm against the
 #            unfused path, bitwise)
 #   rmsnorm  ar4j_rmsnorm_test (residual add + RMSNorm against a host reference)
@@ -30,7 +34,7 @@ mkdir -p "$out"
 java=.gpu/jre/bin/java
 jars=".gpu/lib/ar4j-runtime-0.1.0-SNAPSHOT.jar:.gpu/lib/ar4j-bindings-0.1.0-SNAPSHOT.jar:.gpu/lib/ar4j-cuda-0.1.0-SNAPSHOT.jar"
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(native fused rmsnorm its timing consumer)
+[[ ${#steps[@]} -eq 0 ]] && steps=(native exits fused rmsnorm its timing consumer)
 failed=()
 step() {  # name seconds command...
   local name="$1" limit="$2"; shift 2
@@ -45,6 +49,7 @@ step() {  # name seconds command...
 for s in "${steps[@]}"; do
   case "$s" in
     native)   step native 150 .gpu/native/ar4j_native_test --gpus 1 --ranks 2 --quick ;;
+    exits)    step exits 90 .gpu/native/ar4j_native_test --gpus 1 --ranks 4 --exits-only ;;
     fused)    step fused 120 .gpu/native/ar4j_fused_test --ranks 2 --quick ;;
     rmsnorm)  step rmsnorm 60 .gpu/native/ar4j_rmsnorm_test ;;
     its)      # The race step runs the 10,000 close-race rounds; here FailureContainmentOneJvmIT's own
@@ -82,7 +87,7 @@ for s in "${steps[@]}"; do
                 grep -h "RESULT\|HUNG\|FIRST UNEXPECTED\|fatal error\|SIGSEGV" "$out/race-$j.log"
               done
               [[ $race_failed -eq 0 ]] || failed+=("race") ;;
-    *) echo "run-one-gpu-checks: unknown step '$s' (native, fused, rmsnorm, its, timing, consumer, race)" >&2; exit 2 ;;
+    *) echo "run-one-gpu-checks: unknown step '$s' (native, exits, fused, rmsnorm, its, timing, consumer, race)" >&2; exit 2 ;;
   esac
 done
 if [[ ${#failed[@]} -gt 0 ]]; then

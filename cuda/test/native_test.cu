@@ -1,7 +1,7 @@
 // ar4j native test: drives libar4j_custom_ar's C ABI directly, one thread per GPU in one
 // process (peer pointers), on 2, 4, 6 or 8 GPUs of one host.
 //
-//   ar4j_native_test [--gpus N] [--quick] [--no-timing] [--timing-only] [--seed S]
+//   ar4j_native_test [--gpus N] [--quick] [--no-timing] [--timing-only] [--exits-only] [--seed S]
 //                    [--blocks B --threads T] [--ranks N] [--no-pdl-timing] [--call-overhead]
 //
 // --ranks N runs a world of N ranks on fewer GPUs (rank r on GPU r % gpus, several contexts per
@@ -27,10 +27,17 @@
 //    the wrap); launch geometry mismatch refused; ar4j_poison from a watchdog thread while
 //    kernels run; a rank that stops inside a graph (NaN for every later replay, naming it); one
 //    context on two streams at once (detected, NaN).
+// 7. Exit paths (also alone: --exits-only): peers that passed their barriers, gave up and
+//    overwrote their inputs while rank 0 still read them (1-stage, 2-stage, fused 1-stage: NaN,
+//    never the overwritten sum); a final barrier that gives up (NaN); a poison in one rank's signal
+//    block passed on by its kernel to every rank; ar4j_poison past a failing copy; a captured call
+//    whose launch fails records nothing; ar4j_unregister_buffer refused while a graph names the
+//    buffer; a graph replayed before its inputs were registered (poison, not a fault: kept last);
+//    signal sizes that would wrap refused; the geometry word's ABI version and norm block.
 // Exit code 0 only if every check passed; the last line is "N passed, N failed".
 //
 // The harness is native_test_harness.h; the groups are in native_correctness.cu,
-// native_containment.cu and native_timing.cu.
+// native_containment.cu, native_timing.cu, native_exits.cu and native_slots.cu.
 
 #include "native_test_harness.h"
 
@@ -48,6 +55,7 @@ int main(int argc, char **argv) {
         else if (a == "--quick") sh.quick = true;
         else if (a == "--no-timing") sh.timing_enabled = false;
         else if (a == "--timing-only") sh.timing_only = true;
+        else if (a == "--exits-only") sh.exits_only = true;
         else if (a == "--no-pdl-timing") sh.pdl_timing = false;
         else if (a == "--seed" && i + 1 < argc) sh.seed = std::strtoull(argv[++i], nullptr, 10);
         else if (a == "--call-overhead") return run_call_overhead();
@@ -55,7 +63,7 @@ int main(int argc, char **argv) {
         else if (a == "--threads" && i + 1 < argc) sh.threads = std::atoi(argv[++i]);
         else {
             std::fprintf(stderr,
-                         "usage: %s [--gpus N] [--quick] [--no-timing] [--timing-only] [--seed S] [--blocks B --threads T] [--ranks N] [--no-pdl-timing] [--call-overhead]\n",
+                         "usage: %s [--gpus N] [--quick] [--no-timing] [--timing-only] [--exits-only] [--seed S] [--blocks B --threads T] [--ranks N] [--no-pdl-timing] [--call-overhead]\n",
                          argv[0]);
             return 2;
         }
@@ -75,6 +83,7 @@ int main(int argc, char **argv) {
     }
     sh.gpus = gpus;
     sh.ws = ranks;
+    if (sh.exits_only) sh.timing_enabled = sh.pdl_timing = false;
     if (ranks > gpus) {
         sh.timing_enabled = false;
         if (sh.blocks == 0) sh.blocks = 16;
@@ -93,6 +102,7 @@ int main(int argc, char **argv) {
     sh.outputs.resize(ranks);
     sh.graph_inputs.resize(ranks);
     sh.pending.resize(ranks);
+    sh.extra.resize(ranks);
     for (int d = 0; d < gpus; ++d) {
         CHECK_CUDA(cudaSetDevice(d));
         for (int q = 0; q < gpus; ++q) {
@@ -131,7 +141,7 @@ int main(int argc, char **argv) {
             CHECK_AR(ar4j_register_buffer(ctx, sh.inputs.data(), sh.max_bytes));
             if (sh.blocks > 0) CHECK_AR(ar4j_set_launch_config(ctx, sh.blocks, sh.threads > 0 ? sh.threads : 512));
             sync.arrive_and_wait();  // every context exists (push buffers filled) before anyone launches
-            if (!sh.timing_only) {
+            if (!sh.timing_only && !sh.exits_only) {
                 auto t0 = std::chrono::steady_clock::now();
                 run_correctness(sh, rank, ctx, stream, sh.quick, "");
                 sync.arrive_and_wait();
@@ -166,7 +176,7 @@ int main(int argc, char **argv) {
             sync.arrive_and_wait();
             if (sh.pdl_timing) run_pdl_timing(sh, rank, ctx, stream, sync);
             sync.arrive_and_wait();
-            if (!sh.timing_only) {
+            if (!sh.timing_only && !sh.exits_only) {
                 run_timeout(sh, rank, stream, sync, AR4J_ALGO_ONE_STAGE);
                 run_timeout(sh, rank, stream, sync, AR4J_ALGO_TWO_STAGE);
                 run_timeout(sh, rank, stream, sync, AR4J_ALGO_ONE_SHOT_PUSH);
@@ -176,6 +186,18 @@ int main(int argc, char **argv) {
                 run_poison_graph(sh, rank, stream, sync);
                 run_concurrent(sh, rank, stream, sync, AR4J_ALGO_ONE_SHOT_PUSH);
                 run_concurrent(sh, rank, stream, sync, AR4J_ALGO_ONE_STAGE);
+            }
+            if (!sh.timing_only) {
+                run_limits(sh, rank, sync);
+                run_overwritten_input(sh, rank, stream, sync, AR4J_ALGO_ONE_STAGE, false);
+                run_overwritten_input(sh, rank, stream, sync, AR4J_ALGO_TWO_STAGE, false);
+                run_overwritten_input(sh, rank, stream, sync, AR4J_ALGO_ONE_STAGE, true);
+                run_final_barrier_gives_up(sh, rank, stream, sync);
+                run_poison_passed_on(sh, rank, stream, sync);
+                run_poison_failing_copy(sh, rank, stream, sync);
+                run_failed_launch_records_nothing(sh, rank, stream, sync);
+                run_unregister(sh, rank, stream, sync);
+                run_replay_before_registration(sh, rank, stream, sync);  // last: on a fault the process ends
             }
             CHECK_AR(ar4j_context_destroy(ctx));
             CHECK_CUDA(cudaStreamDestroy(stream));

@@ -112,11 +112,13 @@ struct Shared {
     std::vector<void *> graph_inputs; // per rank, never registered up front
     std::vector<void *> timeout_signals;
     std::vector<std::vector<void *>> pending;  // per rank, graph inputs recorded in capture
+    std::vector<void *> extra;        // per rank, scratch a test registers and unregisters itself
     std::vector<double> timing;       // rank 0's results
     uint64_t seed = 0;
     bool quick = false;
     bool timing_enabled = true;
     bool timing_only = false;
+    bool exits_only = false;          // --exits-only: only the kernel exit-path tests (native_exits.cu)
     bool pdl_timing = true;
     int blocks = 0;   // 0: the library's default launch configuration
     int threads = 0;
@@ -132,9 +134,10 @@ inline double median(std::vector<double> v) {
 // ---- failure containment (ABI 0.3) ------------------------------------------------------
 
 // A fresh group on sh.timeout_signals (zeroed), one context per rank with the given deadline,
-// sh.inputs registered, launch geometry `blocks` (0: the test's default). Every rank's context
-// exists (and is configured) when this returns.
-inline ar4j_context *fresh_group(Shared &sh, int rank, std::barrier<> &sync, uint64_t deadline_ns, int blocks = 0) {
+// sh.inputs registered, launch geometry `blocks` x `threads` (0: the test's default). Every rank's
+// context exists (and is configured) when this returns.
+inline ar4j_context *fresh_group(Shared &sh, int rank, std::barrier<> &sync, uint64_t deadline_ns, int blocks = 0,
+                                 int threads = 0) {
     if (rank == 0) {
         for (int r = 0; r < sh.ws; ++r) {
             CHECK_CUDA(cudaSetDevice(sh.device_of(r)));
@@ -148,7 +151,8 @@ inline ar4j_context *fresh_group(Shared &sh, int rank, std::barrier<> &sync, uin
     CHECK_AR(ar4j_context_create(&ctx, sh.timeout_signals.data(), rank, sh.ws, sh.max_bytes, 8, deadline_ns));
     CHECK_AR(ar4j_register_buffer(ctx, sh.inputs.data(), sh.max_bytes));
     if (blocks == 0) blocks = sh.blocks;
-    if (blocks > 0) CHECK_AR(ar4j_set_launch_config(ctx, blocks, sh.threads > 0 ? sh.threads : 512));
+    if (threads == 0) threads = sh.threads > 0 ? sh.threads : 512;
+    if (blocks > 0) CHECK_AR(ar4j_set_launch_config(ctx, blocks, threads));
     sync.arrive_and_wait();  // every context exists (push buffers filled) before anyone launches
     return ctx;
 }
@@ -209,6 +213,19 @@ void run_geometry(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &syn
 void run_host_poison(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync);
 void run_poison_graph(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync);
 void run_concurrent(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync, int algo);
+
+// native_exits.cu: 7. exit paths: a peer's input overwritten after it gave up, a final barrier
+// that gives up, poison passed on by the kernels, ar4j_poison past a failing copy, the signal size
+// and geometry word limits; native_slots.cu: a failed launch that records nothing, unregistering
+// against live graphs, a replay before registration.
+void run_overwritten_input(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync, int algo, bool fused);
+void run_final_barrier_gives_up(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync);
+void run_poison_passed_on(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync);
+void run_poison_failing_copy(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync);
+void run_failed_launch_records_nothing(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync);
+void run_unregister(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync);
+void run_replay_before_registration(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync);
+void run_limits(Shared &sh, int rank, std::barrier<> &sync);
 
 // native_timing.cu: 5. timing, PDL off against on, and the call overhead (--call-overhead).
 void run_pdl_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, std::barrier<> &sync);
