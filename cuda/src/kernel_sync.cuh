@@ -120,12 +120,23 @@ __device__ __forceinline__ void store_u64_relaxed(unsigned long long *p, unsigne
     asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
-// Both poison words of a Signal in one 16-byte load: the kernels' word if set, else the hosts'.
-__device__ __forceinline__ unsigned long long load_poison(const Signal *s) {
-    unsigned long long k, h;
-    asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(k), "=l"(h) : "l"(&s->poison) : "memory");
-    return k != 0 ? k : h;
+// Both poison words of a Signal in one 16-byte load.
+struct PoisonPair {
+    unsigned long long kernels, hosts;
+    __device__ __forceinline__ bool set() const { return (kernels | hosts) != 0; }
+    // The kernels' word if set, else the hosts'.
+    __device__ __forceinline__ unsigned long long value() const { return kernels != 0 ? kernels : hosts; }
+};
+
+__device__ __forceinline__ PoisonPair load_poison_pair(const Signal *s) {
+    PoisonPair v;
+    asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(v.kernels), "=l"(v.hosts) : "l"(&s->poison)
+                 : "memory");
+    return v;
 }
+
+// The kernels' poison word if set, else the hosts' (0: healthy).
+__device__ __forceinline__ unsigned long long load_poison(const Signal *s) { return load_poison_pair(s).value(); }
 
 // Orders this thread's earlier accesses (and, after a __syncthreads, its block's) before its later
 // ones at system scope.
@@ -191,9 +202,9 @@ __device__ __forceinline__ void pass_on_poison(const Params &p) {
 template <int WS>
 __device__ __forceinline__ bool keep_waiting(const Params &p, uint32_t polls, uint64_t &since, int peer, int ordinal,
                                              uint32_t flag) {
-    const unsigned long long v = load_poison(p.self);
-    if (v != 0) {
-        note_poison(p, v);  // the block passes it on as it gives up (pass_on_poison)
+    const PoisonPair v = load_poison_pair(p.self);
+    if (v.set()) {
+        note_poison(p, v.value());  // the block passes it on as it gives up (pass_on_poison)
         return false;
     }
     if (polls == 256) {
@@ -227,9 +238,9 @@ __device__ __forceinline__ int enter_block(const Params &p, unsigned long long &
     BlockState *b = &p.self->blocks[blockIdx.x];
     ticket = atomicAdd(&b->ticket, 1ull);
     const unsigned long long done = *reinterpret_cast<volatile unsigned long long *>(&b->done);
-    const unsigned long long v = load_poison(p.self);
-    if (v != 0) {
-        note_poison(p, v);  // the block passes it on as it gives up (pass_on_poison)
+    const PoisonPair v = load_poison_pair(p.self);
+    if (v.set()) {
+        note_poison(p, v.value());  // the block passes it on as it gives up (pass_on_poison)
         return 1;
     }
     if (done != ticket) {
