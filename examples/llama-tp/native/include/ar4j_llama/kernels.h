@@ -220,7 +220,7 @@ int ar4j_llama_argmax(int32_t dtype, const void *logits, int64_t row_stride, int
  *           z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) * 0x94D049BB133111EB;
  *           z ^ (z >> 31)
  *   u     = (h >> 40) * 2^-24                                         (fp32, in [0, 1))
- *   dst[r * ld + c] = bf16((2u - 1) * fp32(std * sqrt(3)))            (fp32 ops, nearest even)
+ *   dst[r * ld + c] = bf16((2u - 1) * (std * 1.7320508f))             (fp32 ops, nearest even)
  * i.e. uniform with standard deviation std (e.g. 1/sqrt(fan_in)). dst: rows x cols bf16 of
  * row stride ld (>= cols): this rank's block of a global tensor with global_cols columns,
  * starting at (row_offset, col_offset). Derive one seed per tensor (e.g. a hash of its name).
