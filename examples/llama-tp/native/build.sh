@@ -84,7 +84,10 @@ fi
 
 if [[ "$WITH_TEST" == "test" ]]; then
     TEST="$OUT_DIR/ar4j_llama_kernels_test"
-    if stale "$TEST" || [[ "$HERE/test/kernels_test.cu" -nt "$TEST" || "$LIB" -nt "$TEST" ]]; then
+    test_stale=0
+    stale "$TEST" && test_stale=1
+    for f in "$HERE"/test/* "$LIB"; do [[ "$f" -nt "$TEST" ]] && test_stale=1; done
+    if [[ $test_stale == 1 ]]; then
         # The test links the library by path ($ORIGIN), so it exercises exactly the shipped ABI;
         # it has no kernels of its own (PTX only, JIT-compiled if ever needed).
         "$NVCC" -O2 -std=c++17 -I"$HERE/include" -gencode=arch=compute_80,code=compute_80 \
