@@ -15,7 +15,10 @@
  *    to the next (token ids, positions) are therefore read from device memory by the kernels.
  *  - pdl != 0 launches with programmatic stream serialization (PDL, cudaLaunchKernelEx):
  *    each kernel executes griddepcontrol.wait before its first global memory access (a no-op
- *    below sm_90 and in a launch without the attribute).
+ *    below sm_90 and in a launch without the attribute). Each kernel also triggers its
+ *    dependents at entry (griddepcontrol.launch_dependents), so a kernel launched after it WITH
+ *    the attribute must wait (griddepcontrol.wait) before reading its output, as these kernels
+ *    and ar4j's all-reduce kernels do; launches without the attribute (cuBLAS) are unaffected.
  *  - Storage is bf16, arithmetic fp32. Where the reference (Hugging Face transformers,
  *    LlamaForCausalLM in bf16, eager attention) rounds an intermediate to bf16, the kernel
  *    rounds the same value at the same point (round to nearest even), as stated per function.
