@@ -6,8 +6,9 @@
 // length):
 //   1. stats:   per split, the max and the sum of exp(s - max) of its scores (online softmax);
 //   2. values:  per split, the global max and sum from all splits' stats, then the scores again
-//               and sum_j bf16(p_j) * v_j over its keys (written to out directly when one split);
+//               and sum_j bf16(p_j) * v_j over its keys;
 //   3. combine: out = bf16(sum over splits), in split order.
+// With one split, the values kernel alone does both passes and writes out.
 // Within a block, four warps take every fourth key; a warp computes one dot product at a time
 // (each lane a few element pairs, then a butterfly sum, so every lane holds the same bits).
 #include "common.cuh"
@@ -98,19 +99,13 @@ __device__ __forceinline__ float score(const AttentionArgs &a, const float (&q)[
     return round_bf16(__fmul_rn(round_bf16(dot), a.scale));
 }
 
+// The first pass over the block's keys: the max of their scores and the sum of exp(s - max),
+// returned to every thread of the block (all threads must call it).
 template <int PAIRS>
-__global__ void __launch_bounds__(kThreads) attention_stats_kernel(AttentionArgs a) {
-    pdl_enter();
-    Work w;
-    if (!locate(a, w)) {
-        if (threadIdx.x == 0 && w.head == 0 && blockIdx.y == 0) report(a.device_status, AR4J_LLAMA_ERROR_POSITION);
-        return;
-    }
+__device__ __forceinline__ void split_stats(const AttentionArgs &a, const Work &w, const float (&q)[2 * PAIRS],
+                                            int32_t kv_head, float &block_max, float &block_sum) {
     const int warp = threadIdx.x / 32;
     const int lane = threadIdx.x % 32;
-    const int32_t kv_head = w.head / a.group;
-    float q[2 * PAIRS];
-    load_row<PAIRS>(a.q + w.t * a.q_stride + int64_t(w.head) * a.head_dim, a.head_dim, lane, q);
     float m = -INFINITY;
     float l = 0.0f;
     for (int32_t j = w.begin + warp; j < w.end; j += kWarps) {
@@ -129,15 +124,31 @@ __global__ void __launch_bounds__(kThreads) attention_stats_kernel(AttentionArgs
         warp_sum_exp[warp] = l;
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        float block_max = -INFINITY;
-        for (int i = 0; i < kWarps; ++i) block_max = fmaxf(block_max, warp_max[i]);
-        float block_sum = 0.0f;
-        for (int i = 0; i < kWarps; ++i) {
-            if (warp_sum_exp[i] > 0.0f) {
-                block_sum = __fadd_rn(block_sum, __fmul_rn(warp_sum_exp[i], expf(warp_max[i] - block_max)));
-            }
+    // Every thread combines the warps in the same order: the same bits everywhere.
+    block_max = -INFINITY;
+    for (int i = 0; i < kWarps; ++i) block_max = fmaxf(block_max, warp_max[i]);
+    block_sum = 0.0f;
+    for (int i = 0; i < kWarps; ++i) {
+        if (warp_sum_exp[i] > 0.0f) {
+            block_sum = __fadd_rn(block_sum, __fmul_rn(warp_sum_exp[i], expf(warp_max[i] - block_max)));
         }
+    }
+}
+
+template <int PAIRS>
+__global__ void __launch_bounds__(kThreads) attention_stats_kernel(AttentionArgs a) {
+    pdl_enter();
+    Work w;
+    if (!locate(a, w)) {
+        if (threadIdx.x == 0 && w.head == 0 && blockIdx.y == 0) report(a.device_status, AR4J_LLAMA_ERROR_POSITION);
+        return;
+    }
+    const int lane = threadIdx.x % 32;
+    float q[2 * PAIRS];
+    load_row<PAIRS>(a.q + w.t * a.q_stride + int64_t(w.head) * a.head_dim, a.head_dim, lane, q);
+    float block_max, block_sum;
+    split_stats<PAIRS>(a, w, q, w.head / a.group, block_max, block_sum);
+    if (threadIdx.x == 0) {
         float *stats = a.stats + (int64_t(blockIdx.x) * a.splits + blockIdx.y) * 2;
         stats[0] = block_max;
         stats[1] = block_sum;
@@ -151,6 +162,7 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     Work w;
     if (!locate(a, w)) {
         if (a.splits == 1) {
+            if (threadIdx.x == 0 && w.head == 0) report(a.device_status, AR4J_LLAMA_ERROR_POSITION);
             bf16 *dst = a.out + w.t * a.out_stride + int64_t(w.head) * a.head_dim;
             for (int e = threadIdx.x; e < a.head_dim; e += kThreads) dst[e] = __float2bfloat16_rn(NAN);
         }
@@ -159,18 +171,25 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     const int warp = threadIdx.x / 32;
     const int lane = threadIdx.x % 32;
     const int32_t kv_head = w.head / a.group;
-    // The softmax's max and denominator over all splits, in split order (every block the same).
-    const float *stats = a.stats + int64_t(blockIdx.x) * a.splits * 2;
-    float global_max = -INFINITY;
-    for (int s = 0; s < a.splits; ++s) global_max = fmaxf(global_max, stats[2 * s]);
-    float denominator = 0.0f;
-    for (int s = 0; s < a.splits; ++s) {
-        if (stats[2 * s + 1] > 0.0f) {
-            denominator = __fadd_rn(denominator, __fmul_rn(stats[2 * s + 1], expf(stats[2 * s] - global_max)));
-        }
-    }
     float q[2 * PAIRS];
     load_row<PAIRS>(a.q + w.t * a.q_stride + int64_t(w.head) * a.head_dim, a.head_dim, lane, q);
+    // The softmax's max and denominator: with one split, this block's own first pass; else all
+    // splits' stats combined in split order (every block the same). Both give the same bits
+    // for one split (max(-inf, m) = m, 0 + l * exp(0) = l).
+    float global_max, denominator;
+    if (a.splits == 1) {
+        split_stats<PAIRS>(a, w, q, kv_head, global_max, denominator);
+    } else {
+        const float *stats = a.stats + int64_t(blockIdx.x) * a.splits * 2;
+        global_max = -INFINITY;
+        for (int s = 0; s < a.splits; ++s) global_max = fmaxf(global_max, stats[2 * s]);
+        denominator = 0.0f;
+        for (int s = 0; s < a.splits; ++s) {
+            if (stats[2 * s + 1] > 0.0f) {
+                denominator = __fadd_rn(denominator, __fmul_rn(stats[2 * s + 1], expf(stats[2 * s] - global_max)));
+            }
+        }
+    }
     float acc[2 * PAIRS];
 #pragma unroll
     for (int e = 0; e < 2 * PAIRS; ++e) acc[e] = 0.0f;
@@ -220,14 +239,16 @@ __global__ void __launch_bounds__(kThreads) attention_combine_kernel(AttentionAr
     }
 }
 
+// One split: one kernel (both passes in each block). Several: stats, values, combine.
 template <int PAIRS>
 int launch_attention(const AttentionArgs &a, int32_t n, bool pdl, void *stream) {
     const dim3 grid(unsigned(int64_t(n) * a.n_heads), unsigned(a.splits));
+    const size_t shared = size_t(kWarps) * a.head_dim * sizeof(float);
+    if (a.splits == 1) return launch(attention_values_kernel<PAIRS>, grid, dim3(kThreads), shared, stream, pdl, a);
     int error = launch(attention_stats_kernel<PAIRS>, grid, dim3(kThreads), 0, stream, pdl, a);
     if (error != 0) return error;
-    const size_t shared = size_t(kWarps) * a.head_dim * sizeof(float);
     error = launch(attention_values_kernel<PAIRS>, grid, dim3(kThreads), shared, stream, pdl, a);
-    if (error != 0 || a.splits == 1) return error;
+    if (error != 0) return error;
     return launch(attention_combine_kernel, dim3(grid.x), dim3(kThreads), 0, stream, pdl, a);
 }
 

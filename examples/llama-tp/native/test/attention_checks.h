@@ -175,8 +175,8 @@ inline void check_attention(const AttentionCase &c) {
 }
 
 // A device position outside [0, max_positions): that token's rows NaN, the others right, status set.
-inline void check_attention_bad_position() {
-    const int32_t n = 3, heads = 2, kv = 1, hd = 64, max_positions = 32, splits = 2;
+inline void check_attention_bad_position(int32_t splits) {
+    const int32_t n = 3, heads = 2, kv = 1, hd = 64, max_positions = 32;
     std::vector<uint16_t> q = random_bf16(size_t(n) * heads * hd, -1.0f, 1.0f);
     std::vector<uint16_t> kc = random_bf16(size_t(max_positions) * kv * hd, -1.0f, 1.0f);
     std::vector<uint16_t> vc = random_bf16(size_t(max_positions) * kv * hd, -1.0f, 1.0f);
@@ -201,8 +201,8 @@ inline void check_attention_bad_position() {
         good_finite &= std::isfinite(from_bf16(out[e])) && std::isfinite(from_bf16(out[size_t(2) * heads * hd + e]));
     }
     check(rc == 0 && bad_nan && good_finite && device_status_word(d_status) == AR4J_LLAMA_ERROR_POSITION,
-          "attention: bad position", "(NaN rows %d, other rows finite %d, status %d)", bad_nan, good_finite,
-          device_status_word(d_status));
+          "attention: bad position", "(%d splits: NaN rows %d, other rows finite %d, status %d)", splits, bad_nan,
+          good_finite, device_status_word(d_status));
 }
 
 }  // namespace test

@@ -51,7 +51,8 @@ int main(int argc, char **argv) {
         {"decode at 131071", 1, 2, 1, 128, 131072, 131071, 64, true},
     };
     for (const AttentionCase &c : cases) check_attention(c);
-    check_attention_bad_position();
+    check_attention_bad_position(1);  // the one-kernel path
+    check_attention_bad_position(2);  // stats, values, combine
 
     printf("elementwise\n");
     check_silu_mul();
