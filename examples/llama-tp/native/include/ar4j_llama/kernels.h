@@ -167,7 +167,8 @@ size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t 
  *   out = bf16(sum_j p_j * v_j)         fp32 accumulation
  * computed in bounded memory for any context length: a first pass finds each key-range
  * split's max and sum (online softmax), a second recomputes the scores and accumulates
- * p_j * v_j with the global max and sum, a third adds the splits in a fixed order. The result
+ * p_j * v_j with the global max and sum, a third adds the splits in a fixed order (3 kernel
+ * launches; with num_splits 1, one kernel does both passes per (token, head)). The result
  * is deterministic (same inputs, same num_splits: same bits); the fp32 sums are not in
  * PyTorch's order, so it matches HF to bf16 rounding, not bitwise.
  * q: n x n_heads x head_dim bf16, row stride q_row_stride (>= n_heads * head_dim).
