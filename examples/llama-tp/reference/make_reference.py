@@ -200,8 +200,6 @@ def choose_prompt(torch, model, seed, vocab, threshold):
 
 
 def write_f32(path, tensor):
-    import numpy
-
     array = tensor.detach().float().cpu().numpy().astype("<f4", copy=False)
     array.tofile(path)
     return list(array.shape)
