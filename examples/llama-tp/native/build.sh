@@ -90,7 +90,7 @@ if [[ "$WITH_TEST" == "test" ]]; then
     if [[ $test_stale == 1 ]]; then
         # The test links the library by path ($ORIGIN), so it exercises exactly the shipped ABI;
         # it has no kernels of its own (PTX only, JIT-compiled if ever needed).
-        "$NVCC" -O2 -std=c++17 -I"$HERE/include" -gencode=arch=compute_80,code=compute_80 \
+        "$NVCC" -O2 -std=c++17 -Xcompiler -Wall -I"$HERE/include" -gencode=arch=compute_80,code=compute_80 \
             -o "$TEST" "$HERE/test/kernels_test.cu" -L"$OUT_DIR" -lar4j_llama_kernels \
             -Xlinker -rpath -Xlinker '$ORIGIN' -cudart static
         echo "built $TEST"

@@ -52,8 +52,9 @@ inline Tally &tally() {
     static Tally t;
     return t;
 }
-// Records one check; prints failures always and passes with their detail.
-inline bool check(bool ok, const char *name, const char *detail_format = "", ...) {
+// Records one check and prints it with its detail.
+inline bool check(bool ok, const char *name, const char *detail_format, ...) __attribute__((format(printf, 3, 4)));
+inline bool check(bool ok, const char *name, const char *detail_format, ...) {
     char detail[512];
     va_list args;
     va_start(args, detail_format);
