@@ -18,6 +18,10 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
+// Keys a warp has in flight at once: their rows are loaded before the first is used (the key
+// order of every sum stays j = begin + warp, + kWarps, ...). Two for head_dim > 128 (registers).
+template <int PAIRS>
+constexpr int unroll() { return PAIRS >= 4 ? 2 : 4; }
 constexpr unsigned int kFullMask = 0xffffffffu;
 
 struct AttentionArgs {
@@ -108,13 +112,24 @@ __device__ __forceinline__ void split_stats(const AttentionArgs &a, const Work &
     const int lane = threadIdx.x % 32;
     float m = -INFINITY;
     float l = 0.0f;
-    for (int32_t j = w.begin + warp; j < w.end; j += kWarps) {
-        const float s = score<PAIRS>(a, q, kv_head, j, lane);
-        if (s > m) {
-            l = __fadd_rn(__fmul_rn(l, expf(m - s)), 1.0f);
-            m = s;
-        } else {
-            l = __fadd_rn(l, expf(s - m));
+    constexpr int kUnroll = unroll<PAIRS>();
+    for (int64_t j0 = w.begin + warp; j0 < w.end; j0 += kWarps * kUnroll) {
+        float s[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            // Past the end, a valid row is read (the last) and its score not used.
+            const int64_t j = j0 + u * kWarps;
+            s[u] = score<PAIRS>(a, q, kv_head, int32_t(j < w.end ? j : w.end - 1), lane);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            if (j0 + u * kWarps >= w.end) break;
+            if (s[u] > m) {
+                l = __fadd_rn(__fmul_rn(l, expf(m - s[u])), 1.0f);
+                m = s[u];
+            } else {
+                l = __fadd_rn(l, expf(s[u] - m));
+            }
         }
     }
     __shared__ float warp_max[kWarps];
@@ -193,13 +208,23 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     float acc[2 * PAIRS];
 #pragma unroll
     for (int e = 0; e < 2 * PAIRS; ++e) acc[e] = 0.0f;
-    for (int32_t j = w.begin + warp; j < w.end; j += kWarps) {
-        const float s = score<PAIRS>(a, q, kv_head, j, lane);
-        const float p = round_bf16(__fdiv_rn(expf(s - global_max), denominator));
-        float v[2 * PAIRS];
-        load_row<PAIRS>(a.v_cache + (int64_t(j) * a.n_kv_heads + kv_head) * a.head_dim, a.head_dim, lane, v);
+    constexpr int kUnroll = unroll<PAIRS>();
+    for (int64_t j0 = w.begin + warp; j0 < w.end; j0 += kWarps * kUnroll) {
+        float s[kUnroll];
+        float v[kUnroll][2 * PAIRS];
 #pragma unroll
-        for (int e = 0; e < 2 * PAIRS; ++e) acc[e] = __fmaf_rn(p, v[e], acc[e]);
+        for (int u = 0; u < kUnroll; ++u) {
+            const int64_t j = j0 + u * kWarps < w.end ? j0 + u * kWarps : w.end - 1;  // as in the first pass
+            s[u] = score<PAIRS>(a, q, kv_head, int32_t(j), lane);
+            load_row<PAIRS>(a.v_cache + (j * a.n_kv_heads + kv_head) * a.head_dim, a.head_dim, lane, v[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            if (j0 + u * kWarps >= w.end) break;
+            const float p = round_bf16(__fdiv_rn(expf(s[u] - global_max), denominator));
+#pragma unroll
+            for (int e = 0; e < 2 * PAIRS; ++e) acc[e] = __fmaf_rn(p, v[u][e], acc[e]);
+        }
     }
 #pragma unroll
     for (int i = 0; i < PAIRS; ++i) {
