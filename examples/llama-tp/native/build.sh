@@ -13,7 +13,8 @@
 #   AR4J_GENCODE    the GPU architectures (default: sm_80, 86, 89, 90, 100, 120 + compute_120 PTX,
 #                   the list of the cuda module), e.g. '-gencode=arch=compute_90,code=sm_90'
 #   AR4J_PTXAS_VERBOSE=1   print ptxas' register and spill counts per kernel
-# Objects are rebuilt only when a source or header is newer than the library.
+# The library is rebuilt only when a source or header is newer than it, or NVCC, AR4J_GENCODE
+# or AR4J_PTXAS_VERBOSE changed since it was built.
 set -euo pipefail
 
 if [[ $# -lt 1 || $# -gt 2 || ( $# -eq 2 && "$2" != "test" ) ]]; then
@@ -53,6 +54,13 @@ OBJ_DIR="$OUT_DIR/obj"
 UNITS=(status.cpp gather.cu rope.cu attention.cu elementwise.cu fill.cu)
 mkdir -p "$OBJ_DIR"
 
+# The compiler and flags of the last build: another NVCC or AR4J_GENCODE rebuilds everything.
+STAMP="$OBJ_DIR/build.flags"
+WANT_STAMP="$NVCC ${FLAGS[*]} ${GENCODE[*]}"
+if [[ ! -e "$STAMP" || "$(cat "$STAMP")" != "$WANT_STAMP" ]]; then
+    rm -f "$LIB" "$OUT_DIR/ar4j_llama_kernels_test"
+fi
+
 stale() {  # whether $1 is missing or older than any source or header
     [[ ! -e "$1" ]] && return 0
     local f
@@ -79,6 +87,7 @@ if stale "$LIB"; then
         exit 1
     fi
     mv -f "$LIB.tmp" "$LIB"
+    printf '%s' "$WANT_STAMP" > "$STAMP"
     echo "built $LIB"
 fi
 
