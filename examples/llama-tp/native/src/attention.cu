@@ -309,7 +309,8 @@ AR4J_LLAMA_API int ar4j_llama_attention(const void *q, int64_t q_row_stride, con
                                         void *out, int64_t out_row_stride, int32_t num_splits,
                                         void *workspace, size_t workspace_bytes,
                                         int32_t *device_status, int32_t pdl, void *stream) {
-    if (q == nullptr || k_cache == nullptr || v_cache == nullptr || out == nullptr || workspace == nullptr) {
+    if (q == nullptr || k_cache == nullptr || v_cache == nullptr || out == nullptr ||
+        (workspace == nullptr && num_splits != 1)) {
         return AR4J_LLAMA_ERROR_NULL_POINTER;
     }
     if (n < 1 || n_heads < 1 || n_kv_heads < 1 || max_positions < 1 ||
@@ -328,7 +329,7 @@ AR4J_LLAMA_API int ar4j_llama_attention(const void *q, int64_t q_row_stride, con
         !aligned(workspace, 4) || q_row_stride % 2 != 0 || (positions != nullptr && !aligned(positions, 4))) {
         return AR4J_LLAMA_ERROR_MISALIGNED;
     }
-    if (workspace_bytes < ar4j_llama_attention_workspace_bytes(n, n_heads, head_dim, num_splits)) {
+    if (num_splits != 1 && workspace_bytes < ar4j_llama_attention_workspace_bytes(n, n_heads, head_dim, num_splits)) {
         return AR4J_LLAMA_ERROR_WORKSPACE;
     }
     AttentionArgs a;
@@ -348,7 +349,7 @@ AR4J_LLAMA_API int ar4j_llama_attention(const void *q, int64_t q_row_stride, con
     a.out_stride = out_row_stride;
     a.splits = num_splits;
     a.stats = static_cast<float *>(workspace);
-    a.partial = a.stats + int64_t(n) * n_heads * num_splits * 2;
+    a.partial = workspace != nullptr ? a.stats + int64_t(n) * n_heads * num_splits * 2 : nullptr;
     a.device_status = device_status;
     const bool use_pdl = pdl != 0;
     if (head_dim <= 64) return launch_attention<1>(a, n, use_pdl, stream);

@@ -116,7 +116,8 @@ int ar4j_llama_embedding(const int32_t *ids, int32_t n, const void *table, int32
  * k: n tokens x n_kv_heads x head_dim bf16, row stride k_row_stride (>= n_kv_heads * head_dim).
  * k may be NULL (q only) when n_kv_heads is 0; q and k must not overlap.
  * 1 <= n; 1 <= n_heads; 0 <= n_kv_heads; n_heads + n_kv_heads <= 65535; head_dim even,
- * 2 .. AR4J_LLAMA_MAX_HEAD_DIM; max_positions >= 1; with positions NULL: 0 <= start_pos and start_pos + n <= max_positions.
+ * 2 .. AR4J_LLAMA_MAX_HEAD_DIM; max_positions >= 1; with positions NULL: 0 <= start_pos and
+ * start_pos + n <= max_positions.
  * Device-side: a position outside [0, max_positions) leaves that token's q and k unchanged
  * and yields AR4J_LLAMA_ERROR_POSITION.
  */
@@ -176,7 +177,7 @@ size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t 
  * out: n x n_heads x head_dim bf16, row stride out_row_stride (>= n_heads * head_dim).
  * workspace: >= ar4j_llama_attention_workspace_bytes(n, n_heads, head_dim, num_splits) bytes
  * of device memory, 4-byte aligned, owned by this call until the kernels finish (one per
- * stream in flight). q, k_cache and v_cache 4-byte aligned and q_row_stride even (element
+ * stream in flight); with num_splits 1 it is not used and may be NULL. q, k_cache and v_cache 4-byte aligned and q_row_stride even (element
  * pairs are loaded as bf16x2; AR4J_LLAMA_ERROR_MISALIGNED otherwise).
  * 1 <= n; n * n_heads <= INT32_MAX; n_heads multiple of n_kv_heads >= 1; head_dim even,
  * 2 .. AR4J_LLAMA_MAX_HEAD_DIM; 1 <= num_splits <= AR4J_LLAMA_MAX_SPLITS; scale finite > 0;
