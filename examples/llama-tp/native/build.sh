@@ -82,7 +82,9 @@ if stale "$LIB"; then
         objects+=("$obj")
     done
     "$NVCC" -shared -o "$LIB.tmp" "${objects[@]}" -cudart static -Xlinker --exclude-libs,ALL
-    if readelf -d "$LIB.tmp" 2>/dev/null | grep -q 'NEEDED.*libcudart'; then
+    # Captured, then matched (a producer piped into grep -q may die of SIGPIPE under pipefail).
+    dynamic_section=$(readelf -d "$LIB.tmp" 2>/dev/null || true)
+    if [[ "$dynamic_section" == *NEEDED*libcudart* ]]; then
         echo "ar4j-llama native: $LIB links libcudart dynamically; expected the static runtime" >&2
         exit 1
     fi
