@@ -1,0 +1,80 @@
+// What the kernels' translation units share: the export macro, bf16 rounding, PDL, the launch
+// helper, argument checks and the device-side error word.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include <cmath>
+#include <utility>
+
+#include "ar4j_llama/kernels.h"
+
+// The library is built with -fvisibility=hidden: only AR4J_LLAMA_API functions are exported.
+#define AR4J_LLAMA_API extern "C" __attribute__((visibility("default")))
+
+namespace ar4j_llama {
+
+using bf16 = __nv_bfloat16;
+
+// x rounded to bf16 (nearest even) and back: the value a bf16 tensor op of PyTorch stores.
+__device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+
+// Programmatic dependent launch: wait for the preceding grid's memory before the first global
+// access; then let the next grid start its own prologue (it waits for this grid in turn).
+// Both are no-ops below sm_90 and in a launch without the attribute.
+__device__ __forceinline__ void pdl_enter() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Records code in the caller's device status word unless an earlier error is there.
+__device__ __forceinline__ void report(int32_t *device_status, int32_t code) {
+    if (device_status != nullptr) atomicCAS(device_status, 0, code);
+}
+
+// Launches kernel on stream, with programmatic stream serialization when pdl is set.
+template <typename... KernelArgs, typename... Args>
+inline int launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t shared_bytes,
+                  void *stream, bool pdl, Args &&...args) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared_bytes;
+    config.stream = static_cast<cudaStream_t>(stream);
+    cudaLaunchAttribute attribute[1];
+    if (pdl) {
+        attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attribute[0].val.programmaticStreamSerializationAllowed = 1;
+        config.attrs = attribute;
+        config.numAttrs = 1;
+    }
+    cudaError_t error = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+    return static_cast<int>(error);
+}
+
+// Blocks for a grid-stride loop over count elements, threads per block.
+inline unsigned int stride_blocks(int64_t count, int threads) {
+    int64_t blocks = (count + threads - 1) / threads;
+    const int64_t cap = int64_t(1) << 20;
+    return static_cast<unsigned int>(blocks < cap ? blocks : cap);
+}
+
+inline bool aligned(const void *p, size_t bytes) {
+    return (reinterpret_cast<uintptr_t>(p) % bytes) == 0;
+}
+
+inline bool valid_head_dim(int32_t head_dim) {
+    return head_dim >= 2 && head_dim <= AR4J_LLAMA_MAX_HEAD_DIM && head_dim % 2 == 0;
+}
+
+// Host check of the positions of n tokens when they are start_pos + t (positions NULL).
+inline bool valid_start(const int32_t *positions, int32_t start_pos, int32_t n, int32_t max_positions) {
+    if (positions != nullptr) return true;
+    return start_pos >= 0 && int64_t(start_pos) + n <= int64_t(max_positions);
+}
+
+}  // namespace ar4j_llama

@@ -1,0 +1,69 @@
+// Rotary position embedding on q and k in place, rounded as transformers' bf16 path rounds.
+#include "common.cuh"
+
+namespace ar4j_llama {
+namespace {
+
+// grid (n, n_heads + n_kv_heads), block head_dim / 2: thread i rotates the pair (i, i + half).
+__global__ void rope_kernel(bf16 *q, int64_t q_stride, bf16 *k, int64_t k_stride, int32_t n_heads,
+                            int32_t head_dim, const float *inv_freq, float attention_scaling,
+                            const int32_t *positions, int32_t start_pos, int32_t max_positions,
+                            int32_t *device_status) {
+    pdl_enter();
+    const int64_t t = blockIdx.x;
+    const int32_t pos = positions != nullptr ? positions[t] : start_pos + int32_t(t);
+    if (pos < 0 || pos >= max_positions) {
+        if (threadIdx.x == 0 && blockIdx.y == 0) report(device_status, AR4J_LLAMA_ERROR_POSITION);
+        return;
+    }
+    const int32_t head = blockIdx.y;
+    bf16 *x = head < n_heads ? q + t * q_stride + int64_t(head) * head_dim
+                             : k + t * k_stride + int64_t(head - n_heads) * head_dim;
+    const int32_t half = head_dim / 2;
+    const int32_t i = threadIdx.x;
+    // HF: freqs = inv_freq @ position (fp32), cos/sin in fp32, times attention_scaling, to bf16.
+    const float freq = __fmul_rn(static_cast<float>(pos), inv_freq[i]);
+    const float c = round_bf16(__fmul_rn(cosf(freq), attention_scaling));
+    const float s = round_bf16(__fmul_rn(sinf(freq), attention_scaling));
+    const float x1 = __bfloat162float(x[i]);
+    const float x2 = __bfloat162float(x[i + half]);
+    // q * cos + rotate_half(q) * sin, each bf16 op rounded: rotate_half = cat(-x2, x1).
+    const float lo = __fadd_rn(round_bf16(__fmul_rn(x1, c)), round_bf16(__fmul_rn(-x2, s)));
+    const float hi = __fadd_rn(round_bf16(__fmul_rn(x2, c)), round_bf16(__fmul_rn(x1, s)));
+    x[i] = __float2bfloat16_rn(lo);
+    x[i + half] = __float2bfloat16_rn(hi);
+}
+
+}  // namespace
+}  // namespace ar4j_llama
+
+using namespace ar4j_llama;
+
+AR4J_LLAMA_API int ar4j_llama_rope(void *q, int64_t q_row_stride, void *k, int64_t k_row_stride,
+                                   int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                                   const float *inv_freq, float attention_scaling,
+                                   const int32_t *positions, int32_t start_pos, int32_t max_positions,
+                                   int32_t *device_status, int32_t pdl, void *stream) {
+    if (q == nullptr || inv_freq == nullptr || (n_kv_heads > 0 && k == nullptr)) {
+        return AR4J_LLAMA_ERROR_NULL_POINTER;
+    }
+    if (n < 1 || n_heads < 1 || n_kv_heads < 0 || max_positions < 1 ||
+        int64_t(n_heads) + n_kv_heads > 65535) {
+        return AR4J_LLAMA_ERROR_SIZE;
+    }
+    if (!valid_head_dim(head_dim)) return AR4J_LLAMA_ERROR_HEAD_DIM;
+    if (q_row_stride < int64_t(n_heads) * head_dim ||
+        (n_kv_heads > 0 && k_row_stride < int64_t(n_kv_heads) * head_dim)) {
+        return AR4J_LLAMA_ERROR_STRIDE;
+    }
+    if (!std::isfinite(attention_scaling)) return AR4J_LLAMA_ERROR_INVALID_ARGUMENT;
+    if (!valid_start(positions, start_pos, n, max_positions)) return AR4J_LLAMA_ERROR_POSITION;
+    if (!aligned(q, 2) || (k != nullptr && !aligned(k, 2)) || !aligned(inv_freq, 4) ||
+        (positions != nullptr && !aligned(positions, 4))) {
+        return AR4J_LLAMA_ERROR_MISALIGNED;
+    }
+    return launch(rope_kernel, dim3(n, n_heads + n_kv_heads), dim3(head_dim / 2), 0, stream, pdl != 0,
+                  static_cast<bf16 *>(q), q_row_stride, static_cast<bf16 *>(k), k_row_stride, n_heads,
+                  head_dim, inv_freq, attention_scaling, positions, start_pos, max_positions,
+                  device_status);
+}

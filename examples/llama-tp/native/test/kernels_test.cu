@@ -1,0 +1,74 @@
+// Checks every kernel of libar4j_llama_kernels.so on the GPU against a CPU reference, with fresh
+// random data (the seed is printed; pass one to repeat a run) and outputs poisoned with NaN
+// before each launch. Exact where the kernel is a copy or its result is defined bit for bit;
+// the stated tolerance where fp32 summation order or libm ulps may differ.
+//
+//   build.sh OUT_DIR test && OUT_DIR/ar4j_llama_kernels_test [seed]
+//
+// Exits 0 when every check passed, 1 when one failed, 2 when the test itself could not run.
+#include <chrono>
+
+#include "attention_checks.h"
+#include "copy_checks.h"
+#include "graph_checks.h"
+
+int main(int argc, char **argv) {
+    using namespace test;
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1) {
+        fprintf(stderr, "ar4j_llama_kernels_test: no CUDA device\n");
+        return 2;
+    }
+    cudaDeviceProp prop;
+    TEST_CUDA(cudaGetDeviceProperties(&prop, 0));
+    const uint64_t seed = argc > 1 ? strtoull(argv[1], nullptr, 0)
+                                   : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+    rng().seed(seed);
+    printf("ar4j_llama_kernels_test on %s (sm_%d%d), seed %llu\n", prop.name, prop.major, prop.minor,
+           (unsigned long long)seed);
+
+    printf("copies\n");
+    check_embedding(72);   // scalar path
+    check_embedding(512);  // 16-byte path
+    check_kv_append(2, 64, 8 * 64);  // fused QKV row stride, 16-byte path
+    check_kv_append(1, 6, 3 * 6);    // scalar path
+
+    printf("rope\n");
+    check_rope(8, 4, 64, 0, false, 1.0f);
+    check_rope(4, 1, 128, 1000, true, 1.0f);
+    check_rope(2, 2, 256, 7, true, 0.8f);
+    check_rope(3, 0, 96, 3, false, 1.0f);  // q only
+
+    printf("attention\n");
+    const AttentionCase cases[] = {
+        {"prefill", 37, 8, 2, 64, 256, 0, 1, false},
+        {"prefill split", 37, 8, 2, 64, 256, 0, 3, true},
+        {"prefill at offset", 20, 4, 4, 128, 512, 100, 4, false},
+        {"decode", 1, 8, 2, 128, 2048, 1500, 16, true},
+        {"verify", 5, 4, 1, 256, 1024, 995, 8, true},
+        {"verify head_dim 80", 3, 6, 3, 80, 512, 200, 5, false},
+        {"decode head_dim 96", 1, 2, 1, 96, 300, 299, 1, false},
+        {"decode at 131071", 1, 2, 1, 128, 131072, 131071, 64, true},
+    };
+    for (const AttentionCase &c : cases) check_attention(c);
+    check_attention_bad_position(1);  // the one-kernel path
+    check_attention_bad_position(2);  // stats, values, combine
+
+    printf("elementwise\n");
+    check_silu_mul();
+    check_argmax(AR4J_LLAMA_DTYPE_BFLOAT16);
+    check_argmax(AR4J_LLAMA_DTYPE_FLOAT32);
+
+    printf("fills and conversions\n");
+    check_fill_random();
+    check_fill_and_conversions();
+
+    printf("errors and graphs\n");
+    check_error_codes();
+    check_graph_capture();
+
+    const cudaError_t last = cudaDeviceSynchronize();
+    check(last == cudaSuccess, "no CUDA error left", "(%s)", cudaGetErrorString(last));
+    printf("%d passed, %d failed\n", tally().passed, tally().failed);
+    return tally().failed == 0 ? 0 : 1;
+}
