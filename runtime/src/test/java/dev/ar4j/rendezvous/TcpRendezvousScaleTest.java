@@ -47,7 +47,8 @@ class TcpRendezvousScaleTest {
             long[] connected = new long[1];
             long nanos = formGroup(server, worldSize, Duration.ofSeconds(90), connected);
             TcpRendezvousAttackTest.measured("formation: " + worldSize + " ranks join at once (threads of one JVM)",
-                    worldSize + " connections", "every rank connected and authenticated", connected[0]);
+                    worldSize + " connections", "every rank connected and authenticated; " + server.evictions()
+                            + " handshakes evicted as busy and retried", connected[0]);
             TcpRendezvousAttackTest.measured("formation and first all-gather: " + worldSize + " ranks (threads of one JVM)",
                     worldSize + " connections", "every rank finished one all-gather of 4 bytes", nanos);
         }
@@ -75,7 +76,7 @@ class TcpRendezvousScaleTest {
             TcpRendezvousAttackTest.measured("flood: " + idleSockets + " idle sockets + " + slowloris
                             + " slowloris, then " + worldSize + " ranks (handshake queue of 64)",
                     (idleSockets + slowloris + worldSize) + " connections",
-                    "every rank joined; the flood was evicted as busy or closed at the handshake timeout", nanos);
+                    "every rank joined; " + server.evictions() + " connections evicted as busy", nanos);
         } finally {
             stop.set(true);
             if (dribbler != null) {
