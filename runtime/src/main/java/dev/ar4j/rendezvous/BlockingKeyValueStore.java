@@ -2,8 +2,10 @@ package dev.ar4j.rendezvous;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -11,6 +13,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * The key-value map behind both rendezvous implementations: {@link #set} stores, {@link #await}
  * waits until a list of keys is present or a timeout passes. Stores the arrays it is given and
  * returns the stored arrays; callers that hand arrays to user code copy them.
+ *
+ * <p>A waiter is registered under each key it still misses and counts them down as they are set,
+ * so a SET wakes only the waiters it completes: an all-gather of n ranks costs O(n²) work in
+ * total, not O(n³) (every SET waking every waiter to scan every key). {@link #wakeAll()} still
+ * wakes every waiter to check its abort condition.
  */
 final class BlockingKeyValueStore {
 
@@ -26,17 +33,32 @@ final class BlockingKeyValueStore {
     record Missing(int[] indices) implements AwaitResult {
     }
 
+    /** One waiting {@link #await}: how many of its keys are still absent, and its own condition. */
+    private final class Waiter {
+        final Condition ready = lock.newCondition();
+        int absent;
+    }
+
     private final ReentrantLock lock = new ReentrantLock();
-    private final Condition changed = lock.newCondition();
     private final Map<String, byte[]> values = new HashMap<>();
+    private final Map<String, List<Waiter>> waitersByKey = new HashMap<>();
+    private final Set<Waiter> waiters = new HashSet<>();
     private boolean closed;
 
     void set(String key, byte[] value) {
         lock.lock();
         try {
             checkOpen();
-            values.put(key, value);
-            changed.signalAll();
+            if (values.put(key, value) == null) {
+                List<Waiter> waiting = waitersByKey.remove(key);
+                if (waiting != null) {
+                    for (Waiter waiter : waiting) {
+                        if (--waiter.absent == 0) {
+                            waiter.ready.signal();
+                        }
+                    }
+                }
+            }
         } finally {
             lock.unlock();
         }
@@ -67,22 +89,15 @@ final class BlockingKeyValueStore {
      */
     AwaitResult await(List<String> keys, long timeoutNanos, Abort abort) throws InterruptedException {
         lock.lock();
+        Waiter waiter = null;
         try {
             long remaining = timeoutNanos;
             while (true) {
                 checkOpen();
-                byte[][] found = new byte[keys.size()][];
-                List<Integer> absent = new ArrayList<>();
-                for (int i = 0; i < keys.size(); i++) {
-                    found[i] = values.get(keys.get(i));
-                    if (found[i] == null) {
-                        absent.add(i);
-                    }
+                int[] missing = missing(keys);
+                if (missing.length == 0) {
+                    return new Found(found(keys));
                 }
-                if (absent.isEmpty()) {
-                    return new Found(found);
-                }
-                int[] missing = absent.stream().mapToInt(Integer::intValue).toArray();
                 RuntimeException stop = abort.check(missing);
                 if (stop != null) {
                     throw stop;
@@ -90,10 +105,63 @@ final class BlockingKeyValueStore {
                 if (remaining <= 0) {
                     return new Missing(missing);
                 }
-                remaining = changed.awaitNanos(remaining);
+                if (waiter == null) {
+                    waiter = register(keys, missing);
+                }
+                remaining = waiter.ready.awaitNanos(remaining);
             }
         } finally {
+            if (waiter != null) {
+                unregister(waiter, keys);
+            }
             lock.unlock();
+        }
+    }
+
+    private int[] missing(List<String> keys) {
+        int count = 0;
+        int[] missing = new int[keys.size()];
+        for (int i = 0; i < keys.size(); i++) {
+            if (!values.containsKey(keys.get(i))) {
+                missing[count++] = i;
+            }
+        }
+        return java.util.Arrays.copyOf(missing, count);
+    }
+
+    private byte[][] found(List<String> keys) {
+        byte[][] found = new byte[keys.size()][];
+        for (int i = 0; i < keys.size(); i++) {
+            found[i] = values.get(keys.get(i));
+        }
+        return found;
+    }
+
+    /** Registers a waiter under each missing key (a key asked for twice counts twice: it is set once). */
+    private Waiter register(List<String> keys, int[] missing) {
+        Waiter waiter = new Waiter();
+        Set<String> distinct = new HashSet<>();
+        for (int index : missing) {
+            String key = keys.get(index);
+            if (distinct.add(key)) {
+                waitersByKey.computeIfAbsent(key, k -> new ArrayList<>(2)).add(waiter);
+                waiter.absent++;
+            }
+        }
+        waiters.add(waiter);
+        return waiter;
+    }
+
+    private void unregister(Waiter waiter, List<String> keys) {
+        waiters.remove(waiter);
+        if (waiter.absent == 0) {
+            return; // every key was set, and each SET took its list away
+        }
+        for (String key : new HashSet<>(keys)) {
+            List<Waiter> waiting = waitersByKey.get(key);
+            if (waiting != null && waiting.remove(waiter) && waiting.isEmpty()) {
+                waitersByKey.remove(key);
+            }
         }
     }
 
@@ -111,7 +179,9 @@ final class BlockingKeyValueStore {
     void wakeAll() {
         lock.lock();
         try {
-            changed.signalAll();
+            for (Waiter waiter : waiters) {
+                waiter.ready.signal();
+            }
         } finally {
             lock.unlock();
         }
@@ -123,7 +193,9 @@ final class BlockingKeyValueStore {
         try {
             closed = true;
             values.clear();
-            changed.signalAll();
+            for (Waiter waiter : waiters) {
+                waiter.ready.signal();
+            }
         } finally {
             lock.unlock();
         }

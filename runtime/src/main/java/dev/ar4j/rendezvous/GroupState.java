@@ -20,8 +20,9 @@ import java.util.function.BooleanSupplier;
 /**
  * What the rendezvous server knows about its group: which rank is connected through which
  * session, each rank's incarnation, which ranks left on purpose and which were lost, the store
- * and each rank's share of it. It admits ranks, enforces key ownership and quotas, and makes
- * every wait that needs a lost or departed rank end at once.
+ * and each rank's share of it. It admits ranks, enforces key ownership, the quotas and the
+ * server's memory budget, and makes every wait that needs a lost or departed rank end at once.
+ * A rank launched with another world size fails the group: every wait ends at once naming it.
  */
 final class GroupState {
 
@@ -56,11 +57,15 @@ final class GroupState {
     private final long[] bytesUsed;
     private final Map<String, Integer> sharedKeyCharge = new HashMap<>();
     private final PeerLossListeners losses = new PeerLossListeners();
+    private final ServerMemoryBudget budget;
+    /** Why the group cannot form (a rank with another world size), or null. */
+    private volatile String groupFailure;
     private volatile boolean closed;
 
-    GroupState(int worldSize, RendezvousSettings settings) {
+    GroupState(int worldSize, RendezvousSettings settings, ServerMemoryBudget budget) {
         this.worldSize = worldSize;
         this.settings = settings;
+        this.budget = budget;
         this.keysUsed = new long[worldSize];
         this.bytesUsed = new long[worldSize];
     }
@@ -73,9 +78,13 @@ final class GroupState {
     void admit(ServerSession session, HelloRequest hello) throws Refusal {
         int rank = hello.rank();
         if (hello.worldSize() != worldSize) {
-            throw new Refusal(RendezvousProtocol.CODE_REFUSED, rank, "rank " + rank + " says world size "
-                    + hello.worldSize() + ", server expects " + worldSize + "; every rank must be launched with the same"
-                    + " world size");
+            String message = "rank " + rank + " says world size " + hello.worldSize() + ", server expects " + worldSize
+                    + "; every rank must be launched with the same world size";
+            if (groupFailure == null) {
+                groupFailure = "the group cannot form: " + message;
+                store.wakeAll();
+            }
+            throw new Refusal(RendezvousProtocol.CODE_REFUSED, rank, message);
         }
         if (rank < 0 || rank >= worldSize) {
             throw new Refusal(RendezvousProtocol.CODE_REFUSED, rank, "rank " + rank + " is out of range for world size "
@@ -192,7 +201,18 @@ final class GroupState {
                 keysUsed[rank]--;
                 bytesUsed[rank] -= previous.length;
             }
-            if (keysUsed[rank] + 1 > settings.maxKeysPerRank() || bytesUsed[rank] + value.length > settings.maxBytesPerRank()) {
+            boolean overQuota = keysUsed[rank] + 1 > settings.maxKeysPerRank()
+                    || bytesUsed[rank] + value.length > settings.maxBytesPerRank();
+            long newBytes = charge(key, value);
+            if (!overQuota && !budget.tryCharge(newBytes)) {
+                if (previous != null) {
+                    keysUsed[charged]++;
+                    bytesUsed[charged] += previous.length;
+                }
+                throw new Refusal(RendezvousProtocol.CODE_REFUSED, rank, "rank " + rank + " cannot set '" + shorten(key)
+                        + "': " + budget.describeRefusal(newBytes, "a value"));
+            }
+            if (overQuota) {
                 if (previous != null) {
                     keysUsed[charged]++;
                     bytesUsed[charged] += previous.length;
@@ -209,6 +229,9 @@ final class GroupState {
                 sharedKeyCharge.put(key, rank);
             }
             store.set(key, value);
+            if (previous != null) {
+                budget.release(charge(key, previous));
+            }
         } finally {
             lock.unlock();
         }
@@ -229,6 +252,10 @@ final class GroupState {
     private RuntimeException abortReason(List<String> keys, int[] owners, int[] missing, ServerSession session) {
         if (session.isEnded()) {
             return new RendezvousException("the connection of the waiting read ended");
+        }
+        String failure = groupFailure;
+        if (failure != null) {
+            return new RendezvousRefusedException(failure);
         }
         for (int index : missing) {
             int owner = owners[index];
@@ -320,6 +347,11 @@ final class GroupState {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** What a stored value costs the budget: its bytes and its key's (an estimate of the map entry included). */
+    private static long charge(String key, byte[] value) {
+        return value.length + 2L * key.length() + 64;
     }
 
     static String shorten(String key) {

@@ -35,6 +35,10 @@ import java.util.List;
  * client AUTH      32 bytes HMAC-SHA256(token key, "client" | HELLO payload | server nonce)
  * server WELCOME   32 bytes HMAC-SHA256(token key, "server" | HELLO payload | server nonce)   | ERROR
  * </pre>
+ * Before AUTH is verified the server may instead answer ERROR with code 5 (busy): its queue of
+ * handshakes in progress is full and this connection waited longest; the client retries after a
+ * jittered pause. A GET reply is written value by value from the stored values (its MAC
+ * computed as it goes), never built whole in memory.
  * The token never goes on the wire; rank and world size are checked only after AUTH, so a
  * stranger learns nothing about the group. Each side derives the session key
  * HMAC-SHA256(token key, "session" | HELLO payload | server nonce).
@@ -95,6 +99,8 @@ final class RendezvousProtocol {
     static final byte CODE_AUTH = 2;
     static final byte CODE_REFUSED = 3;
     static final byte CODE_RANK_LOST = 4;
+    /** The server has too many handshakes in progress; the client retries after a pause. */
+    static final byte CODE_BUSY = 5;
 
     private RendezvousProtocol() {
     }
@@ -132,12 +138,21 @@ final class RendezvousProtocol {
 
     static void writeFrame(OutputStream out, byte type, byte[] payload) throws IOException {
         DataOutputStream data = new DataOutputStream(out);
+        writeHeader(data, type, payload.length);
+        data.write(payload);
+        data.flush();
+    }
+
+    /** Writes a frame's header; the caller writes the {@code payloadLength} bytes of payload after it. */
+    static void writeHeader(DataOutputStream data, byte type, int payloadLength) throws IOException {
         data.writeInt(MAGIC);
         data.writeByte(VERSION);
         data.writeByte(type);
-        data.writeInt(payload.length);
-        data.write(payload);
-        data.flush();
+        data.writeInt(payloadLength);
+    }
+
+    /** A frame's type and announced payload length, checked against the reader's maximum. */
+    record Header(byte type, int length) {
     }
 
     /**
@@ -153,6 +168,22 @@ final class RendezvousProtocol {
 
     /** Reads one frame whose payload limit is asked for once its header has arrived. */
     static Frame readFrame(DataInputStream in, java.util.function.IntSupplier maxPayloadNow) throws IOException {
+        Header header = readHeader(in, maxPayloadNow);
+        if (header == null) {
+            return null;
+        }
+        byte[] payload = new byte[header.length()];
+        in.readFully(payload);
+        return new Frame(header.type(), payload);
+    }
+
+    /**
+     * Reads one frame's header; nothing is allocated for the payload.
+     *
+     * @return the header, or null if the stream ended cleanly before its first byte
+     * @throws ProtocolViolation on a wrong magic, an unsupported version or an oversize payload
+     */
+    static Header readHeader(DataInputStream in, java.util.function.IntSupplier maxPayloadNow) throws IOException {
         int first = in.read();
         if (first < 0) {
             return null;
@@ -178,9 +209,7 @@ final class RendezvousProtocol {
             throw new ProtocolViolation(typeName(type) + " frame announces a payload of " + (length & 0xffffffffL)
                     + " bytes, more than the maximum of " + maxPayload + " bytes");
         }
-        byte[] payload = new byte[length];
-        in.readFully(payload);
-        return new Frame(type, payload);
+        return new Header(type, length);
     }
 
     private static String printable(int word) {
@@ -223,6 +252,15 @@ final class RendezvousProtocol {
             writer.bytes(value);
         }
         return writer.toByteArray();
+    }
+
+    /** The length of {@link #values}'s encoding of {@code values}, without building it. */
+    static long valuesLength(byte[][] values) {
+        long total = 4;
+        for (byte[] value : values) {
+            total += 4 + value.length;
+        }
+        return total;
     }
 
     static byte[] missing(int[] indices) {

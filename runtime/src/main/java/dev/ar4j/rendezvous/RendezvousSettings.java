@@ -18,10 +18,11 @@ import java.util.Properties;
  * <tr><td>heartbeat timeout</td><td>{@code ar4j.rdzv.heartbeatTimeout} (ms)</td><td>{@code AR4J_RDZV_HEARTBEAT_TIMEOUT_MS}</td><td>2000 ms</td></tr>
  * <tr><td>handshake timeout</td><td>{@code ar4j.rdzv.handshakeTimeout} (ms)</td><td>{@code AR4J_RDZV_HANDSHAKE_TIMEOUT_MS}</td><td>10000 ms</td></tr>
  * <tr><td>longest server-side wait of one read</td><td>{@code ar4j.rdzv.maxWait} (ms)</td><td>{@code AR4J_RDZV_MAX_WAIT_MS}</td><td>1 h</td></tr>
- * <tr><td>connections not yet authenticated</td><td>{@code ar4j.rdzv.maxPendingConnections}</td><td>{@code AR4J_RDZV_MAX_PENDING_CONNECTIONS}</td><td>64</td></tr>
+ * <tr><td>connections not yet authenticated (the handshake queue)</td><td>{@code ar4j.rdzv.maxPendingConnections}</td><td>{@code AR4J_RDZV_MAX_PENDING_CONNECTIONS}</td><td>256</td></tr>
  * <tr><td>keys one rank may store</td><td>{@code ar4j.rdzv.maxKeysPerRank}</td><td>{@code AR4J_RDZV_MAX_KEYS_PER_RANK}</td><td>65536</td></tr>
  * <tr><td>bytes one rank may store</td><td>{@code ar4j.rdzv.maxBytesPerRank}</td><td>{@code AR4J_RDZV_MAX_BYTES_PER_RANK}</td><td>64 MiB</td></tr>
  * <tr><td>keys in one read</td><td>{@code ar4j.rdzv.maxKeysPerGet}</td><td>{@code AR4J_RDZV_MAX_KEYS_PER_GET}</td><td>4096 (at least the world size)</td></tr>
+ * <tr><td>the server's memory budget: all ranks' values and the large requests being read</td><td>{@code ar4j.rdzv.maxServerBytes}</td><td>{@code AR4J_RDZV_MAX_SERVER_BYTES}</td><td>half the serving JVM's heap, at most 1 GiB</td></tr>
  * </table>
  * A rank is declared lost when nothing was heard from it for the heartbeat timeout; every end
  * sends a heartbeat each interval. The timeout must be at least twice the interval.
@@ -36,10 +37,11 @@ public final class RendezvousSettings {
     private final int maxKeysPerRank;
     private final long maxBytesPerRank;
     private final int maxKeysPerGet;
+    private final long maxServerBytes;
 
     private RendezvousSettings(Duration heartbeatInterval, Duration heartbeatTimeout, Duration handshakeTimeout,
                                Duration maxWait, int maxPendingConnections, int maxKeysPerRank, long maxBytesPerRank,
-                               int maxKeysPerGet) {
+                               int maxKeysPerGet, long maxServerBytes) {
         Durations.requirePositive(heartbeatInterval, "heartbeat interval");
         Durations.requirePositive(heartbeatTimeout, "heartbeat timeout");
         Durations.requirePositive(handshakeTimeout, "handshake timeout");
@@ -53,6 +55,7 @@ public final class RendezvousSettings {
         requirePositive(maxKeysPerRank, "max keys per rank");
         requirePositive(maxBytesPerRank, "max bytes per rank");
         requirePositive(maxKeysPerGet, "max keys per get");
+        requirePositive(maxServerBytes, "max server bytes");
         this.heartbeatInterval = heartbeatInterval;
         this.heartbeatTimeout = heartbeatTimeout;
         this.handshakeTimeout = handshakeTimeout;
@@ -61,6 +64,7 @@ public final class RendezvousSettings {
         this.maxKeysPerRank = maxKeysPerRank;
         this.maxBytesPerRank = maxBytesPerRank;
         this.maxKeysPerGet = maxKeysPerGet;
+        this.maxServerBytes = maxServerBytes;
     }
 
     /**
@@ -93,10 +97,11 @@ public final class RendezvousSettings {
                 Duration.ofMillis(s.number("ar4j.rdzv.heartbeatTimeout", "AR4J_RDZV_HEARTBEAT_TIMEOUT_MS", 2_000)),
                 Duration.ofMillis(s.number("ar4j.rdzv.handshakeTimeout", "AR4J_RDZV_HANDSHAKE_TIMEOUT_MS", 10_000)),
                 Duration.ofMillis(s.number("ar4j.rdzv.maxWait", "AR4J_RDZV_MAX_WAIT_MS", 3_600_000)),
-                (int) s.number("ar4j.rdzv.maxPendingConnections", "AR4J_RDZV_MAX_PENDING_CONNECTIONS", 64),
+                (int) s.number("ar4j.rdzv.maxPendingConnections", "AR4J_RDZV_MAX_PENDING_CONNECTIONS", 256),
                 (int) s.number("ar4j.rdzv.maxKeysPerRank", "AR4J_RDZV_MAX_KEYS_PER_RANK", 65_536),
                 s.number("ar4j.rdzv.maxBytesPerRank", "AR4J_RDZV_MAX_BYTES_PER_RANK", 64L << 20),
-                (int) s.number("ar4j.rdzv.maxKeysPerGet", "AR4J_RDZV_MAX_KEYS_PER_GET", 4096));
+                (int) s.number("ar4j.rdzv.maxKeysPerGet", "AR4J_RDZV_MAX_KEYS_PER_GET", 4096),
+                s.number("ar4j.rdzv.maxServerBytes", "AR4J_RDZV_MAX_SERVER_BYTES", defaultServerBytes()));
     }
 
     /**
@@ -183,7 +188,7 @@ public final class RendezvousSettings {
      */
     public RendezvousSettings withHeartbeat(Duration interval, Duration timeout) {
         return new RendezvousSettings(interval, timeout, handshakeTimeout, maxWait, maxPendingConnections,
-                maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
+                maxKeysPerRank, maxBytesPerRank, maxKeysPerGet, maxServerBytes);
     }
 
     /**
@@ -195,7 +200,7 @@ public final class RendezvousSettings {
      */
     public RendezvousSettings withHandshakeTimeout(Duration timeout) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, timeout, maxWait, maxPendingConnections,
-                maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
+                maxKeysPerRank, maxBytesPerRank, maxKeysPerGet, maxServerBytes);
     }
 
     /**
@@ -207,7 +212,7 @@ public final class RendezvousSettings {
      */
     public RendezvousSettings withMaxWait(Duration wait) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, wait,
-                maxPendingConnections, maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
+                maxPendingConnections, maxKeysPerRank, maxBytesPerRank, maxKeysPerGet, maxServerBytes);
     }
 
     /**
@@ -219,7 +224,7 @@ public final class RendezvousSettings {
      */
     public RendezvousSettings withMaxPendingConnections(int count) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait, count,
-                maxKeysPerRank, maxBytesPerRank, maxKeysPerGet);
+                maxKeysPerRank, maxBytesPerRank, maxKeysPerGet, maxServerBytes);
     }
 
     /**
@@ -232,7 +237,7 @@ public final class RendezvousSettings {
      */
     public RendezvousSettings withQuota(int keysPerRank, long bytesPerRank) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait,
-                maxPendingConnections, keysPerRank, bytesPerRank, maxKeysPerGet);
+                maxPendingConnections, keysPerRank, bytesPerRank, maxKeysPerGet, maxServerBytes);
     }
 
     /**
@@ -244,7 +249,35 @@ public final class RendezvousSettings {
      */
     public RendezvousSettings withMaxKeysPerGet(int count) {
         return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait,
-                maxPendingConnections, maxKeysPerRank, maxBytesPerRank, count);
+                maxPendingConnections, maxKeysPerRank, maxBytesPerRank, count, maxServerBytes);
+    }
+
+    /**
+     * The server's memory budget in total: every rank's stored values plus the large requests being
+     * read. A SET that does not fit is refused naming the budget; a reply is streamed from the stored
+     * values, so it costs nothing beyond them.
+     *
+     * @return the budget in bytes, positive
+     */
+    public long maxServerBytes() {
+        return maxServerBytes;
+    }
+
+    /**
+     * These settings with the server's memory budget replaced.
+     *
+     * @param bytes the new budget in bytes, positive
+     * @return a copy with that value
+     * @throws IllegalArgumentException if {@code bytes} is not positive
+     */
+    public RendezvousSettings withMaxServerBytes(long bytes) {
+        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait,
+                maxPendingConnections, maxKeysPerRank, maxBytesPerRank, maxKeysPerGet, bytes);
+    }
+
+    /** Half the heap of this JVM, at least 64 MiB and at most 1 GiB. */
+    static long defaultServerBytes() {
+        return Math.clamp(Runtime.getRuntime().maxMemory() / 2, 64L << 20, 1L << 30);
     }
 
     @Override
@@ -253,7 +286,7 @@ public final class RendezvousSettings {
                 + Durations.format(heartbeatTimeout) + ", handshake " + Durations.format(handshakeTimeout)
                 + ", longest wait " + Durations.format(maxWait) + ", " + maxPendingConnections
                 + " pending connections, per rank " + maxKeysPerRank + " keys / " + maxBytesPerRank + " bytes, "
-                + maxKeysPerGet + " keys per read]";
+                + maxKeysPerGet + " keys per read, server budget " + maxServerBytes + " bytes]";
     }
 
     private static void requirePositive(long value, String what) {

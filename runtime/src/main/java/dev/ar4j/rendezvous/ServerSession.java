@@ -25,6 +25,10 @@ import java.util.concurrent.TimeUnit;
 final class ServerSession {
     private static final System.Logger LOG = System.getLogger(ServerSession.class.getName());
     private static final byte[] EMPTY = new byte[0];
+    /** Encoded in advance: answering it allocates nothing the size of anything. */
+    private static final byte[] OUT_OF_MEMORY = RendezvousProtocol.error(RendezvousProtocol.CODE_REFUSED, -1,
+            "the rendezvous server ran out of memory (OutOfMemoryError) serving this request; raise the serving"
+                    + " JVM's -Xmx, or lower ar4j.rdzv.maxServerBytes / AR4J_RDZV_MAX_SERVER_BYTES below it");
 
     private final TcpRendezvousServer server;
     private final GroupState group;
@@ -32,7 +36,7 @@ final class ServerSession {
     private final byte[] tokenKey;
     private final Socket socket;
     private final String peer;
-    private SecureChannel channel;
+    private final SecureChannel channel;
     /** The admitted rank, or -1 before admission; written by {@link GroupState#admit}. */
     volatile int rank = -1;
     private volatile boolean ended;
@@ -40,14 +44,17 @@ final class ServerSession {
     private volatile boolean getPending;
     private boolean byeReceived;
     private volatile Thread handshakeDeadline;
+    private volatile boolean evicted;
 
-    ServerSession(TcpRendezvousServer server, GroupState group, RendezvousSettings settings, byte[] tokenKey, Socket socket) {
+    ServerSession(TcpRendezvousServer server, GroupState group, RendezvousSettings settings, byte[] tokenKey, Socket socket,
+                  ServerMemoryBudget budget) throws IOException {
         this.server = server;
         this.group = group;
         this.settings = settings;
         this.tokenKey = tokenKey;
         this.socket = socket;
         this.peer = String.valueOf(socket.getRemoteSocketAddress());
+        this.channel = new SecureChannel(socket, false, budget);
     }
 
     String peer() {
@@ -67,7 +74,6 @@ final class ServerSession {
         String lossReason = null;
         try {
             socket.setTcpNoDelay(true);
-            channel = new SecureChannel(socket, false);
             Thread deadline = Thread.ofVirtual().name("ar4j-rendezvous-handshake-deadline").start(this::enforceHandshakeDeadline);
             handshakeDeadline = deadline;
             socket.setSoTimeout((int) Durations.toMillis(settings.handshakeTimeout()));
@@ -76,7 +82,6 @@ final class ServerSession {
             }
             established = true;
             deadline.interrupt();
-            server.sessionEstablished(this);
             socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Durations.toMillis(settings.heartbeatTimeout())));
             Thread.ofVirtual().name("ar4j-rendezvous-heartbeat-rank-" + rank).start(this::sendHeartbeats);
             lossReason = readLoop();
@@ -89,24 +94,59 @@ final class ServerSession {
             sendQuietly(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_PROTOCOL, rank,
                     violation.getMessage()));
             lossReason = "rank " + rank + " disconnected after a malformed frame: " + violation.getMessage();
-        } catch (IOException | RuntimeException e) {
-            lossReason = "rank " + rank + " disconnected (" + e.getMessage() + ")";
-            if (!server.isClosed()) {
-                LOG.log(System.Logger.Level.DEBUG, () -> "rendezvous connection from " + peer + " ended: " + e);
-            }
+        } catch (Throwable e) {
+            lossReason = "rank " + rank + " disconnected (" + describe(e) + ")";
+            debug(e);
         } finally {
-            ended = true;
+            end(lossReason);
+        }
+    }
+
+    /** The end of the connection, each step on its own so that one failing does not skip the rest. */
+    private void end(String lossReason) {
+        ended = true;
+        try {
             Thread deadline = handshakeDeadline;
             if (deadline != null) {
                 deadline.interrupt();
             }
+        } catch (Throwable ignored) {
+            // the deadline thread ends on its own at the handshake timeout
+        }
+        try {
             group.left(this, byeReceived ? null : lossReason);
-            if (channel != null) {
-                channel.close();
-            } else {
-                closeSocket();
+        } catch (Throwable failure) {
+            server.warn("rendezvous server could not record the end of rank " + rank + "'s connection: " + failure);
+        }
+        channel.close();
+        server.sessionEnded(this);
+    }
+
+    private void debug(Throwable e) {
+        try {
+            if (!server.isClosed() && !evicted) {
+                FailSafeLog.log(LOG, System.Logger.Level.DEBUG, () -> "rendezvous connection from " + peer + " ended: " + e);
             }
-            server.sessionEnded(this);
+        } catch (Throwable ignored) {
+            // logging is best effort on this path
+        }
+    }
+
+    private static String describe(Throwable e) {
+        return e instanceof IOException || e instanceof RuntimeException ? String.valueOf(e.getMessage()) : e.toString();
+    }
+
+    /** Evicted from the full handshake queue: tells the client the server is busy (if it can), and closes. */
+    void evictBusy(int queueCapacity) {
+        evicted = true;
+        try {
+            channel.trySend(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_BUSY, -1,
+                    "the server is busy: its " + queueCapacity + " handshake slots (ar4j.rdzv.maxPendingConnections)"
+                            + " are taken and this connection had waited longest"));
+        } catch (Throwable ignored) {
+            // the client sees the connection close and retries all the same
+        } finally {
+            closeSocket();
         }
     }
 
@@ -137,6 +177,9 @@ final class ServerSession {
             channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_AUTH, -1, message));
             return false;
         }
+        if (!server.sessionAuthenticated(this)) {
+            return false; // evicted a moment ago: it is being told the server is busy
+        }
         try {
             group.admit(this, request);
         } catch (GroupState.Refusal refusal) {
@@ -146,47 +189,70 @@ final class ServerSession {
         }
         channel.send(RendezvousProtocol.WELCOME, RendezvousAuth.serverProof(tokenKey, hello.payload(), serverNonce));
         channel.establish(RendezvousAuth.sessionKey(tokenKey, hello.payload(), serverNonce));
-        LOG.log(System.Logger.Level.DEBUG, () -> "rank " + rank + " joined from " + peer);
+        FailSafeLog.log(LOG, System.Logger.Level.DEBUG, () -> "rank " + rank + " joined from " + peer);
         return true;
     }
 
     /** @return the loss reason when the connection ends without BYE, or null */
     private String readLoop() throws IOException {
         while (!server.isClosed()) {
-            Frame request = receive(RendezvousProtocol.MAX_REQUEST_PAYLOAD);
+            Frame request;
+            try {
+                request = receive(RendezvousProtocol.MAX_REQUEST_PAYLOAD);
+            } catch (SecureChannel.FrameNotAdmitted notAdmitted) {
+                // Read and authenticated in full, not kept: the stream is intact, the rank may go on.
+                server.warn("rendezvous server refused a " + RendezvousProtocol.typeName(notAdmitted.type) + " of rank "
+                        + rank + ": " + notAdmitted.getMessage());
+                channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_REFUSED, rank,
+                        notAdmitted.getMessage()));
+                continue;
+            }
             if (request == null) {
                 return "rank " + rank + " disconnected: its connection closed without a goodbye (the process exited,"
                         + " crashed or was killed)";
             }
-            switch (request.type()) {
-                case RendezvousProtocol.HEARTBEAT -> {
+            try {
+                if (!serve(request)) {
+                    return null;
                 }
-                case RendezvousProtocol.BYE -> byeReceived = true;
-                case RendezvousProtocol.SET -> {
-                    requireNoPendingGet("SET");
-                    SetRequest set = RendezvousProtocol.parseSet(request.payload());
-                    try {
-                        group.set(rank, set.key(), set.value());
-                        channel.send(RendezvousProtocol.OK, EMPTY);
-                    } catch (GroupState.Refusal refusal) {
-                        server.warn("rendezvous server refused a SET of rank " + rank + ": " + refusal.getMessage());
-                        channel.send(RendezvousProtocol.ERROR,
-                                RendezvousProtocol.error(refusal.code, refusal.rank, refusal.getMessage()));
-                    } catch (IllegalStateException storeClosed) {
-                        return null;
-                    }
-                }
-                case RendezvousProtocol.GET -> {
-                    requireNoPendingGet("GET");
-                    GetRequest get = RendezvousProtocol.parseGet(request.payload(), settings.maxKeysPerGet(group.worldSize()));
-                    getPending = true;
-                    Thread.ofVirtual().name("ar4j-rendezvous-get-rank-" + rank).start(() -> answerGet(get));
-                }
-                default -> throw new ProtocolViolation("unexpected frame type "
-                        + RendezvousProtocol.typeName(request.type()) + "; requests are SET, GET, HEARTBEAT and BYE");
+            } catch (OutOfMemoryError outOfMemory) {
+                getPending = false;
+                channel.send(RendezvousProtocol.ERROR, OUT_OF_MEMORY);
             }
         }
         return null;
+    }
+
+    /** Serves one request; false if the server's store closed under it. */
+    private boolean serve(Frame request) throws IOException {
+        switch (request.type()) {
+            case RendezvousProtocol.HEARTBEAT -> {
+            }
+            case RendezvousProtocol.BYE -> byeReceived = true;
+            case RendezvousProtocol.SET -> {
+                requireNoPendingGet("SET");
+                SetRequest set = RendezvousProtocol.parseSet(request.payload());
+                try {
+                    group.set(rank, set.key(), set.value());
+                    channel.send(RendezvousProtocol.OK, EMPTY);
+                } catch (GroupState.Refusal refusal) {
+                    server.warn("rendezvous server refused a SET of rank " + rank + ": " + refusal.getMessage());
+                    channel.send(RendezvousProtocol.ERROR,
+                            RendezvousProtocol.error(refusal.code, refusal.rank, refusal.getMessage()));
+                } catch (IllegalStateException storeClosed) {
+                    return false;
+                }
+            }
+            case RendezvousProtocol.GET -> {
+                requireNoPendingGet("GET");
+                GetRequest get = RendezvousProtocol.parseGet(request.payload(), settings.maxKeysPerGet(group.worldSize()));
+                getPending = true;
+                Thread.ofVirtual().name("ar4j-rendezvous-get").start(() -> answerGet(get));
+            }
+            default -> throw new ProtocolViolation("unexpected frame type "
+                    + RendezvousProtocol.typeName(request.type()) + "; requests are SET, GET, HEARTBEAT and BYE");
+        }
+        return true;
     }
 
     /** Receives one frame, counting it (well-formed or not) for the server's statistics. */
@@ -219,17 +285,15 @@ final class ServerSession {
             getPending = false;
             switch (result) {
                 case Found(byte[][] values) -> {
-                    long total = 4;
-                    for (byte[] value : values) {
-                        total += 4 + value.length;
-                    }
+                    long total = RendezvousProtocol.valuesLength(values);
                     if (total > RendezvousProtocol.MAX_REPLY_PAYLOAD) {
                         channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_REFUSED,
                                 rank, "the " + values.length + " values asked for total " + total
                                         + " bytes, more than the " + RendezvousProtocol.MAX_REPLY_PAYLOAD
                                         + " bytes one reply may carry"));
                     } else {
-                        channel.send(RendezvousProtocol.OK, RendezvousProtocol.values(values));
+                        // Streamed from the stored values: the reply costs no memory of its own.
+                        channel.sendValues(RendezvousProtocol.OK, values, RendezvousProtocol.MAX_REPLY_PAYLOAD);
                     }
                 }
                 case Missing(int[] indices) -> channel.send(RendezvousProtocol.TIMEOUT, RendezvousProtocol.missing(indices));
@@ -238,15 +302,22 @@ final class ServerSession {
             getPending = false;
             sendQuietly(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_RANK_LOST,
                     lost.rank(), lost.getMessage()));
+        } catch (RendezvousRefusedException groupFailed) {
+            getPending = false;
+            sendQuietly(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_REFUSED, rank,
+                    groupFailed.getMessage()));
         } catch (InterruptedException | IOException | IllegalStateException | RendezvousException ended) {
             // The connection or the server (its store) ended; the read loop reports that.
             getPending = false;
-            LOG.log(System.Logger.Level.DEBUG, () -> "GET of rank " + rank + " ended with its connection: " + ended);
+            FailSafeLog.log(LOG, System.Logger.Level.DEBUG, () -> "GET of rank " + rank + " ended with its connection: " + ended);
             closeSocket();
-        } catch (RuntimeException bug) {
+        } catch (OutOfMemoryError outOfMemory) {
             getPending = false;
-            LOG.log(System.Logger.Level.ERROR, "rendezvous server failed answering a GET of rank " + rank
-                    + "; closing its connection", bug);
+            sendQuietly(RendezvousProtocol.ERROR, OUT_OF_MEMORY);
+        } catch (Throwable bug) {
+            getPending = false;
+            server.warn("rendezvous server failed answering a GET of rank " + rank + " (" + bug + "); closing its"
+                    + " connection");
             closeSocket();
         }
     }
@@ -256,8 +327,13 @@ final class ServerSession {
         if (!established || ended) {
             return;
         }
-        Thread.ofVirtual().name("ar4j-rendezvous-peer-lost").start(
-                () -> sendQuietly(RendezvousProtocol.PEER_LOST, RendezvousProtocol.peerLost(lostRank, reason)));
+        try {
+            Thread.ofVirtual().name("ar4j-rendezvous-peer-lost").start(
+                    () -> sendQuietly(RendezvousProtocol.PEER_LOST, RendezvousProtocol.peerLost(lostRank, reason)));
+        } catch (Throwable failure) {
+            // the rank's own waits still end with RankLostException; only the early notice is lost
+            server.warn("rendezvous server could not tell rank " + rank + " that rank " + lostRank + " is lost: " + failure);
+        }
     }
 
     private void sendHeartbeats() {
@@ -269,8 +345,8 @@ final class ServerSession {
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        } catch (IOException e) {
-            closeSocket();
+        } catch (Throwable e) {
+            closeSocket(); // the read loop sees the connection end and reports it
         }
     }
 
@@ -280,7 +356,7 @@ final class ServerSession {
         } catch (InterruptedException e) {
             return; // the handshake completed or the connection ended
         }
-        if (!established && !ended) {
+        if (!established && !ended && rank < 0) {
             server.warn("rendezvous server closes the connection from " + peer + ": no authenticated handshake within "
                     + Durations.format(settings.handshakeTimeout()) + " (idle or slow client)");
             closeSocket();
@@ -290,8 +366,8 @@ final class ServerSession {
     private void sendQuietly(byte type, byte[] body) {
         try {
             channel.send(type, body);
-        } catch (IOException e) {
-            LOG.log(System.Logger.Level.DEBUG, () -> "could not send " + RendezvousProtocol.typeName(type) + " to "
+        } catch (Throwable e) {
+            FailSafeLog.log(LOG, System.Logger.Level.DEBUG, () -> "could not send " + RendezvousProtocol.typeName(type) + " to "
                     + peer + ": " + e);
         }
     }
@@ -300,7 +376,7 @@ final class ServerSession {
         try {
             socket.close();
         } catch (IOException e) {
-            LOG.log(System.Logger.Level.DEBUG, () -> "ignored error while closing " + socket + ": " + e);
+            FailSafeLog.log(LOG, System.Logger.Level.DEBUG, () -> "ignored error while closing " + socket + ": " + e);
         }
     }
 }

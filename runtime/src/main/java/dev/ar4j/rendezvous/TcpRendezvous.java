@@ -373,12 +373,9 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
             Socket socket = null;
             try {
                 long deadline = System.nanoTime() + Durations.toNanos(connectTimeout);
-                socket = ServerDialer.connectWithRetry(rank, host, port, description, deadline, connectTimeout);
-                socket.setTcpNoDelay(true);
-                socket.setKeepAlive(true);
-                long leftMillis = Math.max(1_000, (deadline - System.nanoTime()) / 1_000_000);
-                SecureChannel channel = ClientHandshake.perform(socket, rank, worldSize, jobToken, description,
-                        Math.min(leftMillis, Durations.toMillis(resolved.handshakeTimeout())));
+                SecureChannel channel = ServerDialer.join(rank, worldSize, host, port, description, deadline,
+                        connectTimeout, jobToken, resolved);
+                socket = channel.socket();
                 PeerLossListeners listeners = new PeerLossListeners();
                 ClientConnection connection = new ClientConnection(rank, description, channel, resolved, listeners);
                 return new TcpRendezvous(rank, worldSize, description, server, closeLinger,

@@ -14,7 +14,6 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The TCP key-value store behind {@link TcpRendezvous}. Usually rank 0's {@code TcpRendezvous}
@@ -27,9 +26,20 @@ import java.util.concurrent.atomic.AtomicInteger;
  * and incarnation (a restarted rank fails the group rather than being served stale values), lets
  * a rank write only its own keys, within its quota, and makes every wait that needs a rank end at
  * once when that rank's connection drops or its heartbeat stops. Without a token it serves on
- * loopback only. Connections that have not authenticated are capped and closed after the
- * handshake timeout; an accept failure (such as running out of file descriptors) is retried with
- * back-off. The wire format is described in {@code RendezvousProtocol}; limits in
+ * loopback only. Connections that have not authenticated wait in a bounded {@link HandshakeQueue}:
+ * when it is full the server stops accepting for a moment (back-pressure) and then evicts the
+ * connection that has waited longest, telling it the server is busy; its client retries with a
+ * jittered back-off. An authenticated peer has left the queue and is never refused for want of
+ * room. A connection that does not authenticate is closed after the handshake timeout. Every server
+ * thread survives any {@link Throwable}: an accept failure (out of file descriptors, out of memory)
+ * is retried with back-off, and a warning that cannot be logged falls back to a line written
+ * without allocating ({@link FailSafeLog}). Stored values and large requests are charged to a
+ * memory budget in total ({@link RendezvousSettings#maxServerBytes()}).
+ *
+ * <p>Every connection is served by virtual threads (reader, heartbeat, waiting read): they block on
+ * socket reads and timed waits, which park them without holding a carrier, so a group of a
+ * thousand ranks costs a few thousand parked virtual threads (a few KiB each) rather than as many
+ * platform threads. The wire format is described in {@code RendezvousProtocol}; limits in
  * {@link RendezvousSettings}.
  *
  * <p>It is not encryption: values travel in clear. Keep it on a network only the job's hosts reach.
@@ -41,6 +51,13 @@ public final class TcpRendezvousServer implements AutoCloseable {
     private static final long FIRST_ACCEPT_BACKOFF_MILLIS = 10;
     private static final long LONGEST_ACCEPT_BACKOFF_MILLIS = 1_000;
     private static final AtomicBoolean NO_TOKEN_WARNED = new AtomicBoolean();
+    private static final int LISTEN_BACKLOG = 4096;
+    private static final long SHORTEST_EVICT_AFTER_NANOS = 250_000_000L;
+    private static final FailSafeLog ACCEPT_FAILED = new FailSafeLog("ar4j rendezvous server: a connection could not be"
+            + " accepted or started (out of file descriptors or memory?) and the warning could not be logged; retrying"
+            + " with back-off");
+    private static final FailSafeLog WARNING_FAILED = new FailSafeLog("ar4j rendezvous server: a warning could not be"
+            + " logged (out of file descriptors or memory?); serving goes on");
 
     private final ServerSocket serverSocket;
     private final InetSocketAddress boundAddress;
@@ -49,7 +66,10 @@ public final class TcpRendezvousServer implements AutoCloseable {
     private final GroupState group;
     private final WarningLimiter warnings = new WarningLimiter(LOG, 10_000, 20);
     private final Set<ServerSession> sessions = ConcurrentHashMap.newKeySet();
-    private final AtomicInteger pending = new AtomicInteger();
+    private final HandshakeQueue handshakes;
+    private final ServerMemoryBudget budget;
+    private final java.util.concurrent.atomic.AtomicLong acceptFailures = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong evictions = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong framesRead = new java.util.concurrent.atomic.AtomicLong();
     private final Set<Thread> threads = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
@@ -59,7 +79,11 @@ public final class TcpRendezvousServer implements AutoCloseable {
         this.boundAddress = (InetSocketAddress) serverSocket.getLocalSocketAddress();
         this.settings = settings;
         this.tokenKey = token.key();
-        this.group = new GroupState(worldSize, settings);
+        this.budget = new ServerMemoryBudget(settings.maxServerBytes());
+        this.group = new GroupState(worldSize, settings, budget);
+        this.handshakes = new HandshakeQueue(settings.maxPendingConnections(),
+                Math.min(settings.handshakeTimeout().toNanos() / 8, SHORTEST_EVICT_AFTER_NANOS),
+                settings.handshakeTimeout().toNanos() / 2);
     }
 
     /**
@@ -110,7 +134,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
         try {
             socket = new ServerSocket();
             socket.setReuseAddress(true);
-            socket.bind(bindAddress, 128);
+            socket.bind(bindAddress, LISTEN_BACKLOG);
         } catch (IOException e) {
             closeQuietly(socket);
             String hint = e instanceof BindException
@@ -120,17 +144,24 @@ public final class TcpRendezvousServer implements AutoCloseable {
             throw new RendezvousException("cannot serve the rendezvous on " + describe(bindAddress) + ": "
                     + e.getMessage() + hint, e);
         }
+        // Formatting a log record's time loads the time-zone data file; load it while descriptors are
+        // left, so that a warning logged when they have run out does not need a file.
+        java.time.ZoneId.systemDefault();
         TcpRendezvousServer server = new TcpRendezvousServer(worldSize, socket, settings, token);
         Thread acceptor = Thread.ofVirtual().name("ar4j-rendezvous-accept-" + server.port()).unstarted(server::acceptLoop);
         server.threads.add(acceptor);
         acceptor.start();
         String scope = ip != null && ip.isAnyLocalAddress() ? "all interfaces (the ranks span hosts)"
                 : loopback ? "loopback only" : "one interface";
-        LOG.log(System.Logger.Level.INFO, "rendezvous server for " + worldSize + " ranks listening on "
-                + describe(server.boundAddress) + ", " + scope + "; job token: " + token.source());
-        if (!token.isPresent() && NO_TOKEN_WARNED.compareAndSet(false, true)) {
-            LOG.log(System.Logger.Level.WARNING, "the rendezvous on " + describe(server.boundAddress) + " has no job"
-                    + " token, so it serves loopback only and any local process can join it; " + JobToken.howToSet());
+        try {
+            LOG.log(System.Logger.Level.INFO, "rendezvous server for " + worldSize + " ranks listening on "
+                    + describe(server.boundAddress) + ", " + scope + "; job token: " + token.source());
+            if (!token.isPresent() && NO_TOKEN_WARNED.compareAndSet(false, true)) {
+                LOG.log(System.Logger.Level.WARNING, "the rendezvous on " + describe(server.boundAddress) + " has no job"
+                        + " token, so it serves loopback only and any local process can join it; " + JobToken.howToSet());
+            }
+        } catch (Throwable loggingFailed) {
+            WARNING_FAILED.write(); // a failing logger must not fail the server it describes
         }
         return server;
     }
@@ -223,7 +254,21 @@ public final class TcpRendezvousServer implements AutoCloseable {
 
     /** How many connections have not (yet) authenticated. */
     int pendingConnections() {
-        return pending.get();
+        return handshakes.size();
+    }
+
+    /** How many connections were evicted from the full handshake queue as busy (for tests and statistics). */
+    long evictions() {
+        return evictions.get();
+    }
+
+    /** How many times accepting or starting a connection failed (for tests). */
+    long acceptFailures() {
+        return acceptFailures.get();
+    }
+
+    ServerMemoryBudget budget() {
+        return budget;
     }
 
     /** Frames read so far, well-formed or refused (for tests and statistics). */
@@ -239,22 +284,31 @@ public final class TcpRendezvousServer implements AutoCloseable {
         return closed;
     }
 
+    /** Logs a rate-limited warning; if logging fails, writes {@link #WARNING_FAILED} instead. Never throws. */
     void warn(String message) {
-        warnings.warn(message);
+        try {
+            warnings.warn(message);
+        } catch (Throwable loggingFailed) {
+            WARNING_FAILED.write();
+        }
     }
 
     WarningLimiter warnings() {
         return warnings;
     }
 
-    void sessionEstablished(ServerSession session) {
-        pending.decrementAndGet();
+    /**
+     * The session proved it knows the token: it leaves the handshake queue.
+     *
+     * @return false if it had already been evicted (it is being told the server is busy)
+     */
+    boolean sessionAuthenticated(ServerSession session) {
+        return handshakes.authenticated(session);
     }
 
     void sessionEnded(ServerSession session) {
-        if (sessions.remove(session) && !session.isEstablished()) {
-            pending.decrementAndGet();
-        }
+        handshakes.remove(session);
+        sessions.remove(session);
         threads.remove(Thread.currentThread());
     }
 
@@ -266,12 +320,13 @@ public final class TcpRendezvousServer implements AutoCloseable {
         }
         closed = true;
         closeQuietly(serverSocket);
+        handshakes.close();
         group.close();
         for (ServerSession session : sessions) {
             session.closeSocket();
         }
         if (!awaitTermination(CLOSE_JOIN_TIMEOUT)) {
-            LOG.log(System.Logger.Level.WARNING, "rendezvous server on " + describe(boundAddress) + ": "
+            FailSafeLog.log(LOG, System.Logger.Level.WARNING, () -> "rendezvous server on " + describe(boundAddress) + ": "
                     + threads.size() + " thread(s) still running " + Durations.format(CLOSE_JOIN_TIMEOUT) + " after close");
         }
     }
@@ -304,49 +359,83 @@ public final class TcpRendezvousServer implements AutoCloseable {
         long backoffMillis = FIRST_ACCEPT_BACKOFF_MILLIS;
         try {
             while (!closed) {
-                Socket socket;
                 try {
-                    socket = serverSocket.accept();
-                    backoffMillis = FIRST_ACCEPT_BACKOFF_MILLIS;
-                } catch (IOException e) {
+                    ServerSession evicted = handshakes.awaitRoom();
+                    if (evicted != null) {
+                        evict(evicted);
+                    }
                     if (closed) {
                         return;
                     }
-                    // EMFILE / ENFILE and the like: the server must outlive them.
-                    warn("rendezvous server on " + describe(boundAddress) + " could not accept a connection ("
-                            + e.getMessage() + "); retrying in " + backoffMillis + " ms (out of file descriptors?"
-                            + " raise ulimit -n)");
-                    try {
-                        Thread.sleep(backoffMillis);
-                    } catch (InterruptedException interrupted) {
-                        Thread.currentThread().interrupt();
+                    Socket socket = serverSocket.accept();
+                    backoffMillis = FIRST_ACCEPT_BACKOFF_MILLIS;
+                    serve(socket);
+                } catch (Throwable failure) {
+                    // EMFILE / ENFILE, OutOfMemoryError, a failing logger: the server must outlive them all.
+                    if (closed) {
                         return;
                     }
+                    Thread.interrupted(); // only close() stops this loop
+                    acceptFailures.incrementAndGet();
+                    reportAcceptFailure(failure, backoffMillis);
+                    pause(backoffMillis);
                     backoffMillis = Math.min(backoffMillis * 2, LONGEST_ACCEPT_BACKOFF_MILLIS);
-                    continue;
                 }
-                if (pending.incrementAndGet() > settings.maxPendingConnections()) {
-                    pending.decrementAndGet();
-                    warn("rendezvous server on " + describe(boundAddress) + " refuses the connection from "
-                            + socket.getRemoteSocketAddress() + ": " + settings.maxPendingConnections()
-                            + " connections are already waiting to authenticate (ar4j.rdzv.maxPendingConnections)");
-                    closeQuietly(socket);
-                    continue;
-                }
-                ServerSession session = new ServerSession(this, group, settings, tokenKey, socket);
-                sessions.add(session);
-                if (closed) {
-                    sessions.remove(session);
-                    closeQuietly(socket);
-                    return;
-                }
-                Thread handler = Thread.ofVirtual().name("ar4j-rendezvous-conn-" + socket.getRemoteSocketAddress())
-                        .unstarted(session::run);
-                threads.add(handler);
-                handler.start();
             }
         } finally {
             threads.remove(Thread.currentThread());
+        }
+    }
+
+    /** Starts serving an accepted connection; closes it if that fails. */
+    private void serve(Socket socket) throws Throwable {
+        ServerSession session = null;
+        try {
+            session = new ServerSession(this, group, settings, tokenKey, socket, budget);
+            handshakes.add(session);
+            sessions.add(session);
+            if (closed) {
+                sessions.remove(session);
+                closeQuietly(socket);
+                return;
+            }
+            Thread handler = Thread.ofVirtual().name("ar4j-rendezvous-conn").unstarted(session::run);
+            threads.add(handler);
+            handler.start();
+        } catch (Throwable failure) {
+            if (session != null) {
+                handshakes.remove(session);
+                sessions.remove(session);
+            }
+            closeQuietly(socket);
+            throw failure;
+        }
+    }
+
+    /** Tells an evicted connection the server is busy and closes it, on a thread of its own (it may not read). */
+    private void evict(ServerSession session) {
+        evictions.incrementAndGet();
+        try {
+            Thread.ofVirtual().name("ar4j-rendezvous-evict").start(() -> session.evictBusy(handshakes.capacity()));
+        } catch (Throwable failure) {
+            session.closeSocket();
+        }
+    }
+
+    private void reportAcceptFailure(Throwable failure, long backoffMillis) {
+        try {
+            warnings.warn("rendezvous server on " + describe(boundAddress) + " could not accept a connection ("
+                    + failure + "); retrying in " + backoffMillis + " ms (out of file descriptors? raise ulimit -n)");
+        } catch (Throwable loggingFailed) {
+            ACCEPT_FAILED.write();
+        }
+    }
+
+    private static void pause(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            // close() is what ends the loop; it sets the flag the loop checks
         }
     }
 
@@ -363,7 +452,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
         try {
             closeable.close();
         } catch (Exception e) {
-            LOG.log(System.Logger.Level.DEBUG, () -> "ignored error while closing " + closeable + ": " + e);
+            FailSafeLog.log(LOG, System.Logger.Level.DEBUG, () -> "ignored error while closing " + closeable + ": " + e);
         }
     }
 }

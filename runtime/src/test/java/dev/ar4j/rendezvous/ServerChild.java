@@ -7,7 +7,7 @@ import java.net.InetSocketAddress;
  * A rendezvous server in a JVM of its own, for {@link TcpRendezvousFdExhaustionTest}: serves
  * {@code worldSize} ranks on an ephemeral loopback port with the token of {@code AR4J_RDZV_TOKEN}
  * and the settings of the system properties, prints {@code PORT <port>}, and exits when its
- * standard input ends (or after 60 s).
+ * standard input ends (or after 60 s), printing {@code ACCEPT_FAILURES <n>} first.
  *
  * <p>Arguments: {@code worldSize}.
  */
@@ -31,6 +31,8 @@ public final class ServerChild {
                 }
             });
             stdin.join(60_000);
+            System.out.println("ACCEPT_FAILURES " + server.acceptFailures());
+            System.out.flush();
         }
         System.exit(0);
     }

@@ -166,33 +166,45 @@ class TcpRendezvousAttackTest {
     }
 
     @Test
-    void connectionsBeyondThePendingCapAreClosedAtOnce() throws Exception {
+    void aFullHandshakeQueueEvictsTheConnectionThatWaitedLongestAsBusy() throws Exception {
         List<Socket> idle = new ArrayList<>();
         long start = System.nanoTime();
-        try {
-            for (int i = 0; i < 32; i++) {
+        try (WireClient oldest = WireClient.open(server)) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (server.pendingConnections() < 1 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            for (int i = 0; i < 31; i++) {
                 idle.add(new Socket(server.address().getAddress(), server.port()));
             }
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
             while (server.pendingConnections() < 32 && System.nanoTime() < deadline) {
                 Thread.sleep(5);
             }
             assertEquals(32, server.pendingConnections());
-            try (WireClient extra = WireClient.open(server)) {
-                assertTrue(extra.closedByServer(), "a connection beyond the cap was kept");
-            }
+            long full = System.nanoTime();
+            idle.add(new Socket(server.address().getAddress(), server.port())); // the 33rd: waits, then evicts the oldest
+            Frame busy = oldest.receive();
+            long evictedAfter = System.nanoTime() - full;
+            assertEquals(RendezvousProtocol.ERROR, busy.type(), WireClient.describe(busy));
+            assertEquals(RendezvousProtocol.CODE_BUSY, WireClient.refusal(busy).code());
+            assertTrue(WireClient.refusal(busy).message().contains("the server is busy"), WireClient.describe(busy));
+            assertTrue(oldest.closedByServer(), "the evicted connection was kept");
+            // Evicted once it had waited its share (the handshake timeout / 8 = 62 ms here), not at the timeout.
+            assertTrue(evictedAfter < TimeUnit.MILLISECONDS.toNanos(450), "evicted after " + evictedAfter / 1_000_000 + " ms");
+            assertTrue(server.pendingConnections() <= 32, server.pendingConnections() + " pending, more than the queue");
+            measured("handshake queue full (32 idle + 1, queue of 32)", "33 connections",
+                    "the oldest told 'the server is busy' and closed; the 33rd queued", evictedAfter);
         } finally {
             for (Socket s : idle) {
                 s.close();
             }
         }
-        measured("connection cap (32 idle + 1)", "33 connections", "the 33rd closed at once; the rest at the handshake timeout",
-                System.nanoTime() - start);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
         while (server.pendingConnections() > 0 && System.nanoTime() < deadline) {
             Thread.sleep(5);
         }
         assertEquals(0, server.pendingConnections(), "the attackers' slots were not freed");
+        measured("handshake queue drained", "33 connections", "every slot freed; group forms after", System.nanoTime() - start);
         groupForms();
     }
 

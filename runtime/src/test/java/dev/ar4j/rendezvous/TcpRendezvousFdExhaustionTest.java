@@ -1,6 +1,7 @@
 package dev.ar4j.rendezvous;
 
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.condition.EnabledOnOs;
 import org.junit.jupiter.api.condition.OS;
@@ -21,16 +22,20 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * File-descriptor exhaustion: a server JVM started under {@code ulimit -n 200} is flooded with idle
  * connections until {@code accept()} fails (EMFILE). Its accept loop backs off and retries instead
- * of dying, and once the attackers leave a real group forms on it.
+ * of dying, and once the attackers leave a real group forms on it; at every logging level, and
+ * with a log handler that fails every record with an {@link Error}. (Before the accept loop caught
+ * every {@link Throwable}, WARNING was fatal: the first warning's time stamp needed the time-zone
+ * data file, its loading failed with an {@code Error}, and the accept thread ended for good.)
  */
 @EnabledOnOs(OS.LINUX)
-@Timeout(value = 90, unit = TimeUnit.SECONDS)
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
 class TcpRendezvousFdExhaustionTest {
 
     private static final String TOKEN = "fd-exhaustion-test-secret";
@@ -38,13 +43,22 @@ class TcpRendezvousFdExhaustionTest {
     @TempDir
     Path outputDir;
 
-    @Test
-    void theServerSurvivesEmfileAndServesOnceTheAttackersLeave() throws Exception {
+    @ParameterizedTest(name = "logging {0}")
+    @ValueSource(strings = {"ALL", "FINE", "INFO", "WARNING", "SEVERE", "OFF", "FAILING-HANDLER"})
+    void theServerSurvivesEmfileAndServesOnceTheAttackersLeave(String level) throws Exception {
         Path output = outputDir.resolve("server.log");
+        Path logging = outputDir.resolve("logging.properties");
+        boolean failing = level.equals("FAILING-HANDLER");
+        Files.writeString(logging, "handlers=" + (failing ? "FailingLogHandler" : "java.util.logging.ConsoleHandler")
+                + "\n.level=" + (failing ? "ALL" : level) + "\njava.util.logging.ConsoleHandler.level=ALL\n");
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         String classPath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        if (failing) {
+            classPath = compileFailingLogHandler() + System.getProperty("path.separator") + classPath;
+        }
         String command = "ulimit -n 200 && exec '" + java + "' -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx64m"
                 + " -XX:-UsePerfData -Dar4j.rdzv.maxPendingConnections=100000 -Dar4j.rdzv.handshakeTimeout=60000"
+                + " -Djava.util.logging.config.file='" + logging + "'"
                 + " -cp '" + classPath + "' " + ServerChild.class.getName() + " 2";
         ProcessBuilder builder = new ProcessBuilder("bash", "-c", command).redirectErrorStream(true)
                 .redirectOutput(output.toFile());
@@ -65,9 +79,15 @@ class TcpRendezvousFdExhaustionTest {
                     refusedInARow++;
                 }
             }
-            awaitText(output, "could not accept a connection", server);
-            String log = Files.readString(output, StandardCharsets.UTF_8);
-            assertTrue(log.contains("Too many open files"), "accept failed, but not for want of descriptors:\n" + log);
+            if (level.equals("ALL") || level.equals("FINE") || level.equals("INFO") || level.equals("WARNING")) {
+                awaitText(output, "could not accept a connection", server);
+                String log = Files.readString(output, StandardCharsets.UTF_8);
+                assertTrue(log.contains("Too many open files"), "accept failed, but not for want of descriptors:\n" + log);
+            } else if (failing) {
+                awaitText(output, "the warning could not be logged", server);
+            } else {
+                Thread.sleep(300); // nothing is logged at this level: let accept() fail a few times
+            }
             int attempts = attackers.size();
             long leftAt = System.nanoTime();
             for (Socket socket : attackers) {
@@ -81,7 +101,8 @@ class TcpRendezvousFdExhaustionTest {
                 assertArrayEquals(new byte[][] {{0}, {1}}, rank0.allGather("after", new byte[] {0}, Duration.ofSeconds(10)));
                 other.get(10, TimeUnit.SECONDS);
             }
-            TcpRendezvousAttackTest.measured("fd exhaustion (server under ulimit -n 200)", attempts + " connections held",
+            TcpRendezvousAttackTest.measured("fd exhaustion (server under ulimit -n 200), logging " + level,
+                    attempts + " connections held",
                     "accept() failed with EMFILE, loop backed off; group formed after the attackers left",
                     System.nanoTime() - leftAt);
         } finally {
@@ -93,6 +114,29 @@ class TcpRendezvousFdExhaustionTest {
                 server.destroyForcibly();
             }
         }
+        String log = Files.readString(output, StandardCharsets.UTF_8);
+        Matcher failures = Pattern.compile("^ACCEPT_FAILURES (\\d+)$", Pattern.MULTILINE).matcher(log);
+        assertTrue(failures.find(), "the server JVM did not report its accept failures:\n" + log);
+        assertTrue(Integer.parseInt(failures.group(1)) > 0, "accept() never failed: the test exhausted nothing\n" + log);
+        assertFalse(log.contains("Exception in thread"), "a server thread died:\n" + log);
+    }
+
+    /**
+     * Compiles a {@code java.util.logging} handler that fails every record with an {@link Error}, as
+     * one does that must open a file when no descriptor is left (this module does not read
+     * {@code java.logging}, so the child JVM gets it from a class directory of its own).
+     */
+    private Path compileFailingLogHandler() throws Exception {
+        Path dir = Files.createDirectories(outputDir.resolve("handler"));
+        Path source = dir.resolve("FailingLogHandler.java");
+        Files.writeString(source, "public final class FailingLogHandler extends java.util.logging.Handler {\n"
+                + "  public void publish(java.util.logging.LogRecord r) { throw new Error(\"this handler needs a file\"); }\n"
+                + "  public void flush() { }\n  public void close() { }\n}\n");
+        Process javac = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "javac").toString(),
+                "-d", dir.toString(), source.toString()).redirectErrorStream(true).start();
+        String out = new String(javac.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(javac.waitFor(30, TimeUnit.SECONDS) && javac.exitValue() == 0, "javac failed: " + out);
+        return dir;
     }
 
     private static TcpRendezvous rank(int rank, int port, JobToken token) {

