@@ -71,6 +71,25 @@ class NotRunnableCellTest extends CapturedOutput {
     }
 
     @Test
+    void theTableShowsTheCellsThatRanAndNotesTheOneThatCouldNot() {
+        PerfReport report = new PerfReport(SyntheticResults.settings(Scenario.SWEEP, List.of(1024L, 4L << 20)), 2,
+                "ar4j-perf --share-gpu", "one JVM, one thread per GPU", null);
+        SyntheticResults.add(report, 1024, "push", "push", false, 2.5);
+        SyntheticResults.add(report, 1024, "1stage", "1stage", false, 2.6);
+        SyntheticResults.add(report, 4L << 20, "1stage", "1stage", false, 16.4);
+        report.notRunnable("graph out-of-place all-reduce of 4194304 bytes (push, pdl default)", "over the push limit");
+        ByteArrayOutputStream text = new ByteArrayOutputStream();
+        ResultTable.print(new PrintStream(text, true, StandardCharsets.UTF_8), report);
+        String table = text.toString(StandardCharsets.UTF_8);
+        String row = table.lines().filter(l -> l.trim().startsWith("4194304")).findFirst().orElseThrow(() ->
+                new AssertionError("no 4 MiB row:\n" + table));
+        assertTrue(row.contains("16.40") && row.contains(" - "), "1stage measured, push not: " + row);
+        assertTrue(table.contains("# note: not runnable: graph out-of-place all-reduce of 4194304 bytes (push, pdl "
+                + "default): over the push limit"), table);
+        assertTrue(table.contains("#wrong: 0"), table);
+    }
+
+    @Test
     void thePlanOfAOneGpuSweepListsTheCellsThatWillBeReportedNotRunnable() {
         assertEquals(ExitCodes.OK, Ar4jPerf.run("--plan", "nvlink:2", "--share-gpu", "--sizes", "1K,43008,256K,4M",
                 "-a", "push,1stage,2stage", "--both"));
