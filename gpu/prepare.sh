@@ -9,13 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${JAVA_HOME:=/usr/lib/jvm/temurin-25-jdk-amd64}"
 export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
-# Java 25 or newer, or a message naming it and JAVA_HOME (not a raw UnsupportedClassVersionError).
-require_java() {  # $1: the java launcher, $2: how to fix it
-  local text major=0
-  text=$("$1" -version 2>&1) || { echo "prepare: $1 does not run ($text). $2" >&2; exit 2; }
-  [[ "$text" =~ version\ \"([0-9]+) ]] && major=${BASH_REMATCH[1]}
-  (( major >= 25 )) || { echo "prepare: ar4j needs Java 25 or newer, but $1 is Java $major. $2" >&2; exit 2; }
-}
+source gpu/lib.sh
 require_java "$JAVA_HOME/bin/java" "Point JAVA_HOME at a JDK 25 or newer (the jlink'd runtime for the GPU host is made from it), e.g. export JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64"
 what="${1:-all}"
 out=.gpu
@@ -30,7 +24,7 @@ make -s -C cuda BUILD_DIR="$PWD/$out/native" LIB_DIR="$PWD/$out/native" OBJ_DIR=
 mvn -B -ntp -q -Dar4j.git.commit.id="$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
     -DskipTests -Dmaven.javadoc.skip=true -Dmaven.source.skip=true package
 rm -f "$out"/lib/ar4j-*-sources.jar "$out"/lib/ar4j-*-javadoc.jar
-version=$(sed -n 's|^  <version>\(.*\)</version>$|\1|p' pom.xml)   # the project's (the only 2-space-indented one)
+version=$(ar4j_version)
 for module in cuda bindings runtime; do
   cp "$module/target/ar4j-$module-$version.jar" "$out/lib/"   # not the -sources/-javadoc jars
 done

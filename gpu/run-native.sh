@@ -5,5 +5,5 @@
 # SKIP there, and the timing is the PDL on/off comparison only (sharing distorts absolute times).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source gpu/lib.sh
 exec .gpu/native/ar4j_native_test "$@"

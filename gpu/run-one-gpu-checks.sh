@@ -23,16 +23,13 @@
 # Extra JVM options for the ITs: AR4J_IT_JAVA_OPTS. Exit 0 only when every step passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-# Ranks sharing one GPU in one process spin in kernels on many streams (their own, and each
-# context's private one); with CUDA's default of 8 hardware queues a launch can queue behind a
-# peer's spinning kernel until the kernel deadline (seen in the native fused test with 8 ranks).
-export CUDA_DEVICE_MAX_CONNECTIONS="${CUDA_DEVICE_MAX_CONNECTIONS:-32}"
+source gpu/lib.sh
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 out="${OUT:-./one-gpu-out}"
 mkdir -p "$out"
 java=.gpu/jre/bin/java
-jars=".gpu/lib/ar4j-runtime-0.1.0-SNAPSHOT.jar:.gpu/lib/ar4j-bindings-0.1.0-SNAPSHOT.jar:.gpu/lib/ar4j-cuda-0.1.0-SNAPSHOT.jar"
+version=$(ar4j_version) || exit 2
+jars=$(ar4j_jars) || exit 2
 steps=("$@")
 [[ ${#steps[@]} -eq 0 ]] && steps=(native exits fused rmsnorm its timing consumer)
 failed=()
@@ -64,8 +61,7 @@ for s in "${steps[@]}"; do
                 --select-class dev.ar4j.it.FusedNormTwoJvmIT ;;
     timing)   step timing 180 "$java" --enable-native-access=ALL-UNNAMED -cp ".gpu/test-classes:$jars" \
                 dev.ar4j.it.FastPathTiming 1024 43008 ;;
-    consumer) version=0.1.0-SNAPSHOT
-              # The GPU host has no unzip: read the manifest with Python's zipfile.
+    consumer) # The GPU host has no unzip: read the manifest with Python's zipfile.
               commit=$(python3 -c 'import sys, zipfile; m = zipfile.ZipFile(sys.argv[1]).read("META-INF/MANIFEST.MF").decode(); print(next((l.split(":", 1)[1].strip() for l in m.splitlines() if l.startswith("Ar4j-Commit:")), ""))' ".gpu/lib/ar4j-runtime-$version.jar")
               step consumer-classpath 60 "$java" --enable-native-access=ALL-UNNAMED -cp ".gpu/consumer/cp:$jars" \
                 dev.ar4j.consumer.Main "$version" "$commit" classpath

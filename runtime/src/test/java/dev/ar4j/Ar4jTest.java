@@ -26,6 +26,8 @@ class Ar4jTest {
         assertEquals(available, Ar4j.unavailabilityCause().isEmpty(), "available exactly when there is no cause");
         assertEquals(available, Ar4j.isAvailable(), "the probe runs once and keeps its answer");
         if (!TestLibraries.cudaDriverInstalled()) {
+            TestLibraries.requireNccl();           // the probe loads them before it asks for a GPU:
+            TestLibraries.requireCustomAllReduce(); // without them, their absence is the cause
             Throwable cause = Ar4j.unavailabilityCause().orElseThrow();
             assertInstanceOf(CudaDriverMissingException.class, cause, "the cause on a CPU-only machine: " + cause);
             assertTrue(cause.getMessage().contains("cudaGetDeviceCount"), cause.getMessage());

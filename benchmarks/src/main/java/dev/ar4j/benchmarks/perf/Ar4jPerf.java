@@ -144,7 +144,8 @@ public final class Ar4jPerf implements Callable<Integer> {
     @Option(names = "--share-gpu", description = "every rank on GPU 0 (-g ranks, default 2), each a thread of one JVM "
             + "(one CUDA context, so the ranks' kernels run at the same time), built with nccl(false): "
             + "NCCL refuses two ranks on one GPU, so only ar4j's kernels run (no nccl columns, no -o other than "
-            + "allreduce, a forced kernel's NCCL fallback is an error); the sharing distorts absolute times")
+            + "allreduce; a cell whose kernel would fall back to NCCL is reported as not runnable and the sweep goes on); "
+            + "the sharing distorts absolute times")
     private boolean shareGpu;
 
     @Option(names = "--threads", negatable = true, description = "one JVM running every rank from its own thread "

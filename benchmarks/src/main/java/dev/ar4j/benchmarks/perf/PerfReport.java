@@ -135,6 +135,17 @@ public final class PerfReport {
     }
 
     /**
+     * Records (and prints) that one cell was not run because the communicators would refuse it,
+     * and why; the sweep goes on with the next cell.
+     *
+     * @param cell   the cell: mode, placement, operation, size, column and PDL setting
+     * @param reason why it cannot run
+     */
+    public synchronized void notRunnable(String cell, String reason) {
+        note("not runnable: " + cell + ": " + reason);
+    }
+
+    /**
      * Records a note for the report (and prints it).
      *
      * @param note one line of text

@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * One rank's part of an ar4j-perf run, for one communicator (one PDL setting). Every rank runs
@@ -31,6 +32,11 @@ import java.util.Objects;
  * collective of {@code -o} ({@link Operation}; its layout: {@link CollectiveLayout}; its exact
  * check: {@link CollectiveCheck}), or, for {@code --scenario verify-fused}, the all-reduce followed
  * by the RMSNorm kernel ({@link FusedPasses}).
+ *
+ * <h2>Cells that cannot run</h2>
+ * A cell the communicators would refuse (with {@code --share-gpu} they have no NCCL: a forced
+ * kernel that would fall back to it, see {@link CellGate}) is not run: rank 0 reports it as not
+ * runnable, with the reason, and every rank goes on with the next cell.
  *
  * <h2>Failure</h2>
  * Every wait is bounded ({@code --timeout}). A failure is thrown at once, with what was being
@@ -53,6 +59,7 @@ final class RankSweep {
     private final Operation operation;
     private final int rank;
     private final int worldSize;
+    private final CellGate gate;
 
     private CudaStream stream;
     private long streamHandle;
@@ -82,6 +89,7 @@ final class RankSweep {
         this.operation = settings.operation();
         this.rank = comm.rank();
         this.worldSize = comm.worldSize();
+        this.gate = CellGate.of(comm);
         if ((rank == 0) != (report != null)) {
             throw new IllegalArgumentException("rank 0, and only rank 0, collects the report");
         }
@@ -130,8 +138,11 @@ final class RankSweep {
         if (settings.modes().contains(TimingMode.EAGER)) {
             PerfSettings.Workload w = settings.workload(firstEffectiveSize());
             for (PerfAlgorithm algorithm : measured()) {
-                timer.warmUpJavaPath(cell(algorithm, w, buffersFor(algorithm, settings.placements().getFirst()), 0)
-                        .pass(), algorithm.label());
+                PerfSettings.Workload runnable = firstRunnableEagerWorkload(algorithm);
+                if (runnable != null) {
+                    timer.warmUpJavaPath(cell(algorithm, runnable, buffersFor(algorithm, settings.placements().getFirst()),
+                            0).pass(), algorithm.label());
+                }
             }
             if (fused != null) {
                 timer.warmUpJavaPath(fusedCell(w, 0).pass(), FusedVariant.FUSED);
@@ -189,6 +200,21 @@ final class RankSweep {
         }
     }
 
+    /** The first size of the sweep whose eager cell {@code algorithm} can run, or null if none. */
+    private PerfSettings.Workload firstRunnableEagerWorkload(PerfAlgorithm algorithm) {
+        for (long s : settings.sizes()) {
+            long e = operation.effectiveBytes(s, worldSize, dtype);
+            if (e > 0) {
+                PerfSettings.Workload w = settings.workload(e);
+                if (gate.notRunnable(algorithm, TimingMode.EAGER, w.bytesPerCall(), dtype, settings.registeredInput())
+                        .isEmpty()) {
+                    return w;
+                }
+            }
+        }
+        return null;
+    }
+
     /** The algorithms measured: the settings' list without nccl-symm when its buffers could not be set up. */
     private List<PerfAlgorithm> measured() {
         return settings.algorithms().stream().filter(a -> a != PerfAlgorithm.NCCL_SYMMETRIC || symmetric != null).toList();
@@ -222,6 +248,17 @@ final class RankSweep {
         PerfSettings.Workload workload = settings.workload(effective);
         Buffers buffers = fusedRow ? new Buffers(in, in, false) : buffersFor(algorithm, placement);
         String label = fusedRow ? FusedVariant.FUSED : fused != null ? FusedVariant.label(algorithm) : algorithm.label();
+        if (!fusedRow) {
+            Optional<String> why = gate.notRunnable(algorithm, mode, workload.bytesPerCall(), dtype,
+                    settings.registeredInput());
+            if (why.isPresent()) {
+                if (report != null) {
+                    report.notRunnable(mode.label() + " " + placement.label() + " " + what() + " of " + effective
+                            + " bytes (" + label + ", pdl " + pdl.label() + ")", why.get());
+                }
+                return;
+            }
+        }
         long seed = mix(settings.seed(), effective, fusedRow ? PerfAlgorithm.values().length : algorithm.ordinal(),
                 mode.ordinal(), placement.ordinal(), operation.ordinal(), pdl.ordinal());
         PassTimer.Sample sample;

@@ -45,8 +45,9 @@ final class RunPlan {
         if (settings.shareGpu()) {
             out.println("# --share-gpu: every rank on GPU 0, each a thread of one JVM (one CUDA context: the ranks' "
                     + "kernels run at the same time; separate processes would be time-sliced), built with nccl(false): "
-                    + "ar4j's kernels only (NCCL refuses two ranks on one GPU); a forced kernel that would fall back to "
-                    + "NCCL fails the run, naming the size; the sharing distorts absolute times");
+                    + "ar4j's kernels only (NCCL refuses two ranks on one GPU); a cell whose kernel would fall back to "
+                    + "NCCL is reported as not runnable and the sweep goes on; the sharing distorts absolute times");
+            printNotRunnable(out, topology, config, settings);
         }
         if (settings.scenario() == Scenario.VERIFY_FUSED) {
             printFused(out, topology, config, settings);
@@ -56,6 +57,24 @@ final class RunPlan {
             printCollective(out, op, n, settings.sizes(), dtype);
         }
         out.flush();
+    }
+
+    /** With {@code --share-gpu}: the cells the run will report as not runnable ({@link CellGate}), with why. */
+    private static void printNotRunnable(PrintStream out, Topology topology, DispatchConfig config, PerfSettings settings) {
+        CellGate gate = new CellGate(topology, settings.stagingBytes(), config.forceCustomOnPcie(), false);
+        for (TimingMode mode : settings.modes()) {
+            for (long bytes : settings.sizes()) {
+                long effective = settings.operation().effectiveBytes(bytes, topology.worldSize(), settings.dtype());
+                if (effective == 0) {
+                    continue;
+                }
+                long perCall = settings.workload(effective).bytesPerCall();
+                for (PerfAlgorithm a : settings.algorithms()) {
+                    gate.notRunnable(a, mode, perCall, settings.dtype(), settings.registeredInput()).ifPresent(why ->
+                            out.println("# not runnable: " + mode.label() + " " + a.label() + " " + perCall + " B: " + why));
+                }
+            }
+        }
     }
 
     private static void printPdl(PrintStream out, List<PdlSetting> pdl) {

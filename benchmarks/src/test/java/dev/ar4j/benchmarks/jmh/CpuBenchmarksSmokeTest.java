@@ -9,6 +9,7 @@ import org.openjdk.jmh.runner.RunnerException;
 import org.openjdk.jmh.runner.options.Options;
 import org.openjdk.jmh.runner.options.OptionsBuilder;
 import org.openjdk.jmh.runner.options.TimeValue;
+import org.openjdk.jmh.runner.options.VerboseMode;
 
 import java.util.ArrayList;
 import java.util.Collection;
@@ -34,6 +35,7 @@ class CpuBenchmarksSmokeTest {
                 .measurementIterations(2)
                 .measurementTime(TimeValue.milliseconds(100))
                 .shouldFailOnError(true)
+                .verbosity(VerboseMode.SILENT) // the scores are checked; JMH's console report is not needed
                 .build();
         return new Runner(options).run();
     }

@@ -23,7 +23,7 @@ class JmhMainTest {
 
     @Test
     void aBenchmarkThatRunsExitsZero() {
-        assertEquals(ExitCodes.OK, JmhMain.run(with(DispatchBenchmark.class.getName(), "-f", "0")));
+        assertEquals(ExitCodes.OK, JmhMain.run(with(DispatchBenchmark.class.getName(), "-f", "0", "-v", "SILENT")));
     }
 
     @Test
