@@ -73,10 +73,11 @@ public final class Ar4j {
 
         private static Optional<Throwable> run() {
             try {
+                // The most basic need first: a machine without a driver is told so, whatever else is missing.
                 Cuda.runtimeVersion();
+                Cuda.deviceCount();
                 dev.ar4j.nccl.Nccl.version();
                 dev.ar4j.kernels.CustomAllReduceKernels.abiVersion();
-                Cuda.deviceCount();
                 return Optional.empty();
             } catch (RuntimeException | LinkageError e) {
                 return Optional.of(e);
