@@ -11,15 +11,15 @@ public class ModulePathCheck {
         Module runtime = dev.ar4j.Communicator.class.getModule();
         require(runtime.isNamed() && runtime.getName().equals("dev.ar4j.runtime"), "runtime module is " + runtime);
         require(runtime.isExported("dev.ar4j") && runtime.isExported("dev.ar4j.cuda"), "API packages exported");
-        require(!runtime.isExported("dev.ar4j.group") && !runtime.isExported("dev.ar4j.internal"),
+        require(!runtime.isExported("dev.ar4j.internal.peer") && !runtime.isExported("dev.ar4j.internal"),
                 "internal packages must not be exported");
         require(runtime.isNativeAccessEnabled(), "native access enabled for dev.ar4j.runtime");
         Module cuda = ModuleLayer.boot().findModule("dev.ar4j.cuda").orElse(null);
         require(cuda != null, "dev.ar4j.cuda is resolved without --add-modules dev.ar4j.cuda");
         require(!cuda.getDescriptor().isAutomatic(), "dev.ar4j.cuda is a named (not automatic) module");
         require(runtime.canRead(cuda), "dev.ar4j.runtime reads dev.ar4j.cuda");
-        int abi = dev.ar4j.kernels.CustomAllReduceKernels.abiVersion();
-        String status = dev.ar4j.kernels.CustomAllReduceKernels.statusName(8);
+        int abi = dev.ar4j.internal.kernels.CustomAllReduceKernels.abiVersion();
+        String status = dev.ar4j.internal.kernels.CustomAllReduceKernels.statusName(8);
         require(status.equals("AR4J_ERROR_NOT_REGISTERED"), "status 8 is " + status);
         String nccl = dev.ar4j.nccl.Nccl.versionString();
         int cudart = dev.ar4j.cuda.Cuda.runtimeVersion();

@@ -344,7 +344,7 @@ public final class Communicator implements AutoCloseable {
      * one on a registered input that no output overlaps, otherwise on a copy of the input in the
      * staging buffer (when it fits there). Otherwise the all-reduce runs as {@link #allReduce} decides
      * (a custom kernel or NCCL) and then the residual add + RMSNorm kernel
-     * ({@link dev.ar4j.kernels.ResidualRmsNorm}); every way gives bitwise the same result.
+     * ({@link dev.ar4j.internal.kernels.ResidualRmsNorm}); every way gives bitwise the same result.
      * {@link #explainResidualRmsNorm} says which runs.
      *
      * @param in          {@code rows * hidden} elements of this rank's partial sums; may be {@code out}
@@ -352,7 +352,7 @@ public final class Communicator implements AutoCloseable {
      * @param weight      {@code hidden} elements
      * @param out         receives the normalised rows; not {@code residual} nor {@code residualOut}
      * @param residualOut receives {@code allreduce(in) + residual}
-     * @param hidden      elements per row, 1 to {@link dev.ar4j.kernels.ResidualRmsNorm#MAX_HIDDEN}
+     * @param hidden      elements per row, 1 to {@link dev.ar4j.internal.kernels.ResidualRmsNorm#MAX_HIDDEN}
      * @param eps         added to the mean square, finite and greater than 0
      * @param dtype       element type of every buffer
      * @param stream      the stream to enqueue on
@@ -566,6 +566,24 @@ public final class Communicator implements AutoCloseable {
     }
 
     /**
+     * Every rank's {@code value}, in rank order: collective (every rank calls it, in the same order
+     * as the group's other collective calls), through the group's rendezvous, bounded by the
+     * rendezvous timeout. For small host-side values (a measurement, a status), not for tensors:
+     * those go through {@link #collectives()}.
+     *
+     * @param value this rank's bytes, at most a few MiB; not {@code null}
+     * @return every rank's bytes, rank r at index r (this rank's is a copy of {@code value})
+     * @throws NullPointerException if {@code value} is {@code null}
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     *     another thread at the same time
+     * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws dev.ar4j.rendezvous.RendezvousException if the other ranks did not arrive in time
+     */
+    public byte[][] exchange(byte[] value) {
+        return engine.exchange(value);
+    }
+
+    /**
      * Frees everything this rank allocated and opened, exactly once, never while a call uses it:
      * new calls are refused at once, a call in flight gets up to 2 s to leave, then the
      * communicator is failed (kernels poisoned, NCCL aborted) and the call gets 2 s more. Not
@@ -589,6 +607,27 @@ public final class Communicator implements AutoCloseable {
     /** The engine behind this communicator (tests in this module reach it through {@code EngineAccess}). */
     Engine engine() {
         return engine;
+    }
+
+    /**
+     * Told once when a communicator fails ({@link Builder#onFailure}): a peer was lost, a
+     * kernel gave up waiting, NCCL reported an error, or the ranks fell out of step (or
+     * {@link #abort()} was called). By then the custom kernels are poisoned and NCCL is
+     * aborted; calls on the communicator throw. Called on the thread that saw the failure (often the
+     * communicator's watchdog): return quickly and never block; close the communicator from another
+     * thread.
+     */
+    @FunctionalInterface
+    public interface FailureListener {
+
+        /**
+         * Called once, with the first failure of {@code communicator}; later failures are not reported.
+         *
+         * @param communicator the communicator that failed
+         * @param failure      what failed, naming the rank where known
+         *                     ({@link PeerLostException#peer()}, {@link PeerTimeoutException#peer()})
+         */
+        void failed(Communicator communicator, RuntimeException failure);
     }
 
     /** Configures and builds a {@link Communicator}; every setter validates its value at once. */

@@ -1,6 +1,6 @@
 package dev.ar4j.rendezvous;
 
-import dev.ar4j.internal.Durations;
+import dev.ar4j.platform.Durations;
 
 import dev.ar4j.rendezvous.RendezvousProtocol.Frame;
 import dev.ar4j.rendezvous.RendezvousProtocol.ProtocolViolation;

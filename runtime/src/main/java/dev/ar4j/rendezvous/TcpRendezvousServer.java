@@ -1,6 +1,6 @@
 package dev.ar4j.rendezvous;
 
-import dev.ar4j.internal.Durations;
+import dev.ar4j.platform.Durations;
 
 import java.io.IOException;
 import java.net.BindException;

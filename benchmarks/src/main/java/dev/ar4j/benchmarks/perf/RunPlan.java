@@ -7,7 +7,7 @@ import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.DispatchConfig;
 import dev.ar4j.dispatch.Topology;
-import dev.ar4j.kernels.CustomAllReduceKernels;
+import dev.ar4j.RmsNorm;
 
 import java.io.PrintStream;
 import java.util.ArrayList;
@@ -115,7 +115,7 @@ final class RunPlan {
         Decision d = dispatcher.decide(bytes, dtype, true, false);
         long rowBytes = (long) FusedNormCheck.HIDDEN * dtype.byteSize();
         boolean fusedKernel = d.algorithm() == Algorithm.PUSH && rowBytes % 16 == 0
-                && FusedNormCheck.HIDDEN <= CustomAllReduceKernels.FUSED_MAX_HIDDEN;
+                && FusedNormCheck.HIDDEN <= RmsNorm.FUSED_MAX_HIDDEN;
         String call = "Communicator.allReduceResidualRmsNorm";
         return fusedKernel
                 ? List.of(FusedVariant.FUSED, call + " -> fused (push: " + d.reason() + ")",
@@ -148,7 +148,7 @@ final class RunPlan {
             } else {
                 allReduce = a == PerfAlgorithm.NCCL ? "ncclAllReduce" : "ncclAllReduce on symmetric windows";
             }
-            table.row(List.of(FusedVariant.label(a), allReduce, "ResidualRmsNorm.launch (a separate kernel)"));
+            table.row(List.of(FusedVariant.label(a), allReduce, "RmsNorm.residualRmsNorm (a separate kernel)"));
         }
         table.row(fusedRow(topology, config, settings, bytes));
         table.print(out);

@@ -70,6 +70,19 @@ final class CollectiveCalls {
         });
     }
 
+    /** A barrier over the group ({@code Communicator.barrier()}). */
+    void barrier() {
+        run("barrier", () -> group.rendezvous.barrier(group.key("barrier"), group.timeout));
+    }
+
+    /** Every rank's {@code value}, in rank order ({@code Communicator.exchange}). */
+    byte[][] exchange(byte[] value) {
+        Objects.requireNonNull(value, "value");
+        byte[][][] all = new byte[1][][];
+        run("exchange", () -> all[0] = group.rendezvous.allGather(group.key("exchange"), value, group.timeout));
+        return all[0];
+    }
+
     /** The split's step over this group: every rank's color and key, agreed into this rank's plan. */
     SplitPlan agreeSplit(int color, int key) {
         SplitPlan[] plan = new SplitPlan[1];

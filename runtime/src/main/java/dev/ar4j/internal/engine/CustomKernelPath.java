@@ -6,12 +6,12 @@ import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.DeviceAttribute;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.dispatch.Algorithm;
-import dev.ar4j.group.RegisteredRanges;
-import dev.ar4j.kernels.CustomAllReduceKernels;
-import dev.ar4j.kernels.CustomArContext;
-import dev.ar4j.kernels.CustomArException;
-import dev.ar4j.kernels.KernelFailure;
-import dev.ar4j.kernels.KernelTimeout;
+import dev.ar4j.internal.peer.RegisteredRanges;
+import dev.ar4j.internal.kernels.CustomAllReduceKernels;
+import dev.ar4j.internal.kernels.CustomArContext;
+import dev.ar4j.CustomArException;
+import dev.ar4j.internal.kernels.KernelFailure;
+import dev.ar4j.internal.kernels.KernelTimeout;
 
 import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;

@@ -223,12 +223,12 @@ public final class Engine implements AutoCloseable {
 
     /** A barrier over the group: collective, bounded by the rendezvous timeout. */
     public void barrier() {
-        guard.enter("barrier");
-        try {
-            group.rendezvous.barrier(group.key("barrier"), group.timeout);
-        } finally {
-            guard.exit();
-        }
+        collectiveCalls.barrier();
+    }
+
+    /** Every rank's {@code value}, in rank order: collective, through the group's rendezvous. */
+    public byte[][] exchange(byte[] value) {
+        return collectiveCalls.exchange(value);
     }
 
     /**

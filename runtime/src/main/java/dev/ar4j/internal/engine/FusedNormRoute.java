@@ -3,7 +3,7 @@ package dev.ar4j.internal.engine;
 import dev.ar4j.DType;
 import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.Decision;
-import dev.ar4j.kernels.CustomAllReduceKernels;
+import dev.ar4j.internal.kernels.CustomAllReduceKernels;
 
 import java.util.Objects;
 

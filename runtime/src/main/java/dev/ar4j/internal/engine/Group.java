@@ -4,8 +4,8 @@ import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.cuda.P2PAttribute;
 import dev.ar4j.dispatch.Topology;
-import dev.ar4j.group.PeerInfo;
-import dev.ar4j.group.PeerMemory;
+import dev.ar4j.internal.peer.PeerInfo;
+import dev.ar4j.internal.peer.PeerMemory;
 import dev.ar4j.rendezvous.HostIdentity;
 import dev.ar4j.rendezvous.Rendezvous;
 

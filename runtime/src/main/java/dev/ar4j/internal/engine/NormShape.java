@@ -3,7 +3,7 @@ package dev.ar4j.internal.engine;
 import dev.ar4j.DType;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.kernels.ResidualRmsNorm;
+import dev.ar4j.internal.kernels.ResidualRmsNorm;
 
 import java.util.Objects;
 

@@ -16,7 +16,7 @@ import java.util.Objects;
  * ({@code Communicator.allReduceResidualRmsNorm}, {@code Communicator.explainResidualRmsNorm}):
  * one fused kernel when {@link FusedNormRoute} says so, run under the call guard, otherwise the
  * all-reduce as {@link AllReduceCalls} decides it followed by the separate
- * {@link dev.ar4j.kernels.ResidualRmsNorm} kernel.
+ * {@link dev.ar4j.internal.kernels.ResidualRmsNorm} kernel.
  */
 final class ResidualNormCalls {
 
@@ -48,7 +48,7 @@ final class ResidualNormCalls {
             return true;
         }
         allReduces.buffers(in, out, dtype, stream);
-        dev.ar4j.kernels.ResidualRmsNorm.launch(dtype, out, residual, weight, out, residualOut, hidden, eps, stream);
+        dev.ar4j.internal.kernels.ResidualRmsNorm.launch(dtype, out, residual, weight, out, residualOut, hidden, eps, stream);
         return false;
     }
 

@@ -1,6 +1,6 @@
 package dev.ar4j.internal.engine;
 
-import dev.ar4j.kernels.CustomAllReduceKernels;
+import dev.ar4j.internal.kernels.CustomAllReduceKernels;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
