@@ -47,7 +47,7 @@ import java.util.function.Consumer;
  *
  * <h2>Buffers</h2>
  * At build, every rank allocates its signal block and a staging buffer and shares them. An
- * unregistered input goes to the one-shot push kernel directly (no copy), or is copied into the
+ * unregistered input goes to the push kernel directly (no copy), or is copied into the
  * staging buffer for the one-stage and two-stage kernels. {@link #register} shares a buffer once
  * so that inputs inside it are reduced with no copy; {@link #unregister} ends that (collectively;
  * a registered buffer found closed is no longer used zero-copy either). Inside a CUDA graph
@@ -122,10 +122,16 @@ public final class Communicator implements AutoCloseable {
 
     /**
      * Joins the group described by the launcher's environment (torchrun, Slurm or Open MPI
-     * variables; see {@link LaunchEnvironment}) on GPU {@code LOCAL_RANK}.
+     * variables; see {@link LaunchEnvironment}) on GPU {@code LOCAL_RANK}. Without launcher
+     * variables it is a group of one rank on GPU 0, in process (no network, no port). The GPU is
+     * checked before any rank waits for the others: a rank without a usable GPU fails at once
+     * with CUDA's reason.
      *
      * @return this rank's communicator, its GPU current on the calling thread
-     * @throws IllegalArgumentException if the launcher's variables are missing or invalid
+     * @throws ConfigurationException if the launcher's variables are missing, malformed or contradict
+     *     each other (for example {@code RANK} without {@code LOCAL_WORLD_SIZE} across hosts)
+     * @throws dev.ar4j.cuda.CudaException if this rank's GPU cannot be used (no driver, no device, a
+     *     device index beyond those visible)
      * @throws Ar4jException if joining the group fails (see {@link Builder#build()})
      */
     public static Communicator fromEnvironment() {
@@ -206,8 +212,8 @@ public final class Communicator implements AutoCloseable {
      *     kernels run)
      * @param out the output's device address; {@code in} itself or a range not overlapping the input
      * @param dtype the element type
-     * @throws IllegalStateException if the call needs NCCL and the communicator was built with
-     *                               {@code nccl(false)} (the message names the size and the reason)
+     * @throws dev.ar4j.nccl.NcclDisabledException if the call needs NCCL and the communicator was built
+     *     with {@code nccl(false)} (the message names the size and the reason)
      * @throws PeerLostException if a peer was lost (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
@@ -228,8 +234,9 @@ public final class Communicator implements AutoCloseable {
      * @return the decision that was carried out, with its reason
      * @throws NullPointerException if {@code dtype} or {@code policy} is {@code null}
      * @throws IllegalArgumentException if {@code count} is not positive
-     * @throws IllegalStateException if the decision needs NCCL and the communicator was built with
-     *     {@code nccl(false)}, or the communicator is closed, aborted or failed out of step
+     * @throws dev.ar4j.nccl.NcclDisabledException if the decision needs NCCL and the communicator was
+     *     built with {@code nccl(false)}
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step
      * @throws PeerLostException if a peer was lost (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
@@ -473,8 +480,8 @@ public final class Communicator implements AutoCloseable {
      * {@code allReduce}'s. The watchdog, {@link #abort()} and {@link #close()} cover these calls too.
      *
      * @return the collectives of this group's NCCL communicator
-     * @throws IllegalStateException when the communicator failed, is closed, or was built with
-     *                               {@code nccl(false)}
+     * @throws IllegalStateException when the communicator failed or is closed
+     * @throws dev.ar4j.nccl.NcclDisabledException when it was built with {@code nccl(false)}
      */
     public NcclCollectives collectives() {
         return engine.collectives();
@@ -816,15 +823,18 @@ public final class Communicator implements AutoCloseable {
         }
 
         /**
-         * Algorithm policy: {@code auto | 1stage | oneshot | 2stage | twoshot | push | nccl}. Highest precedence.
+         * Algorithm policy (highest precedence): {@code auto}, {@code 1stage} (also {@code oneshot},
+         * {@code force_1stage}), {@code 2stage} (also {@code twoshot}, {@code force_2stage}),
+         * {@code push} (also {@code lamport}) or {@code nccl}; see {@link AlgorithmPolicy#parse}.
          *
-         * @param policy one of the policy names above; an unknown name is refused by {@code build()} with
-         *     {@link IllegalArgumentException}
+         * @param policy one of the policy names above, case-insensitive
          * @return this builder
          * @throws NullPointerException if {@code policy} is {@code null}
+         * @throws IllegalArgumentException if {@code policy} names no policy (the message lists those accepted)
          */
         public Builder algorithmPolicy(String policy) {
-            s.algorithmPolicy = Objects.requireNonNull(policy, "policy");
+            AlgorithmPolicy.parse(Objects.requireNonNull(policy, "policy"), "algorithmPolicy(..)");
+            s.algorithmPolicy = policy;
             return this;
         }
 
@@ -865,7 +875,7 @@ public final class Communicator implements AutoCloseable {
         }
 
         /**
-         * Up to which size the automatic policy uses the one-shot push kernel (0: never; at most
+         * Up to which size the automatic policy uses the push kernel (0: never; at most
          * 512 KiB). Default: 512 KiB for two ranks, 256 KiB for more.
          *
          * @param bytes the largest size in bytes sent to the push kernel by the automatic policy, 0 to 524,288
@@ -902,7 +912,7 @@ public final class Communicator implements AutoCloseable {
         /**
          * Whether the group sets up NCCL (default true; else system property
          * {@code ar4j.nccl}, environment {@code AR4J_NCCL}). Without
-         * NCCL, every call the dispatcher would send to NCCL throws {@link IllegalStateException}
+         * NCCL, every call the dispatcher would send to NCCL throws {@link dev.ar4j.nccl.NcclDisabledException}
          * naming the size and why, instead of falling back silently: for ranks sharing one GPU
          * (which NCCL refuses), and for users who want a fallback to be an error.
          *
@@ -964,7 +974,10 @@ public final class Communicator implements AutoCloseable {
          * rendezvous timeout). On the calling thread, the communicator's GPU becomes current.
          *
          * @return this rank's communicator
-         * @throws IllegalArgumentException if rank, world size or the rendezvous address are missing or invalid
+         * @throws IllegalArgumentException if the builder's rank, world size or rendezvous are missing or
+         *     disagree
+         * @throws ConfigurationException if a launcher variable or an {@code AR4J_*} / {@code ar4j.*} setting
+         *     is missing or invalid (the message names it and what is accepted)
          * @throws dev.ar4j.rendezvous.RendezvousException if the ranks cannot meet (timeout, refusal, a lost
          *     rank)
          * @throws NativeLibraryException if the native libraries cannot be loaded

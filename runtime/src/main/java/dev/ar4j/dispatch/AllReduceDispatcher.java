@@ -23,7 +23,7 @@ import java.util.Objects;
  *       pair → NCCL, unless {@value DispatchConfig#FORCE_PCIE_ENV}=1 lifts the gate, after which
  *       the dispatcher decides as if on NVLink. A forced custom algorithm ignores the gate.</li>
  *   <li>The byte count is not a multiple of 16, or a pointer is not 16-byte aligned → NCCL.</li>
- *   <li>The algorithm: forced one-stage, two-stage or push as asked; automatically the one-shot
+ *   <li>The algorithm: forced one-stage, two-stage or push as asked; automatically the
  *       push up to {@link AlgorithmThresholds#pushUpToBytes()} (inclusive, registered input or
  *       not), else one-stage for world size 2, else one-stage below the one-stage thresholds,
  *       else two-stage.</li>
@@ -307,7 +307,7 @@ public final class AllReduceDispatcher {
         String sizeLimitName = switch (algorithm) {
             case ONE_STAGE, NCCL -> "";
             case TWO_STAGE -> formatBytes(stagingBytes) + " two-stage scratch";
-            case PUSH -> formatBytes(Algorithm.PUSH_MAX_BYTES) + " one-shot push limit (AR4J_PUSH_MAX_BYTES)";
+            case PUSH -> formatBytes(Algorithm.PUSH_MAX_BYTES) + " push limit (AR4J_PUSH_MAX_BYTES)";
         };
         Decision overSizeLimit = sizeLimit == Long.MAX_VALUE ? success
                 : new Decision(Algorithm.NCCL, why + ", but the input is larger than the "
@@ -438,7 +438,7 @@ public final class AllReduceDispatcher {
 
     private String describeConfiguration() {
         long pushUpTo = thresholds.pushUpToBytes();
-        return "configuration: " + config.describe() + "; automatic one-shot push "
+        return "configuration: " + config.describe() + "; automatic push "
                 + (pushUpTo > 0 ? "up to " + formatBytes(pushUpTo) : "off") + ", one-stage below "
                 + formatBytes(thresholds.upTo4RanksBytes()) + " up to 4 ranks, below "
                 + formatBytes(thresholds.upTo8RanksBytes()) + " up to 8 ranks; staging buffer "

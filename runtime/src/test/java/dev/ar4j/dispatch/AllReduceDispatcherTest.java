@@ -34,7 +34,7 @@ class AllReduceDispatcherTest {
             for (boolean registered : new boolean[] {true, false}) {
                 Decision decision = d.decide(bytes, DType.BFLOAT16, true, registered);
                 assertEquals(new Decision(Algorithm.PUSH,
-                        "auto: world size 2, up to 256 KiB → one-shot push (needs no registration or staging copy)",
+                        "auto: world size 2, up to 256 KiB → push (needs no registration or staging copy)",
                         false), decision, bytes + " bytes, registered " + registered);
             }
         }
@@ -70,7 +70,7 @@ class AllReduceDispatcherTest {
         assertEquals(Algorithm.PUSH, forced.decide(512 * KIB, DType.FLOAT16, true, false).algorithm());
         Decision overLimit = forced.decide(512 * KIB + 16, DType.FLOAT16, true, false);
         assertTrue(overLimit.fellBack());
-        assertTrue(overLimit.reason().contains("512 KiB one-shot push limit"), overLimit.reason());
+        assertTrue(overLimit.reason().contains("512 KiB push limit"), overLimit.reason());
         assertFalse(overLimit.reason().contains("staging"), overLimit.reason());
     }
 
@@ -79,7 +79,7 @@ class AllReduceDispatcherTest {
         AllReduceDispatcher four = dispatcher(Topology.singleHost(4, true), AlgorithmPolicy.AUTO);
         Decision fourPush = four.decide(256 * KIB, DType.FLOAT32, true, true);
         assertEquals(Algorithm.PUSH, fourPush.algorithm());
-        assertTrue(fourPush.reason().startsWith("auto: 4 ranks on NVLink, up to 256 KiB → one-shot push"),
+        assertTrue(fourPush.reason().startsWith("auto: 4 ranks on NVLink, up to 256 KiB → push"),
                 fourPush.reason());
         Decision fourOneStage = four.decide(256 * KIB + 16, DType.FLOAT32, true, true);
         assertEquals(new Decision(Algorithm.ONE_STAGE,
@@ -146,7 +146,7 @@ class AllReduceDispatcherTest {
         assertTrue(forced.reason().contains("PCIe gate does not apply"), forced.reason());
         Decision forcedPush = dispatcher(pcie, AlgorithmPolicy.PUSH).decide(512 * KIB, DType.BFLOAT16, true, false);
         assertEquals(new Decision(Algorithm.PUSH, "forced push by builder (the PCIe gate does not apply to a forced"
-                + " algorithm) → one-shot push (needs no registration or staging copy)", false), forcedPush);
+                + " algorithm) → push (needs no registration or staging copy)", false), forcedPush);
 
         // Two GPUs over PCIe are not gated.
         AllReduceDispatcher twoOnPcie = dispatcher(Topology.singleHost(2, false), AlgorithmPolicy.AUTO);
@@ -189,7 +189,7 @@ class AllReduceDispatcherTest {
         AllReduceDispatcher d = dispatcher(Topology.singleHost(8, true), AlgorithmPolicy.PUSH);
         Decision push = d.decide(16, DType.BFLOAT16, true, true);
         assertEquals(new Decision(Algorithm.PUSH,
-                "forced push by builder → one-shot push (needs no registration or staging copy)", false), push);
+                "forced push by builder → push (needs no registration or staging copy)", false), push);
         for (long bytes : new long[] {256 * KIB, 256 * KIB + 16, 512 * KIB}) {
             for (boolean registered : new boolean[] {true, false}) {
                 assertSame(push, d.decide(bytes, DType.BFLOAT16, true, registered), bytes + " bytes");
@@ -198,7 +198,7 @@ class AllReduceDispatcherTest {
         for (long bytes : new long[] {512 * KIB + 16, 64 * MIB}) {
             for (boolean registered : new boolean[] {true, false}) {
                 assertEquals(new Decision(Algorithm.NCCL, "forced push by builder, but the input is larger than the"
-                        + " 512 KiB one-shot push limit (AR4J_PUSH_MAX_BYTES) → NCCL", true),
+                        + " 512 KiB push limit (AR4J_PUSH_MAX_BYTES) → NCCL", true),
                         d.decide(bytes, DType.BFLOAT16, true, registered), bytes + " bytes");
             }
         }
@@ -300,15 +300,15 @@ class AllReduceDispatcherTest {
         String text = d.explain(MIB, DType.FLOAT16);
         assertTrue(text.contains("two-stage — auto: 8 ranks on NVLink, over 256 KiB → two-stage"), text);
         assertTrue(text.contains("algorithm policy auto (from default)"), text);
-        assertTrue(text.contains("automatic one-shot push up to 256 KiB, one-stage below 512 KiB up to 4 ranks"), text);
+        assertTrue(text.contains("automatic push up to 256 KiB, one-stage below 512 KiB up to 4 ranks"), text);
     }
 
     @Test
     void explainSaysWhetherAnUnregisteredInputIsCopiedIntoStaging() {
         AllReduceDispatcher d = dispatcher(Topology.singleHost(2, true), AlgorithmPolicy.AUTO);
         String push = d.explain(43008, DType.BFLOAT16);
-        assertTrue(push.contains("unregistered input, 16-byte aligned pointers: one-shot push — auto: world size 2,"
-                + " up to 256 KiB → one-shot push (needs no registration or staging copy)\n"), push);
+        assertTrue(push.contains("unregistered input, 16-byte aligned pointers: push — auto: world size 2,"
+                + " up to 256 KiB → push (needs no registration or staging copy)\n"), push);
         assertFalse(push.contains("copied into the staging buffer"), push);
         assertFalse(push.contains("copies the input"), push);
 
@@ -323,7 +323,7 @@ class AllReduceDispatcherTest {
 
         String off = new AllReduceDispatcher(Topology.singleHost(2, true), config(AlgorithmPolicy.AUTO, false), STAGING,
                 AlgorithmThresholds.DEFAULTS.withPushUpToBytes(0)).explain(KIB, DType.FLOAT32);
-        assertTrue(off.contains("automatic one-shot push off"), off);
+        assertTrue(off.contains("automatic push off"), off);
     }
 
     @Test

@@ -1,5 +1,6 @@
 package dev.ar4j.rendezvous;
 
+import dev.ar4j.ConfigurationException;
 import org.junit.jupiter.api.Test;
 
 import java.net.InetSocketAddress;
@@ -79,10 +80,11 @@ class RendezvousConfigurationTest {
 
     @Test
     void badSettingsAreNamed() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> RendezvousSettings.resolve(
-                new Properties(), Map.of("AR4J_RDZV_HEARTBEAT_TIMEOUT_MS", "soon")));
-        assertTrue(e.getMessage().contains("AR4J_RDZV_HEARTBEAT_TIMEOUT_MS='soon'"), e.getMessage());
-        e = assertThrows(IllegalArgumentException.class, () -> RendezvousSettings.resolve(new Properties(), Map.of())
+        ConfigurationException fromEnvironment = assertThrows(ConfigurationException.class,
+                () -> RendezvousSettings.resolve(new Properties(), Map.of("AR4J_RDZV_HEARTBEAT_TIMEOUT_MS", "soon")));
+        assertTrue(fromEnvironment.getMessage().contains("AR4J_RDZV_HEARTBEAT_TIMEOUT_MS='soon'"),
+                fromEnvironment.getMessage());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> RendezvousSettings.resolve(new Properties(), Map.of())
                 .withHeartbeat(Duration.ofMillis(500), Duration.ofMillis(600)));
         assertTrue(e.getMessage().contains("at least twice the heartbeat interval"), e.getMessage());
     }

@@ -1,5 +1,7 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.ConfigurationException;
+
 import java.time.Duration;
 import java.util.Map;
 import java.util.Properties;
@@ -122,7 +124,7 @@ public final class BuilderChecks {
         return switch (v.trim().toLowerCase(java.util.Locale.ROOT)) {
             case "1", "true", "on", "yes" -> true;
             case "0", "false", "off", "no" -> false;
-            default -> throw new IllegalArgumentException(source(b, property, env) + " = '" + v
+            default -> throw new ConfigurationException(source(b, property, env) + " = '" + v
                     + "' is not accepted; use one of 1, true, on, yes, 0, false, off, no");
         };
     }
@@ -140,13 +142,13 @@ public final class BuilderChecks {
         try {
             d = Duration.ofMillis(Long.parseLong(v.trim()));
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(source(b, WATCHDOG_PROPERTY, WATCHDOG_ENV) + " = '" + v
+            throw new ConfigurationException(source(b, WATCHDOG_PROPERTY, WATCHDOG_ENV) + " = '" + v
                     + "' is not a whole number of milliseconds (0, or 1 to 60000)", e);
         }
         try {
             watchdogInterval(d);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(source(b, WATCHDOG_PROPERTY, WATCHDOG_ENV) + ": " + e.getMessage(), e);
+            throw new ConfigurationException(source(b, WATCHDOG_PROPERTY, WATCHDOG_ENV) + ": " + e.getMessage(), e);
         }
         return d;
     }

@@ -7,6 +7,7 @@ import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.DispatchConfig;
 import dev.ar4j.dispatch.Topology;
+import dev.ar4j.nccl.NcclDisabledException;
 
 import java.util.EnumMap;
 import java.util.Map;
@@ -36,8 +37,8 @@ final class Dispatchers {
      * The refusal of a call that needs NCCL on a group built without it ({@code nccl(false)}):
      * names the size, the dtype and why the dispatcher chose NCCL.
      */
-    static IllegalStateException ncclRefusal(int rank, long bytes, DType dtype, Decision decision) {
-        return new IllegalStateException("rank " + rank + ": an all-reduce of " + bytes + " bytes of " + dtype
+    static NcclDisabledException ncclRefusal(int rank, long bytes, DType dtype, Decision decision) {
+        return new NcclDisabledException("rank " + rank + ": an all-reduce of " + bytes + " bytes of " + dtype
                 + " needs NCCL (" + decision.reason() + ") but this communicator was built with nccl(false); "
                 + "use a size, alignment and registration the custom kernels take (see explain(bytes, dtype)), or "
                 + "build with NCCL");

@@ -13,6 +13,7 @@ import dev.ar4j.internal.engine.FailureState.Kind;
 import dev.ar4j.internal.rendezvous.SplitPlan;
 import dev.ar4j.internal.rendezvous.SubGroupRendezvous;
 import dev.ar4j.nccl.NcclCollectives;
+import dev.ar4j.nccl.NcclDisabledException;
 import dev.ar4j.rendezvous.Rendezvous;
 
 import java.lang.System.Logger.Level;
@@ -203,7 +204,8 @@ public final class Engine implements AutoCloseable {
     /**
      * The collectives of this group's NCCL communicator ({@code Communicator.collectives()}).
      *
-     * @throws IllegalStateException when the communicator failed, is closed, or was built without NCCL
+     * @throws IllegalStateException when the communicator failed or is closed
+     * @throws NcclDisabledException when it was built without NCCL
      */
     public NcclCollectives collectives() {
         return ncclPath().communicator().collectives();
@@ -216,7 +218,8 @@ public final class Engine implements AutoCloseable {
             throw new IllegalStateException("the communicator is closed");
         }
         if (nccl == null) {
-            throw new IllegalStateException("this communicator was built with nccl(false): it has no NCCL communicator");
+            throw new NcclDisabledException("this communicator was built with nccl(false) (or AR4J_NCCL=0): it has no "
+                    + "NCCL communicator, so it has no NCCL collectives; build the group with NCCL to use them");
         }
         return nccl;
     }

@@ -1,5 +1,7 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.cuda.Cuda;
+import dev.ar4j.rendezvous.InProcessRendezvous;
 import dev.ar4j.rendezvous.LaunchEnvironment;
 import dev.ar4j.rendezvous.Rendezvous;
 import dev.ar4j.rendezvous.TcpRendezvous;
@@ -53,6 +55,33 @@ final class GroupRendezvous {
             launch = env.build(Map.of());
         }
         Settings resolved = b.localRank() < 0 ? b.withLocalRank(launch.localRank()) : b;
-        return new Connected(resolved, TcpRendezvous.connect(launch, b.rendezvousTimeout()));
+        // The GPU first: a rank that cannot drive its GPU fails now, with CUDA's reason, instead
+        // of making the other ranks wait for it on the network until their rendezvous times out.
+        requireDevice(resolved.resolvedDevice());
+        return new Connected(resolved, rendezvousFor(launch, b.rendezvousTimeout()));
+    }
+
+    /**
+     * The rendezvous of {@code launch}: a world of one (fromEnvironment() without a launcher, or
+     * worldSize(1)) meets nobody, so it gets an in-process one (no server, no port, no job token);
+     * any other world a TCP rendezvous (rank 0 serves).
+     */
+    static Rendezvous rendezvousFor(LaunchEnvironment launch, java.time.Duration timeout) {
+        if (launch.worldSize() == 1) {
+            return InProcessRendezvous.create(1).forRank(0);
+        }
+        return TcpRendezvous.connect(launch, timeout);
+    }
+
+    /**
+     * Checks that the CUDA driver is there, a GPU is visible and {@code device} is one of them, and
+     * makes it current; before any network wait.
+     *
+     * @throws dev.ar4j.cuda.CudaException naming what is missing (the driver, any device, this ordinal)
+     * @throws dev.ar4j.NativeLibraryException if the CUDA runtime cannot be loaded
+     */
+    static void requireDevice(int device) {
+        Cuda.deviceCount();
+        Cuda.setDevice(device);
     }
 }

@@ -1,5 +1,6 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.ConfigurationException;
 import dev.ar4j.DType;
 import dev.ar4j.nccl.NcclCommunicator;
 import dev.ar4j.nccl.NcclException;
@@ -26,7 +27,7 @@ final class NcclPath implements AutoCloseable {
     static NcclPath open(Group group) {
         if (group.maxRanksPerGpu() > 1) {
             // The same answer on every rank (it comes from the all-gathered peer records).
-            throw new IllegalStateException("rank " + group.rank + ": " + group.maxRanksPerGpu() + " ranks of this "
+            throw new ConfigurationException("rank " + group.rank + ": " + group.maxRanksPerGpu() + " ranks of this "
                     + "group share one GPU, which NCCL refuses (\"Duplicate GPU detected\"); build the group with "
                     + "nccl(false) (custom kernels only; calls they cannot take then throw), or give each rank its "
                     + "own GPU");

@@ -29,7 +29,7 @@ public final class CustomAllReduceKernels {
      * readers poll for the data; any local input, no registration; up to {@link #PUSH_MAX_BYTES}.
      */
     public static final int ALGO_ONE_SHOT_PUSH = custom_all_reduce_h.AR4J_ALGO_ONE_SHOT_PUSH();
-    /** {@code AR4J_PUSH_MAX_BYTES}: the largest one-shot push call in bytes. */
+    /** {@code AR4J_PUSH_MAX_BYTES}: the largest push call in bytes. */
     public static final int PUSH_MAX_BYTES = custom_all_reduce_h.AR4J_PUSH_MAX_BYTES();
     /** {@code AR4J_ERROR_PEER_TIMEOUT}: a kernel gave up waiting for a peer; the context is failed. */
     public static final int STATUS_PEER_TIMEOUT = custom_all_reduce_h.AR4J_ERROR_PEER_TIMEOUT();
@@ -152,7 +152,7 @@ public final class CustomAllReduceKernels {
 
     /**
      * The size of one rank's signal block ({@code ar4j_signal_size}): control block, two-stage scratch
-     * and the one-shot push buffers. Allocate every rank's block with this size and zero-fill it
+     * and the push buffers. Allocate every rank's block with this size and zero-fill it
      * before {@link #createContext}.
      *
      * @param maxBytes the largest two-stage call in bytes, at least 0; pass the same value to

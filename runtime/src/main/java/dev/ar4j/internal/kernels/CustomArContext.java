@@ -189,7 +189,7 @@ public final class CustomArContext implements AutoCloseable {
     }
 
     /**
-     * TEST ONLY ({@code ar4j_debug_seed_push_generation}): sets the one-shot push generation of
+     * TEST ONLY ({@code ar4j_debug_seed_push_generation}): sets the push generation of
      * every block to {@code generation}, as if that many push launches had completed. Every rank
      * must seed the same value before its first all-reduce. Lets a test cross 2^32 push launches
      * without making them.

@@ -2,7 +2,7 @@ package dev.ar4j.internal.kernels;
 
 /**
  * A context's launch geometry as published in its signal block: the one- and two-stage grid
- * ({@code maxBlocks} blocks of {@code threads}) and the one-shot push grid the library was built
+ * ({@code maxBlocks} blocks of {@code threads}) and the push grid the library was built
  * with. Every rank of a group must launch the same grids; {@code 0} fields mean the rank published
  * none (its context was not created yet).
  *
@@ -10,8 +10,8 @@ package dev.ar4j.internal.kernels;
  *                    {@link CustomAllReduceKernels#MAX_BLOCKS} (default one per SM), or 0 if none published
  * @param threads     threads per block of a one- or two-stage launch, a multiple of 32 up to
  *                    {@link CustomAllReduceKernels#MAX_THREADS} (default 512), or 0 if none published
- * @param pushBlocks  CUDA blocks of a one-shot push launch, fixed when the library was built, or 0
- * @param pushThreads threads per block of a one-shot push launch, fixed when the library was built, or 0
+ * @param pushBlocks  CUDA blocks of a push launch, fixed when the library was built, or 0
+ * @param pushThreads threads per block of a push launch, fixed when the library was built, or 0
  */
 public record LaunchGeometry(int maxBlocks, int threads, int pushBlocks, int pushThreads) {
     @Override

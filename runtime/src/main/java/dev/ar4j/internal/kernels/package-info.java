@@ -1,6 +1,6 @@
 /**
  * ar4j's own CUDA kernels through their flat C ABI ({@code cuda/include/ar4j/custom_all_reduce.h}
- * and {@code residual_rmsnorm.h}): the custom all-reduce (one-shot push, one-stage, two-stage), the
+ * and {@code residual_rmsnorm.h}): the custom all-reduce (push, one-stage, two-stage), the
  * fused all-reduce + residual add + RMSNorm, and the unfused residual add + RMSNorm.
  *
  * <ul>

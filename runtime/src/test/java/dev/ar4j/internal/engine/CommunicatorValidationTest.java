@@ -1,5 +1,6 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.ConfigurationException;
 import dev.ar4j.Communicator;
 import dev.ar4j.CommunicatorInternals;
 import dev.ar4j.cuda.CudaDriverMissingException;
@@ -85,7 +86,7 @@ class CommunicatorValidationTest {
 
         Communicator.Builder b = Communicator.builder().environment(Map.of(BuilderChecks.WATCHDOG_ENV, "soon"))
                 .systemProperties(new Properties());
-        assertMessage(assertThrows(IllegalArgumentException.class, () -> BuilderChecks.watchdogInterval(settings(b))),
+        assertMessage(assertThrows(ConfigurationException.class, () -> BuilderChecks.watchdogInterval(settings(b))),
                 BuilderChecks.WATCHDOG_ENV, "soon");
         Properties props = new Properties();
         props.setProperty(BuilderChecks.WATCHDOG_PROPERTY, "25");
@@ -107,7 +108,7 @@ class CommunicatorValidationTest {
                 .environment(Map.of(BuilderChecks.NCCL_ENV, "0")))));
         assertTrue(BuilderChecks.ncclEnabled(settings(Communicator.builder().nccl(true).systemProperties(none)
                 .environment(Map.of(BuilderChecks.NCCL_ENV, "0")))), "builder beats environment");
-        assertMessage(assertThrows(IllegalArgumentException.class, () -> BuilderChecks.ncclEnabled(settings(
+        assertMessage(assertThrows(ConfigurationException.class, () -> BuilderChecks.ncclEnabled(settings(
                 Communicator.builder().systemProperties(none).environment(Map.of(BuilderChecks.NCCL_ENV, "maybe"))))),
                 BuilderChecks.NCCL_ENV, "maybe", "0, false");
     }
@@ -115,7 +116,7 @@ class CommunicatorValidationTest {
     @Test
     void badEnvironmentValueFailsTheBuildBeforeTheRendezvousIsFormed() throws IOException {
         int port = freePort();
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Communicator.builder()
+        ConfigurationException e = assertThrows(ConfigurationException.class, () -> Communicator.builder()
                 .environment(Map.of(BuilderChecks.NCCL_ENV, "perhaps")).systemProperties(new Properties())
                 .rank(0).worldSize(1).masterAddress("127.0.0.1", port).build());
         assertMessage(e, "perhaps");

@@ -1,6 +1,7 @@
 package dev.ar4j.internal.engine;
 
 import dev.ar4j.DType;
+import dev.ar4j.nccl.NcclDisabledException;
 import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
@@ -27,7 +28,7 @@ class NoNcclRefusalTest {
     void oddSizesNeedNcclAndAreRefusedWithTheReason() {
         Decision d = twoRanksOneGpu.decide(1000, DType.BFLOAT16, true, false);  // not a multiple of 16 bytes
         assertEquals(Algorithm.NCCL, d.algorithm());
-        IllegalStateException e = Dispatchers.ncclRefusal(1, 1000, DType.BFLOAT16, d);
+        NcclDisabledException e = Dispatchers.ncclRefusal(1, 1000, DType.BFLOAT16, d);
         assertTrue(e.getMessage().contains("1000 bytes") && e.getMessage().contains("BFLOAT16")
                 && e.getMessage().contains("nccl(false)") && e.getMessage().contains(d.reason())
                 && e.getMessage().contains("rank 1"), e.getMessage());
