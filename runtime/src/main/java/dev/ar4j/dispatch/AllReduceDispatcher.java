@@ -64,24 +64,33 @@ public final class AllReduceDispatcher {
      *     scratch
      * @throws NullPointerException if {@code topology} or {@code config} is {@code null}
      * @throws IllegalArgumentException if {@code stagingBytes} is not positive
-     * @see #AllReduceDispatcher(Topology, DispatchConfig, long, AlgorithmThresholds)
+     * @return the dispatcher
+     * @see #of(Topology, DispatchConfig, long, AlgorithmThresholds)
      */
-    public AllReduceDispatcher(Topology topology, DispatchConfig config, long stagingBytes) {
-        this(topology, config, stagingBytes, AlgorithmThresholds.DEFAULTS);
+    public static AllReduceDispatcher of(Topology topology, DispatchConfig config, long stagingBytes) {
+        return new AllReduceDispatcher(topology, config, stagingBytes, AlgorithmThresholds.DEFAULTS);
     }
 
     /**
-     * Builds a dispatcher and precomputes every decision it can return.
+     * A dispatcher for one group: the decisions of a communicator with this topology, configuration
+     * and staging size (also a plan printer: {@link #explain} names every decision without a GPU).
      *
      * @param topology     the group's topology
      * @param config       the resolved configuration
      * @param stagingBytes size of the staging buffer that unregistered inputs are copied into;
      *                     also the capacity of the two-stage scratch
      * @param thresholds   where the automatic policy switches from push to one-stage to two-stage
+     * @return the dispatcher, every decision it can return computed once
+     * @throws NullPointerException if an argument is {@code null}
      * @throws IllegalArgumentException if {@code stagingBytes} is not positive
      */
-    public AllReduceDispatcher(Topology topology, DispatchConfig config, long stagingBytes,
-                               AlgorithmThresholds thresholds) {
+    public static AllReduceDispatcher of(Topology topology, DispatchConfig config, long stagingBytes,
+                                         AlgorithmThresholds thresholds) {
+        return new AllReduceDispatcher(topology, config, stagingBytes, thresholds);
+    }
+
+    private AllReduceDispatcher(Topology topology, DispatchConfig config, long stagingBytes,
+                                AlgorithmThresholds thresholds) {
         this.topology = Objects.requireNonNull(topology, "topology");
         this.config = Objects.requireNonNull(config, "config");
         this.thresholds = Objects.requireNonNull(thresholds, "thresholds");

@@ -24,7 +24,7 @@ class AllReduceDispatcherTest {
     }
 
     private static AllReduceDispatcher dispatcher(Topology topology, AlgorithmPolicy policy) {
-        return new AllReduceDispatcher(topology, config(policy, false), STAGING);
+        return AllReduceDispatcher.of(topology, config(policy, false), STAGING);
     }
 
     @Test
@@ -53,7 +53,7 @@ class AllReduceDispatcherTest {
 
     @Test
     void unregisteredInputsPushEvenWhenLargerThanASmallStagingBuffer() {
-        AllReduceDispatcher d = new AllReduceDispatcher(Topology.singleHost(2, true),
+        AllReduceDispatcher d = AllReduceDispatcher.of(Topology.singleHost(2, true),
                 config(AlgorithmPolicy.AUTO, false), 64 * KIB);
         Decision push = d.decide(256 * KIB, DType.FLOAT16, true, false);
         assertEquals(Algorithm.PUSH, push.algorithm());
@@ -65,7 +65,7 @@ class AllReduceDispatcherTest {
                 + " staging buffer it would be copied into → NCCL", false), overStaging);
         assertEquals(Algorithm.ONE_STAGE, d.decide(256 * KIB + 16, DType.FLOAT16, true, true).algorithm());
 
-        AllReduceDispatcher forced = new AllReduceDispatcher(Topology.singleHost(4, true),
+        AllReduceDispatcher forced = AllReduceDispatcher.of(Topology.singleHost(4, true),
                 config(AlgorithmPolicy.PUSH, false), 64 * KIB);
         assertEquals(Algorithm.PUSH, forced.decide(512 * KIB, DType.FLOAT16, true, false).algorithm());
         Decision overLimit = forced.decide(512 * KIB + 16, DType.FLOAT16, true, false);
@@ -102,7 +102,7 @@ class AllReduceDispatcherTest {
 
     @Test
     void thresholdsAreConfigurable() {
-        AllReduceDispatcher d = new AllReduceDispatcher(Topology.singleHost(4, true), config(AlgorithmPolicy.AUTO, false),
+        AllReduceDispatcher d = AllReduceDispatcher.of(Topology.singleHost(4, true), config(AlgorithmPolicy.AUTO, false),
                 STAGING, new AlgorithmThresholds(16 * KIB, 64 * KIB, 32 * KIB));
         assertEquals(Algorithm.PUSH, d.decide(16 * KIB, DType.FLOAT16, true, true).algorithm());
         assertEquals(Algorithm.ONE_STAGE, d.decide(16 * KIB + 16, DType.FLOAT16, true, true).algorithm());
@@ -112,14 +112,14 @@ class AllReduceDispatcherTest {
 
         // A push threshold of 0 keeps the automatic policy off the push kernel; forcing it still works.
         AlgorithmThresholds noPush = AlgorithmThresholds.DEFAULTS.withPushUpToBytes(0);
-        Decision two = new AllReduceDispatcher(Topology.singleHost(2, true), config(AlgorithmPolicy.AUTO, false),
+        Decision two = AllReduceDispatcher.of(Topology.singleHost(2, true), config(AlgorithmPolicy.AUTO, false),
                 STAGING, noPush).decide(16, DType.FLOAT16, true, true);
         assertEquals(new Decision(Algorithm.ONE_STAGE, "auto: world size 2 → one-stage", false), two);
-        assertEquals(Algorithm.PUSH, new AllReduceDispatcher(Topology.singleHost(2, true),
+        assertEquals(Algorithm.PUSH, AllReduceDispatcher.of(Topology.singleHost(2, true),
                 config(AlgorithmPolicy.PUSH, false), STAGING, noPush).decide(16, DType.FLOAT16, true, true).algorithm());
 
         // The push threshold may reach the kernel's limit, inclusive.
-        AllReduceDispatcher atLimit = new AllReduceDispatcher(Topology.singleHost(2, true),
+        AllReduceDispatcher atLimit = AllReduceDispatcher.of(Topology.singleHost(2, true),
                 config(AlgorithmPolicy.AUTO, false), STAGING, AlgorithmThresholds.DEFAULTS.withPushUpToBytes(512 * KIB));
         assertEquals(Algorithm.PUSH, atLimit.decide(512 * KIB, DType.BFLOAT16, true, true).algorithm());
         assertEquals(Algorithm.ONE_STAGE, atLimit.decide(512 * KIB + 16, DType.BFLOAT16, true, true).algorithm());
@@ -133,7 +133,7 @@ class AllReduceDispatcherTest {
         assertFalse(gated.fellBack());
         assertTrue(gated.reason().contains("AR4J_FORCE_CUSTOM_AR_PCIE=1"), gated.reason());
 
-        AllReduceDispatcher lifted = new AllReduceDispatcher(pcie, config(AlgorithmPolicy.AUTO, true), STAGING);
+        AllReduceDispatcher lifted = AllReduceDispatcher.of(pcie, config(AlgorithmPolicy.AUTO, true), STAGING);
         Decision liftedPush = lifted.decide(KIB, DType.BFLOAT16, true, true);
         assertEquals(Algorithm.PUSH, liftedPush.algorithm());
         assertTrue(liftedPush.reason().contains("PCIe (gate lifted by builder)"), liftedPush.reason());
@@ -257,11 +257,11 @@ class AllReduceDispatcherTest {
         DispatchConfig auto = DispatchConfig.defaults();
         Topology topology = Topology.singleHost(2, true);
         IllegalArgumentException staging = assertThrows(IllegalArgumentException.class,
-                () -> new AllReduceDispatcher(topology, auto, 0));
+                () -> AllReduceDispatcher.of(topology, auto, 0));
         assertTrue(staging.getMessage().contains("staging"), staging.getMessage());
-        assertThrows(NullPointerException.class, () -> new AllReduceDispatcher(null, auto, STAGING));
-        assertThrows(NullPointerException.class, () -> new AllReduceDispatcher(topology, null, STAGING));
-        assertThrows(NullPointerException.class, () -> new AllReduceDispatcher(topology, auto, STAGING, null));
+        assertThrows(NullPointerException.class, () -> AllReduceDispatcher.of(null, auto, STAGING));
+        assertThrows(NullPointerException.class, () -> AllReduceDispatcher.of(topology, null, STAGING));
+        assertThrows(NullPointerException.class, () -> AllReduceDispatcher.of(topology, auto, STAGING, null));
         assertThrows(IllegalArgumentException.class, () -> AlgorithmThresholds.oneStage(0, 256 * KIB));
         assertThrows(IllegalArgumentException.class, () -> AlgorithmThresholds.oneStage(512 * KIB, -1));
         IllegalArgumentException overPushLimit = assertThrows(IllegalArgumentException.class,
@@ -277,7 +277,7 @@ class AllReduceDispatcherTest {
                 .environment(Map.of(DispatchConfig.SGLANG_ALGORITHM_ENV, "oneshot"))
                 .systemProperties(new Properties())
                 .build();
-        AllReduceDispatcher d = new AllReduceDispatcher(Topology.singleHost(4, true), config, STAGING);
+        AllReduceDispatcher d = AllReduceDispatcher.of(Topology.singleHost(4, true), config, STAGING);
         String text = d.explain(43008, DType.BFLOAT16);
         assertTrue(text.contains("43008 bytes"), text);
         assertTrue(text.contains("21504 BFLOAT16 elements"), text);
@@ -296,7 +296,7 @@ class AllReduceDispatcherTest {
 
     @Test
     void explainOfAutoDecisionNamesTheDefaultSource() {
-        AllReduceDispatcher d = new AllReduceDispatcher(Topology.singleHost(8, true), DispatchConfig.defaults(), STAGING);
+        AllReduceDispatcher d = AllReduceDispatcher.of(Topology.singleHost(8, true), DispatchConfig.defaults(), STAGING);
         String text = d.explain(MIB, DType.FLOAT16);
         assertTrue(text.contains("two-stage — auto: 8 ranks on NVLink, over 256 KiB → two-stage"), text);
         assertTrue(text.contains("algorithm policy auto (from default)"), text);
@@ -321,7 +321,7 @@ class AllReduceDispatcherTest {
         assertFalse(registered.contains("staging buffer;"), registered);
         assertFalse(registered.contains("copies the input"), registered);
 
-        String off = new AllReduceDispatcher(Topology.singleHost(2, true), config(AlgorithmPolicy.AUTO, false), STAGING,
+        String off = AllReduceDispatcher.of(Topology.singleHost(2, true), config(AlgorithmPolicy.AUTO, false), STAGING,
                 AlgorithmThresholds.DEFAULTS.withPushUpToBytes(0)).explain(KIB, DType.FLOAT32);
         assertTrue(off.contains("automatic push off"), off);
     }

@@ -147,7 +147,7 @@ class DispatchMatrixTest {
                                 for (boolean gate : new boolean[] {false, true}) {
                                     DispatchConfig config = new DispatchConfig(policy, new SettingSource.BuilderValue(),
                                             gate, new SettingSource.BuilderValue());
-                                    AllReduceDispatcher dispatcher = new AllReduceDispatcher(
+                                    AllReduceDispatcher dispatcher = AllReduceDispatcher.of(
                                             new Topology(worldSize, nvlink, p2p, host), config, tuning.staging(),
                                             thresholds);
                                     for (long bytes : sizes) {

@@ -110,7 +110,7 @@ final class RunPlan {
      */
     private static List<String> fusedRow(Topology topology, DispatchConfig config, PerfSettings settings, long bytes) {
         DType dtype = settings.dtype();
-        AllReduceDispatcher dispatcher = new AllReduceDispatcher(topology, config, settings.stagingBytes(),
+        AllReduceDispatcher dispatcher = AllReduceDispatcher.of(topology, config, settings.stagingBytes(),
                 AlgorithmThresholds.forWorldSize(topology.worldSize()));
         Decision d = dispatcher.decide(bytes, dtype, true, false);
         long rowBytes = (long) FusedNormCheck.HIDDEN * dtype.byteSize();
@@ -140,7 +140,7 @@ final class RunPlan {
             if (a.isAr4j()) {
                 DispatchConfig forced = DispatchConfig.builder().algorithmPolicy(a.policy().orElseThrow())
                         .forceCustomOnPcie(config.forceCustomOnPcie()).build();
-                AllReduceDispatcher dispatcher = new AllReduceDispatcher(topology, forced, settings.stagingBytes(),
+                AllReduceDispatcher dispatcher = AllReduceDispatcher.of(topology, forced, settings.stagingBytes(),
                         AlgorithmThresholds.forWorldSize(topology.worldSize()));
                 Decision d = dispatcher.decide(bytes, dtype, true, true);
                 allReduce = "ar4j " + a.label() + " -> " + PerfAlgorithm.shortName(d.algorithm())

@@ -25,11 +25,11 @@ final class Dispatchers {
 
     Dispatchers(Topology topology, DispatchConfig config, long stagingBytes, AlgorithmThresholds thresholds) {
         this.config = config;
-        this.configured = new AllReduceDispatcher(topology, config, stagingBytes, thresholds);
+        this.configured = AllReduceDispatcher.of(topology, config, stagingBytes, thresholds);
         for (AlgorithmPolicy p : AlgorithmPolicy.values()) {
             DispatchConfig forced = DispatchConfig.builder().environment(Map.of()).systemProperties(new Properties())
                     .algorithmPolicy(p).forceCustomOnPcie(config.forceCustomOnPcie()).build();
-            perPolicy.put(p, new AllReduceDispatcher(topology, forced, stagingBytes, thresholds));
+            perPolicy.put(p, AllReduceDispatcher.of(topology, forced, stagingBytes, thresholds));
         }
     }
 

@@ -26,7 +26,7 @@ class FusedNormRouteTest {
     private static AllReduceDispatcher dispatcher(AlgorithmPolicy policy) {
         DispatchConfig config = new DispatchConfig(policy, new SettingSource.BuilderValue(), false,
                 new SettingSource.BuilderValue());
-        return new AllReduceDispatcher(Topology.singleHost(2, true), config, STAGING);
+        return AllReduceDispatcher.of(Topology.singleHost(2, true), config, STAGING);
     }
 
     @Test

@@ -21,7 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class NoNcclRefusalTest {
 
-    private final AllReduceDispatcher twoRanksOneGpu = new AllReduceDispatcher(new Topology(2, true, true, true),
+    private final AllReduceDispatcher twoRanksOneGpu = AllReduceDispatcher.of(new Topology(2, true, true, true),
             DispatchConfig.builder().environment(Map.of()).systemProperties(new Properties()).build(), 1 << 20);
 
     @Test
