@@ -13,7 +13,6 @@ import dev.ar4j.internal.engine.Engine;
 import dev.ar4j.internal.engine.LocalGroup;
 import dev.ar4j.internal.engine.Settings;
 import dev.ar4j.nccl.NcclCollectives;
-import dev.ar4j.rendezvous.InProcessRendezvous;
 import dev.ar4j.rendezvous.LaunchEnvironment;
 import dev.ar4j.rendezvous.Rendezvous;
 
@@ -346,12 +345,12 @@ public final class Communicator implements AutoCloseable {
      * {@code out = residualOut * rsqrt(mean(residualOut^2) + eps) * weight}, row by row over
      * {@code in.byteSize() / (hidden * dtype size)} rows, with fp32 arithmetic; the same bits on
      * every rank. When the configured policy picks the push or the one-stage kernel for this size
-     * (and the row is a multiple of 16 bytes, at most {@code CustomAllReduceKernels.FUSED_MAX_HIDDEN}
+     * (and the row is a multiple of 16 bytes, at most {@link RmsNorm#FUSED_MAX_HIDDEN}
      * elements), one fused kernel does it all: the push one on the input where it lies; the one-stage
      * one on a registered input that no output overlaps, otherwise on a copy of the input in the
      * staging buffer (when it fits there). Otherwise the all-reduce runs as {@link #allReduce} decides
      * (a custom kernel or NCCL) and then the residual add + RMSNorm kernel
-     * ({@link dev.ar4j.internal.kernels.ResidualRmsNorm}); every way gives bitwise the same result.
+     * ({@link RmsNorm#residualRmsNorm}); every way gives bitwise the same result.
      * {@link #explainResidualRmsNorm} says which runs.
      *
      * @param in          {@code rows * hidden} elements of this rank's partial sums; may be {@code out}
@@ -359,7 +358,7 @@ public final class Communicator implements AutoCloseable {
      * @param weight      {@code hidden} elements
      * @param out         receives the normalised rows; not {@code residual} nor {@code residualOut}
      * @param residualOut receives {@code allreduce(in) + residual}
-     * @param hidden      elements per row, 1 to {@link dev.ar4j.internal.kernels.ResidualRmsNorm#MAX_HIDDEN}
+     * @param hidden      elements per row, 1 to {@link RmsNorm#MAX_HIDDEN}
      * @param eps         added to the mean square, finite and greater than 0
      * @param dtype       element type of every buffer
      * @param stream      the stream to enqueue on
@@ -758,7 +757,7 @@ public final class Communicator implements AutoCloseable {
         }
 
         /**
-         * Uses an existing rendezvous (for example a rank of an {@link InProcessRendezvous}); not closed by the communicator.
+         * Uses an existing rendezvous (an implementation of the application's); not closed by the communicator.
          *
          * @param rendezvous the rendezvous to join the group through; not {@code null}. The rank is its rank
          *     unless {@link #rank(int)} is set too, in which case the two must agree (checked at {@code build()})

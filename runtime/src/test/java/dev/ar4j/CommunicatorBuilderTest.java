@@ -2,7 +2,7 @@ package dev.ar4j;
 
 import dev.ar4j.cuda.CudaDriverMissingException;
 import dev.ar4j.cuda.CudaException;
-import dev.ar4j.rendezvous.InProcessRendezvous;
+import dev.ar4j.internal.rendezvous.InProcessRendezvous;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;

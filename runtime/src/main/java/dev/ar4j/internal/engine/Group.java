@@ -6,7 +6,7 @@ import dev.ar4j.cuda.P2PAttribute;
 import dev.ar4j.dispatch.Topology;
 import dev.ar4j.internal.peer.PeerInfo;
 import dev.ar4j.internal.peer.PeerMemory;
-import dev.ar4j.rendezvous.HostIdentity;
+import dev.ar4j.internal.rendezvous.HostIdentity;
 import dev.ar4j.rendezvous.Rendezvous;
 
 import java.time.Duration;

@@ -1,10 +1,10 @@
 package dev.ar4j.internal.engine;
 
 import dev.ar4j.cuda.Cuda;
-import dev.ar4j.rendezvous.InProcessRendezvous;
+import dev.ar4j.internal.rendezvous.InProcessRendezvous;
 import dev.ar4j.rendezvous.LaunchEnvironment;
 import dev.ar4j.rendezvous.Rendezvous;
-import dev.ar4j.rendezvous.TcpRendezvous;
+import dev.ar4j.internal.rendezvous.TcpRendezvous;
 
 import java.util.Map;
 

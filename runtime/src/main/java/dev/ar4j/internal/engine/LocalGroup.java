@@ -1,6 +1,6 @@
 package dev.ar4j.internal.engine;
 
-import dev.ar4j.rendezvous.InProcessRendezvous;
+import dev.ar4j.internal.rendezvous.InProcessRendezvous;
 import dev.ar4j.rendezvous.Rendezvous;
 
 import java.util.ArrayList;

@@ -2,7 +2,7 @@ package dev.ar4j.internal.engine;
 
 import dev.ar4j.Communicator;
 import dev.ar4j.CommunicatorInternals;
-import dev.ar4j.rendezvous.InProcessRendezvous;
+import dev.ar4j.internal.rendezvous.InProcessRendezvous;
 import org.junit.jupiter.api.Test;
 
 import java.lang.reflect.Field;

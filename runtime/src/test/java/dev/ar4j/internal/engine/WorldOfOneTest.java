@@ -2,7 +2,7 @@ package dev.ar4j.internal.engine;
 
 import dev.ar4j.rendezvous.LaunchEnvironment;
 import dev.ar4j.rendezvous.Rendezvous;
-import dev.ar4j.rendezvous.TcpRendezvous;
+import dev.ar4j.internal.rendezvous.TcpRendezvous;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;

@@ -1,7 +1,7 @@
 package dev.ar4j.internal.peer;
 
 import dev.ar4j.rendezvous.Rendezvous;
-import dev.ar4j.rendezvous.TcpRendezvous;
+import dev.ar4j.internal.rendezvous.TcpRendezvous;
 
 import java.time.Duration;
 

@@ -1,6 +1,6 @@
 package dev.ar4j.internal.rendezvous;
 
-import dev.ar4j.rendezvous.InProcessRendezvous;
+import dev.ar4j.internal.rendezvous.InProcessRendezvous;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

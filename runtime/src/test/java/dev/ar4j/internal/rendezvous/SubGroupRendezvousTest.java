@@ -1,12 +1,12 @@
 package dev.ar4j.internal.rendezvous;
 
-import dev.ar4j.rendezvous.DroppableRank;
-import dev.ar4j.rendezvous.InProcessRendezvous;
+import dev.ar4j.internal.rendezvous.DroppableRank;
+import dev.ar4j.internal.rendezvous.InProcessRendezvous;
 import dev.ar4j.rendezvous.RankLostException;
 import dev.ar4j.rendezvous.Rendezvous;
 import dev.ar4j.rendezvous.RendezvousTimeoutException;
-import dev.ar4j.rendezvous.TcpRendezvous;
-import dev.ar4j.rendezvous.TcpRendezvousServer;
+import dev.ar4j.internal.rendezvous.TcpRendezvous;
+import dev.ar4j.internal.rendezvous.TcpRendezvousServer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
