@@ -321,7 +321,11 @@ public final class AllReduceDispatcher {
         Decision overSizeLimit = sizeLimit == Long.MAX_VALUE ? success
                 : new Decision(Algorithm.NCCL, why + ", but the input is larger than the "
                         + sizeLimitName + " → NCCL", forced);
-        return new Branch(success, unregisteredLimit, overStaging, sizeLimit, overSizeLimit);
+        Decision staged = switch (algorithm) {
+            case ONE_STAGE, TWO_STAGE -> new Decision(algorithm, success.reason(), false, true);
+            case PUSH, NCCL -> success;
+        };
+        return new Branch(success, staged, unregisteredLimit, overStaging, sizeLimit, overSizeLimit);
     }
 
     /** The NCCL decision for an unregistered input that does not fit the staging buffer. */
@@ -362,13 +366,13 @@ public final class AllReduceDispatcher {
      * A kernel choice plus the NCCL decisions for an unregistered input beyond
      * {@code unregisteredLimitBytes} and for any input beyond {@code sizeLimitBytes}.
      */
-    private record Branch(Decision decision, long unregisteredLimitBytes, Decision overStaging,
+    private record Branch(Decision decision, Decision staged, long unregisteredLimitBytes, Decision overStaging,
                           long sizeLimitBytes, Decision overSizeLimit) {
         Decision select(long bytes, boolean registered) {
             if (!registered && bytes > unregisteredLimitBytes) {
                 return overStaging;
             }
-            return bytes > sizeLimitBytes ? overSizeLimit : decision;
+            return bytes > sizeLimitBytes ? overSizeLimit : registered ? decision : staged;
         }
     }
 

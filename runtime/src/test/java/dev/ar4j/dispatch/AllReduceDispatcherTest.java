@@ -40,8 +40,10 @@ class AllReduceDispatcherTest {
         }
         for (long bytes : new long[] {256 * KIB + 16, 512 * KIB, 512 * KIB + 16, STAGING}) {
             Decision decision = d.decide(bytes, DType.BFLOAT16, true, false);
-            assertEquals(new Decision(Algorithm.ONE_STAGE, "auto: world size 2, over 256 KiB → one-stage", false),
-                    decision, bytes + " bytes");
+            assertEquals(new Decision(Algorithm.ONE_STAGE, "auto: world size 2, over 256 KiB → one-stage", false, true),
+                    decision, bytes + " bytes: an unregistered input is staged");
+            assertEquals(new Decision(Algorithm.ONE_STAGE, "auto: world size 2, over 256 KiB → one-stage", false, false),
+                    d.decide(bytes, DType.BFLOAT16, true, true), bytes + " bytes: a registered input is read in place");
         }
         // Registered inputs are bounded by their buffer, not by staging: still one-stage.
         assertEquals(Algorithm.ONE_STAGE, d.decide(64 * MIB, DType.BFLOAT16, true, true).algorithm());
@@ -230,7 +232,11 @@ class AllReduceDispatcherTest {
         AllReduceDispatcher d = dispatcher(Topology.singleHost(8, true), AlgorithmPolicy.AUTO);
         assertSame(d.decide(16, DType.BFLOAT16, true, true), d.decide(4 * KIB, DType.FLOAT32, true, false));
         assertSame(d.decide(256 * KIB, DType.BFLOAT16, true, true), d.decide(16, DType.FLOAT16, true, false));
-        assertSame(d.decide(256 * KIB + 16, DType.BFLOAT16, true, true), d.decide(MIB, DType.FLOAT16, true, false));
+        assertSame(d.decide(256 * KIB + 16, DType.BFLOAT16, true, true), d.decide(MIB, DType.FLOAT16, true, true));
+        assertSame(d.decide(256 * KIB + 16, DType.BFLOAT16, true, false), d.decide(MIB, DType.FLOAT16, true, false));
+        assertTrue(d.decide(MIB, DType.FLOAT16, true, false).staged(), "an unregistered two-stage input is staged");
+        assertFalse(d.decide(MIB, DType.FLOAT16, true, true).staged(), "a registered one is read in place");
+        assertFalse(d.decide(16, DType.FLOAT16, true, false).staged(), "push reads its input in place");
         assertSame(d.decide(18, DType.BFLOAT16, true, true), d.decide(43010, DType.FLOAT16, false, false));
         assertSame(d.decide(32, DType.BFLOAT16, false, true), d.decide(64, DType.FLOAT32, false, false));
     }

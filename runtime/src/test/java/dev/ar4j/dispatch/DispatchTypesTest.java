@@ -81,6 +81,11 @@ class DispatchTypesTest {
     @Test
     void decisionInvariants() {
         assertThrows(IllegalArgumentException.class, () -> new Decision(Algorithm.NCCL, " ", false));
+        assertThrows(IllegalArgumentException.class, () -> new Decision(Algorithm.PUSH, "x", false, true),
+                "only the one-stage and two-stage kernels read a staged copy");
+        assertThrows(IllegalArgumentException.class, () -> new Decision(Algorithm.NCCL, "x", false, true));
+        assertTrue(new Decision(Algorithm.TWO_STAGE, "x", false, true).staged());
+        assertFalse(new Decision(Algorithm.TWO_STAGE, "x", false).staged());
         assertThrows(NullPointerException.class, () -> new Decision(null, "why", false));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> new Decision(Algorithm.ONE_STAGE, "why", true));

@@ -99,13 +99,13 @@ final class AllReduceCalls {
                 }
                 case PUSH -> kernels.launch(algorithm, dtype, in, out, count, stream);
                 case ONE_STAGE, TWO_STAGE -> {
-                    if (zeroCopy) {
+                    if (decision.staged()) {
+                        kernels.launchStaged(algorithm, dtype, in, out, count, stream);
+                    } else {
                         if (recorded) {
                             capture.record(in, bytes);
                         }
                         kernels.launch(algorithm, dtype, in, out, count, stream);
-                    } else {
-                        kernels.launchStaged(algorithm, dtype, in, out, count, stream);
                     }
                 }
             }
