@@ -2,6 +2,7 @@ package dev.ar4j;
 
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.internal.kernels.CustomAllReduceKernels;
+import dev.ar4j.platform.BuildInfo;
 import java.util.Optional;
 
 /**

@@ -1,5 +1,6 @@
 package dev.ar4j;
 
+import dev.ar4j.platform.BuildInfo;
 import dev.ar4j.cuda.CudaDriverMissingException;
 import dev.ar4j.platform.TestLibraries;
 import org.junit.jupiter.api.Test;

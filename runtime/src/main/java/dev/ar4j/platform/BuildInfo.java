@@ -1,4 +1,4 @@
-package dev.ar4j;
+package dev.ar4j.platform;
 
 import java.io.IOException;
 import java.net.URISyntaxException;
@@ -18,18 +18,18 @@ import java.util.jar.Manifest;
  * @param version the {@value #VERSION_ATTRIBUTE}, or {@value #UNKNOWN}
  * @param commit  the {@value #COMMIT_ATTRIBUTE}, or {@value #UNKNOWN}
  */
-record BuildInfo(String version, String commit) {
+public record BuildInfo(String version, String commit) {
 
     /** The manifest attribute with the version (Maven's {@code project.version}). */
-    static final String VERSION_ATTRIBUTE = "Implementation-Version";
+    public static final String VERSION_ATTRIBUTE = "Implementation-Version";
 
     /** The manifest attribute with the full git commit id. */
-    static final String COMMIT_ATTRIBUTE = "Ar4j-Commit";
+    public static final String COMMIT_ATTRIBUTE = "Ar4j-Commit";
 
     /** The value when the manifest does not say. */
-    static final String UNKNOWN = "unknown";
+    public static final String UNKNOWN = "unknown";
 
-    BuildInfo {
+    public BuildInfo {
         Objects.requireNonNull(version, "version");
         Objects.requireNonNull(commit, "commit");
     }
@@ -38,12 +38,12 @@ record BuildInfo(String version, String commit) {
         static final BuildInfo INFO = ofJarHolding(BuildInfo.class);
     }
 
-    static BuildInfo current() {
+    public static BuildInfo current() {
         return Current.INFO;
     }
 
     /** The build info of the jar a class was loaded from; unknown for a classes directory. */
-    static BuildInfo ofJarHolding(Class<?> type) {
+    public static BuildInfo ofJarHolding(Class<?> type) {
         CodeSource source = type.getProtectionDomain().getCodeSource();
         if (source == null || source.getLocation() == null) {
             return new BuildInfo(UNKNOWN, UNKNOWN);
@@ -57,7 +57,7 @@ record BuildInfo(String version, String commit) {
     }
 
     /** The build info in a jar's manifest. */
-    static BuildInfo ofJar(Path jar) throws IOException {
+    public static BuildInfo ofJar(Path jar) throws IOException {
         try (JarFile file = new JarFile(jar.toFile())) {
             Manifest manifest = file.getManifest();
             if (manifest == null) {
