@@ -11,16 +11,24 @@ public class ModulePathCheck {
         Module runtime = dev.ar4j.Communicator.class.getModule();
         require(runtime.isNamed() && runtime.getName().equals("dev.ar4j.runtime"), "runtime module is " + runtime);
         require(runtime.isExported("dev.ar4j") && runtime.isExported("dev.ar4j.cuda"), "API packages exported");
-        require(!runtime.isExported("dev.ar4j.group") && !runtime.isExported("dev.ar4j.internal"),
-                "internal packages must not be exported");
+        require(runtime.isExported("dev.ar4j.dispatch") && runtime.isExported("dev.ar4j.nccl")
+                && runtime.isExported("dev.ar4j.rendezvous"), "API packages exported");
+        for (String internal : new String[] {"dev.ar4j.internal.engine", "dev.ar4j.internal.kernels",
+                "dev.ar4j.internal.nccl", "dev.ar4j.internal.peer", "dev.ar4j.internal.rendezvous", "dev.ar4j.platform"}) {
+            require(!runtime.isExported(internal), internal + " must not be exported");
+        }
+        Module bindings = ModuleLayer.boot().findModule("dev.ar4j.bindings").orElse(null);
+        require(bindings != null, "dev.ar4j.bindings is resolved");
+        for (String pkg : bindings.getPackages()) {
+            require(!bindings.isExported(pkg) && bindings.isExported(pkg, runtime),
+                    pkg + " must be exported to dev.ar4j.runtime only");
+        }
         require(runtime.isNativeAccessEnabled(), "native access enabled for dev.ar4j.runtime");
         Module cuda = ModuleLayer.boot().findModule("dev.ar4j.cuda").orElse(null);
         require(cuda != null, "dev.ar4j.cuda is resolved without --add-modules dev.ar4j.cuda");
         require(!cuda.getDescriptor().isAutomatic(), "dev.ar4j.cuda is a named (not automatic) module");
         require(runtime.canRead(cuda), "dev.ar4j.runtime reads dev.ar4j.cuda");
-        int abi = dev.ar4j.kernels.CustomAllReduceKernels.abiVersion();
-        String status = dev.ar4j.kernels.CustomAllReduceKernels.statusName(8);
-        require(status.equals("AR4J_ERROR_NOT_REGISTERED"), "status 8 is " + status);
+        int abi = dev.ar4j.Ar4j.kernelsAbiVersion();
         String nccl = dev.ar4j.nccl.Nccl.versionString();
         int cudart = dev.ar4j.cuda.Cuda.runtimeVersion();
         System.out.println("module path: dev.ar4j.runtime OK (dev.ar4j.cuda resolved by requires; kernels ABI " + abi

@@ -54,7 +54,7 @@ for s in "${steps[@]}"; do
               AR4J_IT_JAVA_OPTS="${AR4J_IT_JAVA_OPTS:--Dar4j.race.rounds=400 -Dar4j.race.seconds=120}" \
               step its 330 gpu/run-its.sh \
                 --select-class dev.ar4j.it.FailureContainmentOneJvmIT --select-class dev.ar4j.it.PeerFailureTwoJvmIT \
-                --select-class dev.ar4j.it.NcclMissingRankIT --select-class dev.ar4j.kernels.ResidualRmsNormIT \
+                --select-class dev.ar4j.it.NcclMissingRankIT --select-class dev.ar4j.internal.kernels.ResidualRmsNormIT \
                 --select-class dev.ar4j.nccl.NcclSingleGpuIT --select-class dev.ar4j.nccl.NcclInitTimeoutIT \
                 --select-class dev.ar4j.cuda.CudaSingleGpuIT --select-class dev.ar4j.it.CommunicatorSplitIT \
                 --select-class dev.ar4j.it.FusedNormOneJvmIT \

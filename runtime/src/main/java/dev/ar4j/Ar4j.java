@@ -1,6 +1,8 @@
 package dev.ar4j;
 
 import dev.ar4j.cuda.Cuda;
+import dev.ar4j.internal.kernels.CustomAllReduceKernels;
+import dev.ar4j.platform.BuildInfo;
 import java.util.Optional;
 
 /**
@@ -45,6 +47,18 @@ public final class Ar4j {
     }
 
     /**
+     * The C ABI version of the kernels library this runtime loaded ({@code ar4j_abi_version()});
+     * loads the CUDA runtime and the kernels library on first use.
+     *
+     * @return the kernels library's ABI version, the one this runtime was built against
+     * @throws NativeLibraryException if the kernels library cannot be loaded, or its ABI version is
+     *     not the one this runtime needs
+     */
+    public static int kernelsAbiVersion() {
+        return CustomAllReduceKernels.abiVersion();
+    }
+
+    /**
      * Whether ar4j can run here: the CUDA runtime, NCCL and the kernels library load, and the CUDA
      * runtime sees at least one GPU.
      *
@@ -73,10 +87,11 @@ public final class Ar4j {
 
         private static Optional<Throwable> run() {
             try {
+                // The most basic need first: a machine without a driver is told so, whatever else is missing.
                 Cuda.runtimeVersion();
-                dev.ar4j.nccl.Nccl.version();
-                dev.ar4j.kernels.CustomAllReduceKernels.abiVersion();
                 Cuda.deviceCount();
+                dev.ar4j.nccl.Nccl.version();
+                CustomAllReduceKernels.abiVersion();
                 return Optional.empty();
             } catch (RuntimeException | LinkageError e) {
                 return Optional.of(e);

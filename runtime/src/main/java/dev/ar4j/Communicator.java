@@ -1,21 +1,26 @@
 package dev.ar4j;
 
-import dev.ar4j.FailureState.Failure;
-import dev.ar4j.FailureState.Kind;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
+import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.AlgorithmPolicy;
 import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.Topology;
-import dev.ar4j.nccl.NcclCommunicator;
+import dev.ar4j.internal.engine.BuilderChecks;
+import dev.ar4j.internal.engine.CaptureRecorder;
+import dev.ar4j.internal.engine.Engine;
+import dev.ar4j.internal.engine.LocalGroup;
+import dev.ar4j.internal.engine.Settings;
+import dev.ar4j.nccl.NcclCollectives;
 import dev.ar4j.rendezvous.LaunchEnvironment;
 import dev.ar4j.rendezvous.Rendezvous;
 
-import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Properties;
 import java.util.function.Consumer;
 
 /**
@@ -41,7 +46,7 @@ import java.util.function.Consumer;
  *
  * <h2>Buffers</h2>
  * At build, every rank allocates its signal block and a staging buffer and shares them. An
- * unregistered input goes to the one-shot push kernel directly (no copy), or is copied into the
+ * unregistered input goes to the push kernel directly (no copy), or is copied into the
  * staging buffer for the one-stage and two-stage kernels. {@link #register} shares a buffer once
  * so that inputs inside it are reduced with no copy; {@link #unregister} ends that (collectively;
  * a registered buffer found closed is no longer used zero-copy either). Inside a CUDA graph
@@ -74,49 +79,33 @@ import java.util.function.Consumer;
  */
 public final class Communicator implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger(Communicator.class.getName());
-
     /** The default staging buffer (and two-stage scratch) size: 8 MiB. */
-    public static final long DEFAULT_STAGING_BYTES = 8L << 20;
+    public static final long DEFAULT_STAGING_BYTES = Settings.DEFAULT_STAGING_BYTES;
     /** How long a custom kernel waits for a peer before it gives up, by default. */
-    public static final Duration DEFAULT_KERNEL_TIMEOUT = Duration.ofSeconds(30);
+    public static final Duration DEFAULT_KERNEL_TIMEOUT = Settings.DEFAULT_KERNEL_TIMEOUT;
     /** How long a rendezvous step waits for the other ranks, by default. */
-    public static final Duration DEFAULT_RENDEZVOUS_TIMEOUT = Duration.ofMinutes(2);
+    public static final Duration DEFAULT_RENDEZVOUS_TIMEOUT = Settings.DEFAULT_RENDEZVOUS_TIMEOUT;
     /** Registered buffers plus captured graph inputs one communicator can hold, by default. */
-    public static final int DEFAULT_MAX_REGISTRATIONS = 4096;
+    public static final int DEFAULT_MAX_REGISTRATIONS = Settings.DEFAULT_MAX_REGISTRATIONS;
     /** How often the watchdog polls the kernels and NCCL, by default. */
-    public static final Duration DEFAULT_WATCHDOG_INTERVAL = Duration.ofMillis(100);
+    public static final Duration DEFAULT_WATCHDOG_INTERVAL = Settings.DEFAULT_WATCHDOG_INTERVAL;
 
-    private final Group group;
-    private final Dispatchers dispatchers;
-    private final NcclPath nccl;             // null when built with nccl(false)
-    private final CustomKernelPath kernels;  // null when the topology rules the kernels out
-    private final CaptureRecorder capture;
-    private final FailureState state = new FailureState();
-    private final CallGuard guard = new CallGuard(state);
-    private final Containment containment;
-    private final Lifecycle lifecycle;
-    private final CollectiveCalls collectiveCalls;
-    private final AllReduceCalls allReduces;
-    private final ResidualNormCalls residualNorm;
+    private final Engine engine;
+    private final FailureListener listener;  // may be null; a split's children inherit it
 
-    private Communicator(Builder b, Rendezvous rendezvous, boolean ownsRendezvous) {
-        GroupParts parts = GroupParts.open(b, rendezvous, ownsRendezvous);
-        this.containment = new Containment(parts.group().rank, state, guard, parts.kernels(), parts.nccl(),
-                b.failureListener);
-        this.lifecycle = Lifecycle.start(parts, b, state, guard, containment);
-        this.group = parts.group();
-        this.dispatchers = parts.dispatchers();
-        this.nccl = parts.nccl();
-        this.kernels = parts.kernels();
-        this.capture = new CaptureRecorder(group);
-        this.collectiveCalls = new CollectiveCalls(group, kernels, capture, guard, containment);
-        this.allReduces = new AllReduceCalls(parts, capture, guard, containment);
-        this.residualNorm = new ResidualNormCalls(parts, capture, guard, containment, allReduces);
-        containment.owner(this);
-        if (LOG.isLoggable(Level.INFO)) {
-            LOG.log(Level.INFO, Observation.built(parts));
-        }
+    private Communicator(Settings settings, FailureListener listener) {
+        this.listener = listener;
+        this.engine = Engine.open(settings, failureReporter(listener));
+    }
+
+    private Communicator(Engine engine, FailureListener listener) {
+        this.listener = listener;
+        this.engine = engine;
+    }
+
+    /** Hands the engine's first failure to the listener, with this communicator. */
+    private Consumer<RuntimeException> failureReporter(FailureListener l) {
+        return l == null ? null : failure -> l.failed(this, failure);
     }
 
     // ---- building -------------------------------------------------------------------------------
@@ -132,10 +121,16 @@ public final class Communicator implements AutoCloseable {
 
     /**
      * Joins the group described by the launcher's environment (torchrun, Slurm or Open MPI
-     * variables; see {@link LaunchEnvironment}) on GPU {@code LOCAL_RANK}.
+     * variables; see {@link LaunchEnvironment}) on GPU {@code LOCAL_RANK}. Without launcher
+     * variables it is a group of one rank on GPU 0, in process (no network, no port). The GPU is
+     * checked before any rank waits for the others: a rank without a usable GPU fails at once
+     * with CUDA's reason.
      *
      * @return this rank's communicator, its GPU current on the calling thread
-     * @throws IllegalArgumentException if the launcher's variables are missing or invalid
+     * @throws ConfigurationException if the launcher's variables are missing, malformed or contradict
+     *     each other (for example {@code RANK} without {@code LOCAL_WORLD_SIZE} across hosts)
+     * @throws dev.ar4j.cuda.CudaException if this rank's GPU cannot be used (no driver, no device, a
+     *     device index beyond those visible)
      * @throws Ar4jException if joining the group fails (see {@link Builder#build()})
      */
     public static Communicator fromEnvironment() {
@@ -154,7 +149,15 @@ public final class Communicator implements AutoCloseable {
      * @return the communicators, rank i at index i, each driving {@code devices[i]}
      */
     public static List<Communicator> localGroup(int[] devices, Consumer<Builder> configure) {
-        return LocalGroup.build(devices, configure);
+        Objects.requireNonNull(devices, "devices");
+        int[] ordinals = devices.clone();
+        return LocalGroup.build(ordinals.length, (rank, rendezvous) -> {
+            Builder b = builder();
+            if (configure != null) {
+                configure.accept(b);
+            }
+            return b.device(ordinals[rank]).rendezvous(rendezvous).build();
+        });
     }
 
     // ---- all-reduce -----------------------------------------------------------------------------
@@ -195,7 +198,7 @@ public final class Communicator implements AutoCloseable {
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(DeviceBuffer in, DeviceBuffer out, DType dtype, CudaStream stream) {
-        allReduces.buffers(in, out, dtype, stream);
+        engine.allReduce(in, out, dtype, stream);
     }
 
     /**
@@ -208,13 +211,13 @@ public final class Communicator implements AutoCloseable {
      *     kernels run)
      * @param out the output's device address; {@code in} itself or a range not overlapping the input
      * @param dtype the element type
-     * @throws IllegalStateException if the call needs NCCL and the communicator was built with
-     *                               {@code nccl(false)} (the message names the size and the reason)
+     * @throws dev.ar4j.nccl.NcclDisabledException if the call needs NCCL and the communicator was built
+     *     with {@code nccl(false)} (the message names the size and the reason)
      * @throws PeerLostException if a peer was lost (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(long in, long out, long count, DType dtype, long stream) {
-        allReduces.run(dispatchers.configured, in, out, count, dtype, stream);
+        engine.allReduce(in, out, count, dtype, stream);
     }
 
     /**
@@ -230,14 +233,14 @@ public final class Communicator implements AutoCloseable {
      * @return the decision that was carried out, with its reason
      * @throws NullPointerException if {@code dtype} or {@code policy} is {@code null}
      * @throws IllegalArgumentException if {@code count} is not positive
-     * @throws IllegalStateException if the decision needs NCCL and the communicator was built with
-     *     {@code nccl(false)}, or the communicator is closed, aborted or failed out of step
+     * @throws dev.ar4j.nccl.NcclDisabledException if the decision needs NCCL and the communicator was
+     *     built with {@code nccl(false)}
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step
      * @throws PeerLostException if a peer was lost (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public Decision allReduce(long in, long out, long count, DType dtype, long stream, AlgorithmPolicy policy) {
-        AllReduceDispatcher dispatcher = dispatchers.forPolicy(Objects.requireNonNull(policy, "policy"));
-        return allReduces.run(dispatcher, in, out, count, dtype, stream);
+        return engine.allReduce(in, out, count, dtype, stream, policy);
     }
 
     // ---- registration and graphs ----------------------------------------------------------------
@@ -256,7 +259,7 @@ public final class Communicator implements AutoCloseable {
      *     communicator is failed
      */
     public void register(DeviceBuffer buffer) {
-        collectiveCalls.register(buffer);
+        engine.register(buffer);
     }
 
     /**
@@ -271,7 +274,7 @@ public final class Communicator implements AutoCloseable {
      *                                  the ranks' sizes differ
      */
     public void unregister(DeviceBuffer buffer) {
-        collectiveCalls.unregister(buffer);
+        engine.unregister(buffer);
     }
 
     /**
@@ -285,17 +288,8 @@ public final class Communicator implements AutoCloseable {
      *     scope is already open, or all-reduces were captured outside a scope
      */
     public GraphCapture graphCapture() {
-        guard.enter("graphCapture");
-        try {
-            return capture.open(this);
-        } finally {
-            guard.exit();
-        }
-    }
-
-    /** Called by {@link GraphCapture#close()}. */
-    void finishCapture(GraphCapture scope) {
-        collectiveCalls.finishCapture(scope);
+        CaptureRecorder.Scope scope = engine.openCapture();
+        return new GraphCapture(() -> engine.finishCapture(scope));
     }
 
     // ---- failure --------------------------------------------------------------------------------
@@ -307,10 +301,7 @@ public final class Communicator implements AutoCloseable {
      * every later call throws {@link IllegalStateException}. Idempotent. Then {@link #close()} it.
      */
     public void abort() {
-        String by = "rank " + group.rank + ": the communicator was aborted by thread '"
-                + Thread.currentThread().getName() + "'; close it and build a new group";
-        containment.contain(new Failure(Kind.ABORTED, -1, by, null));
-        group.announceAbort(by);
+        engine.abort();
     }
 
     /**
@@ -319,7 +310,7 @@ public final class Communicator implements AutoCloseable {
      * @return the current status, the lost peer (or -1) and the failure's message
      */
     public Health health() {
-        return lifecycle.health();
+        return engine.health();
     }
 
     /**
@@ -330,7 +321,7 @@ public final class Communicator implements AutoCloseable {
      * here even before the watchdog's next poll.
      */
     public void checkPeers() {
-        containment.checkPeers();
+        engine.checkPeers();
     }
 
     // ---- observation ----------------------------------------------------------------------------
@@ -345,7 +336,7 @@ public final class Communicator implements AutoCloseable {
      * @return a multi-line, human-readable report of the decisions and the configuration
      */
     public String explain(long bytes, DType dtype) {
-        return Observation.explain(dispatchers.configured, kernels != null, nccl != null, bytes, dtype);
+        return engine.explain(bytes, dtype);
     }
 
     /**
@@ -354,12 +345,12 @@ public final class Communicator implements AutoCloseable {
      * {@code out = residualOut * rsqrt(mean(residualOut^2) + eps) * weight}, row by row over
      * {@code in.byteSize() / (hidden * dtype size)} rows, with fp32 arithmetic; the same bits on
      * every rank. When the configured policy picks the push or the one-stage kernel for this size
-     * (and the row is a multiple of 16 bytes, at most {@code CustomAllReduceKernels.FUSED_MAX_HIDDEN}
+     * (and the row is a multiple of 16 bytes, at most {@link RmsNorm#FUSED_MAX_HIDDEN}
      * elements), one fused kernel does it all: the push one on the input where it lies; the one-stage
      * one on a registered input that no output overlaps, otherwise on a copy of the input in the
      * staging buffer (when it fits there). Otherwise the all-reduce runs as {@link #allReduce} decides
      * (a custom kernel or NCCL) and then the residual add + RMSNorm kernel
-     * ({@link dev.ar4j.kernels.ResidualRmsNorm}); every way gives bitwise the same result.
+     * ({@link RmsNorm#residualRmsNorm}); every way gives bitwise the same result.
      * {@link #explainResidualRmsNorm} says which runs.
      *
      * @param in          {@code rows * hidden} elements of this rank's partial sums; may be {@code out}
@@ -367,7 +358,7 @@ public final class Communicator implements AutoCloseable {
      * @param weight      {@code hidden} elements
      * @param out         receives the normalised rows; not {@code residual} nor {@code residualOut}
      * @param residualOut receives {@code allreduce(in) + residual}
-     * @param hidden      elements per row, 1 to {@link dev.ar4j.kernels.ResidualRmsNorm#MAX_HIDDEN}
+     * @param hidden      elements per row, 1 to {@link RmsNorm#MAX_HIDDEN}
      * @param eps         added to the mean square, finite and greater than 0
      * @param dtype       element type of every buffer
      * @param stream      the stream to enqueue on
@@ -382,7 +373,7 @@ public final class Communicator implements AutoCloseable {
     public boolean allReduceResidualRmsNorm(DeviceBuffer in, DeviceBuffer residual, DeviceBuffer weight,
                                             DeviceBuffer out, DeviceBuffer residualOut, int hidden, float eps,
                                             DType dtype, CudaStream stream) {
-        return residualNorm.run(in, residual, weight, out, residualOut, hidden, eps, dtype, stream);
+        return engine.allReduceResidualRmsNorm(in, residual, weight, out, residualOut, hidden, eps, dtype, stream);
     }
 
     /**
@@ -410,7 +401,7 @@ public final class Communicator implements AutoCloseable {
      * @return one line: the fused kernel, or the all-reduce's decision followed by the separate kernel
      */
     public String explainResidualRmsNorm(long bytes, int hidden, DType dtype, boolean registeredInput) {
-        return residualNorm.explain(bytes, hidden, dtype, registeredInput);
+        return engine.explainResidualRmsNorm(bytes, hidden, dtype, registeredInput);
     }
 
     /**
@@ -423,7 +414,7 @@ public final class Communicator implements AutoCloseable {
      * @return the algorithm the configured policy picks for that shape, with its reason
      */
     public Decision decide(long bytes, DType dtype, boolean aligned16, boolean registeredInput) {
-        return dispatchers.configured.decide(bytes, dtype, aligned16, registeredInput);
+        return engine.decide(bytes, dtype, aligned16, registeredInput);
     }
 
     /**
@@ -432,7 +423,7 @@ public final class Communicator implements AutoCloseable {
      * @return this process's rank, 0 to {@link #worldSize()} - 1
      */
     public int rank() {
-        return group.rank;
+        return engine.rank();
     }
 
     /**
@@ -441,7 +432,7 @@ public final class Communicator implements AutoCloseable {
      * @return the number of ranks in the group, at least 1
      */
     public int worldSize() {
-        return group.worldSize;
+        return engine.worldSize();
     }
 
     /**
@@ -450,7 +441,7 @@ public final class Communicator implements AutoCloseable {
      * @return the CUDA device ordinal
      */
     public int device() {
-        return group.device;
+        return engine.device();
     }
 
     /**
@@ -459,7 +450,7 @@ public final class Communicator implements AutoCloseable {
      * @return the topology the dispatcher decides with
      */
     public Topology topology() {
-        return group.topology;
+        return engine.topology();
     }
 
     /**
@@ -468,7 +459,7 @@ public final class Communicator implements AutoCloseable {
      * @return {@code true} if the custom kernels are set up
      */
     public boolean hasCustomKernels() {
-        return kernels != null;
+        return engine.hasCustomKernels();
     }
 
     /**
@@ -477,29 +468,7 @@ public final class Communicator implements AutoCloseable {
      * @return the staging buffer size in bytes, a multiple of 16
      */
     public long stagingBytes() {
-        return dispatchers.configured.stagingBytes();
-    }
-
-    /**
-     * The NCCL communicator of this group, for benchmarks and interoperability (for example
-     * {@code ar4j-perf}'s NCCL baseline, or registering an NCCL window). The communicator keeps
-     * ownership: do not close or abort it; it is destroyed when this communicator is closed.
-     *
-     * @return the group's NCCL communicator, owned by this communicator
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or was
-     *     built with {@code nccl(false)}
-     * @throws PeerLostException if the communicator failed because a peer was lost
-     * @throws PeerTimeoutException if the communicator failed because a kernel timed out waiting for a peer
-     */
-    public NcclCommunicator nccl() {
-        state.throwIfFailed();
-        if (lifecycle.closed()) {
-            throw new IllegalStateException("the communicator is closed");
-        }
-        if (nccl == null) {
-            throw new IllegalStateException("this communicator was built with nccl(false): it has no NCCL communicator");
-        }
-        return nccl.communicator();
+        return engine.stagingBytes();
     }
 
     /**
@@ -510,11 +479,11 @@ public final class Communicator implements AutoCloseable {
      * {@code allReduce}'s. The watchdog, {@link #abort()} and {@link #close()} cover these calls too.
      *
      * @return the collectives of this group's NCCL communicator
-     * @throws IllegalStateException when the communicator failed, is closed, or was built with
-     *                               {@code nccl(false)}
+     * @throws IllegalStateException when the communicator failed or is closed
+     * @throws dev.ar4j.nccl.NcclDisabledException when it was built with {@code nccl(false)}
      */
-    public dev.ar4j.nccl.NcclCollectives collectives() {
-        return nccl().collectives();
+    public NcclCollectives collectives() {
+        return engine.collectives();
     }
 
     /**
@@ -570,13 +539,13 @@ public final class Communicator implements AutoCloseable {
      * @throws Ar4jException if the sub-communicator's GPU or NCCL setup fails (see {@link Builder#build()})
      */
     public Communicator split(int color, int key) {
-        SplitPlan plan = collectiveCalls.agreeSplit(color, key);
-        if (!plan.joins()) {
+        Communicator[] child = new Communicator[1];
+        Engine sub = engine.split(color, key, listener == null ? null : failure -> listener.failed(child[0], failure));
+        if (sub == null) {
             return null;
         }
-        Builder child = group.childSettings();
-        BuilderChecks.validate(child);
-        return new Communicator(child, SubGroupRendezvous.over(group.rendezvous, plan), true);
+        child[0] = new Communicator(sub, listener);
+        return child[0];
     }
 
     /**
@@ -585,16 +554,39 @@ public final class Communicator implements AutoCloseable {
      * @return {@code true} if the group has an NCCL communicator
      */
     public boolean hasNccl() {
-        return nccl != null;
+        return engine.hasNccl();
     }
 
     /**
-     * The rendezvous this communicator uses (for tests and tools that need the same group).
+     * Waits until every rank of the group called {@code barrier()} (collective, in the same order
+     * as the group's other collective calls), bounded by the rendezvous timeout. Use it, for
+     * example, before {@link #close()}, so that no peer still reads this rank's buffers.
      *
-     * @return the rendezvous of this group; owned by this communicator unless it was given to the builder
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     *     another thread at the same time
+     * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws dev.ar4j.rendezvous.RendezvousException if the other ranks did not arrive in time
      */
-    public Rendezvous rendezvous() {
-        return group.rendezvous;
+    public void barrier() {
+        engine.barrier();
+    }
+
+    /**
+     * Every rank's {@code value}, in rank order: collective (every rank calls it, in the same order
+     * as the group's other collective calls), through the group's rendezvous, bounded by the
+     * rendezvous timeout. For small host-side values (a measurement, a status), not for tensors:
+     * those go through {@link #collectives()}.
+     *
+     * @param value this rank's bytes, at most a few MiB; not {@code null}
+     * @return every rank's bytes, rank r at index r (this rank's is a copy of {@code value})
+     * @throws NullPointerException if {@code value} is {@code null}
+     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     *     another thread at the same time
+     * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws dev.ar4j.rendezvous.RendezvousException if the other ranks did not arrive in time
+     */
+    public byte[][] exchange(byte[] value) {
+        return engine.exchange(value);
     }
 
     /**
@@ -602,8 +594,7 @@ public final class Communicator implements AutoCloseable {
      * new calls are refused at once, a call in flight gets up to 2 s to leave, then the
      * communicator is failed (kernels poisoned, NCCL aborted) and the call gets 2 s more. Not
      * collective, so call it once every rank's last all-reduce of this group has completed (peers
-     * may still read this rank's buffers until then), for example after a barrier on
-     * {@link #rendezvous()}. A failed or aborted group's NCCL communicator is aborted, not
+     * may still read this rank's buffers until then), for example after a {@link #barrier()}. A failed or aborted group's NCCL communicator is aborted, not
      * destroyed. Any thread.
      *
      * @throws IllegalStateException if a call is still inside after that (nothing was freed; call
@@ -611,26 +602,370 @@ public final class Communicator implements AutoCloseable {
      */
     @Override
     public void close() {
-        lifecycle.close();
+        engine.close();
     }
 
     @Override
     public String toString() {
-        return "Communicator[rank " + group.rank + "/" + group.worldSize + ", GPU " + group.device + ", "
-                + group.topology.describe() + "]";
+        return "Communicator[" + engine.describe() + "]";
     }
 
-    // ---- internals ------------------------------------------------------------------------------
+    /** The engine behind this communicator (tests in this module reach it through {@code EngineAccess}). */
+    Engine engine() {
+        return engine;
+    }
 
-    /** The custom-kernel path, for tests in this package. */
-    CustomKernelPath customKernelPath() {
-        return kernels;
+    /**
+     * Told once when a communicator fails ({@link Builder#onFailure}): a peer was lost, a
+     * kernel gave up waiting, NCCL reported an error, or the ranks fell out of step (or
+     * {@link #abort()} was called). By then the custom kernels are poisoned and NCCL is
+     * aborted; calls on the communicator throw. Called on the thread that saw the failure (often the
+     * communicator's watchdog): return quickly and never block; close the communicator from another
+     * thread.
+     */
+    @FunctionalInterface
+    public interface FailureListener {
+
+        /**
+         * Called once, with the first failure of {@code communicator}; later failures are not reported.
+         *
+         * @param communicator the communicator that failed
+         * @param failure      what failed, naming the rank where known
+         *                     ({@link PeerLostException#peer()}, {@link PeerTimeoutException#peer()})
+         */
+        void failed(Communicator communicator, RuntimeException failure);
     }
 
     /** Configures and builds a {@link Communicator}; every setter validates its value at once. */
-    public static final class Builder extends BuilderSettings {
+    public static final class Builder {
+
+        private final Settings.Draft s = new Settings.Draft();
+        private FailureListener failureListener;
 
         private Builder() {
+        }
+
+        /**
+         * Reads rank, world size, local rank and the rendezvous address from the launcher's environment.
+         *
+         * @return this builder
+         */
+        public Builder fromEnvironment() {
+            s.fromEnvironment = true;
+            return this;
+        }
+
+        /**
+         * Uses this map instead of {@code System.getenv()} for the launcher and configuration variables (tests).
+         *
+         * @param environment the variables to read instead of the process environment; copied, must not be
+         *     {@code null} nor hold {@code null} keys or values
+         * @return this builder
+         * @throws NullPointerException if {@code environment} or one of its keys or values is {@code null}
+         */
+        public Builder environment(Map<String, String> environment) {
+            s.environment = Map.copyOf(environment);
+            return this;
+        }
+
+        /**
+         * Uses these instead of {@code System.getProperties()} for configuration (tests).
+         *
+         * @param properties the properties to read instead of the system properties; kept by reference, not
+         *     copied
+         * @return this builder
+         */
+        public Builder systemProperties(Properties properties) {
+            s.systemProperties = properties;
+            return this;
+        }
+
+        /**
+         * This process's rank (with {@link #worldSize(int)} and {@link #masterAddress(String, int)}, instead of the environment).
+         *
+         * @param rank this process's rank, 0 to world size - 1 (checked against the world size, and against the
+         *     rendezvous's rank if one is given, at {@code build()})
+         * @return this builder
+         */
+        public Builder rank(int rank) {
+            s.rank = rank;
+            return this;
+        }
+
+        /**
+         * The number of ranks.
+         *
+         * @param worldSize the number of ranks in the group, at least 1
+         * @return this builder
+         */
+        public Builder worldSize(int worldSize) {
+            s.worldSize = worldSize;
+            return this;
+        }
+
+        /**
+         * This rank's index on its host; the default GPU.
+         *
+         * @param localRank this rank's index among the ranks on its host, 0 to the local world size - 1
+         * @return this builder
+         */
+        public Builder localRank(int localRank) {
+            s.localRank = localRank;
+            return this;
+        }
+
+        /**
+         * The number of ranks on this host. Without it (and without launcher variables) a group
+         * whose rendezvous address is loopback is taken to be all on this host.
+         *
+         * @param localWorldSize the number of ranks on this host, at least 1
+         * @return this builder
+         */
+        public Builder localWorldSize(int localWorldSize) {
+            s.localWorldSize = localWorldSize;
+            return this;
+        }
+
+        /**
+         * The CUDA ordinal to drive (default: the local rank).
+         *
+         * @param device the CUDA device ordinal, 0 or more (below the number of visible devices, checked at
+         *     {@code build()})
+         * @return this builder
+         * @throws IllegalArgumentException if {@code device} is negative
+         */
+        public Builder device(int device) {
+            if (device < 0) {
+                throw new IllegalArgumentException("device ordinal must be >= 0, got " + device);
+            }
+            s.device = device;
+            return this;
+        }
+
+        /**
+         * Where rank 0 serves the TCP rendezvous (rank 0 binds it; loopback unless an address is given).
+         *
+         * @param host the host name or address of rank 0's rendezvous server; not {@code null}
+         * @param port the TCP port of rank 0's rendezvous server
+         * @return this builder
+         * @throws NullPointerException if {@code host} is {@code null}
+         */
+        public Builder masterAddress(String host, int port) {
+            s.masterAddr = Objects.requireNonNull(host, "host");
+            s.masterPort = port;
+            return this;
+        }
+
+        /**
+         * Uses an existing rendezvous (an implementation of the application's); not closed by the communicator.
+         *
+         * @param rendezvous the rendezvous to join the group through; not {@code null}. The rank is its rank
+         *     unless {@link #rank(int)} is set too, in which case the two must agree (checked at {@code build()})
+         * @return this builder
+         * @throws NullPointerException if {@code rendezvous} is {@code null}
+         */
+        public Builder rendezvous(Rendezvous rendezvous) {
+            s.rendezvous = Objects.requireNonNull(rendezvous, "rendezvous");
+            return this;
+        }
+
+        /**
+         * Size of the staging buffer and the two-stage scratch (default 8 MiB, multiple of 16).
+         *
+         * @param bytes the staging size in bytes: a multiple of 16 from 16 to 4 GiB
+         * @return this builder
+         * @throws IllegalArgumentException if {@code bytes} is not a multiple of 16 in that range
+         */
+        public Builder stagingBytes(long bytes) {
+            BuilderChecks.stagingBytes(bytes);
+            s.stagingBytes = bytes;
+            return this;
+        }
+
+        /**
+         * How long a custom kernel waits for a peer before it gives up (default 30 s).
+         *
+         * @param timeout how long a kernel spins on a peer, 1 ms to 24 h
+         * @return this builder
+         * @throws IllegalArgumentException if {@code timeout} is {@code null} or outside 1 ms to 24 h
+         */
+        public Builder kernelTimeout(Duration timeout) {
+            BuilderChecks.kernelTimeout(timeout);
+            s.kernelTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * How long each rendezvous step waits for the other ranks (default 2 min).
+         *
+         * @param timeout the wait of each rendezvous step: positive, at most 24 h
+         * @return this builder
+         * @throws IllegalArgumentException if {@code timeout} is {@code null}, zero, negative or longer than 24 h
+         */
+        public Builder rendezvousTimeout(Duration timeout) {
+            BuilderChecks.rendezvousTimeout(timeout);
+            s.rendezvousTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * Capacity for registered buffers plus captured graph inputs (default 4096).
+         *
+         * @param n the number of registration slots, 1 to 1,048,576
+         * @return this builder
+         * @throws IllegalArgumentException if {@code n} is outside 1 to 1,048,576
+         */
+        public Builder maxRegistrations(int n) {
+            BuilderChecks.maxRegistrations(n);
+            s.maxRegistrations = n;
+            return this;
+        }
+
+        /**
+         * Algorithm policy (highest precedence): {@code auto}, {@code 1stage} (also {@code oneshot},
+         * {@code force_1stage}), {@code 2stage} (also {@code twoshot}, {@code force_2stage}),
+         * {@code push} (also {@code lamport}) or {@code nccl}; see {@link AlgorithmPolicy#parse}.
+         *
+         * @param policy one of the policy names above, case-insensitive
+         * @return this builder
+         * @throws NullPointerException if {@code policy} is {@code null}
+         * @throws IllegalArgumentException if {@code policy} names no policy (the message lists those accepted)
+         */
+        public Builder algorithmPolicy(String policy) {
+            AlgorithmPolicy.parse(Objects.requireNonNull(policy, "policy"), "algorithmPolicy(..)");
+            s.algorithmPolicy = policy;
+            return this;
+        }
+
+        /**
+         * Lifts (true) or keeps (false) the PCIe gate for more than two GPUs without full NVLink.
+         *
+         * @param force {@code true} to allow the custom kernels on PCIe-only groups of more than two GPUs,
+         *     {@code false} to keep them on NCCL
+         * @return this builder
+         */
+        public Builder forceCustomOnPcie(boolean force) {
+            s.forceCustomOnPcie = force;
+            return this;
+        }
+
+        /**
+         * Overrides the detected "NVLink between every pair" (tests, or hardware the probe misjudges).
+         *
+         * @param nvlink {@code true} to treat every pair of GPUs as joined by NVLink, {@code false} to treat none
+         *     as joined
+         * @return this builder
+         */
+        public Builder fullNvlink(boolean nvlink) {
+            s.nvlinkOverride = nvlink;
+            return this;
+        }
+
+        /**
+         * Overrides the detected "P2P between every pair".
+         *
+         * @param p2p {@code true} to treat every pair of GPUs as able to access each other's memory,
+         *     {@code false} to treat none as able
+         * @return this builder
+         */
+        public Builder p2pAllPairs(boolean p2p) {
+            s.p2pOverride = p2p;
+            return this;
+        }
+
+        /**
+         * Up to which size the automatic policy uses the push kernel (0: never; at most
+         * 512 KiB). Default: 512 KiB for two ranks, 256 KiB for more.
+         *
+         * @param bytes the largest size in bytes sent to the push kernel by the automatic policy, 0 to 524,288
+         *     ({@link Algorithm#PUSH_MAX_BYTES})
+         * @return this builder
+         * @throws IllegalArgumentException if {@code bytes} is negative or above {@link Algorithm#PUSH_MAX_BYTES}
+         */
+        public Builder pushUpToBytes(long bytes) {
+            if (bytes < 0 || bytes > Algorithm.PUSH_MAX_BYTES) {
+                throw new IllegalArgumentException("pushUpToBytes must be between 0 and " + Algorithm.PUSH_MAX_BYTES
+                        + " (the push kernel's limit), got " + bytes);
+            }
+            s.pushUpToBytes = bytes;
+            return this;
+        }
+
+        /**
+         * Overrides the custom kernels' launch geometry (defaults: one block per SM, at most 128,
+         * of 512 threads; with several ranks on one GPU, the smallest SM count / ranks per GPU).
+         * Every rank must give the same values (checked at build).
+         *
+         * @param maxBlocks 1 to 128
+         * @param threads   a multiple of 32, 32 to 1024
+         * @return this builder
+         * @throws IllegalArgumentException if {@code maxBlocks} or {@code threads} is outside its range
+         */
+        public Builder launchConfig(int maxBlocks, int threads) {
+            BuilderChecks.launchConfig(maxBlocks, threads);
+            s.launchBlocks = maxBlocks;
+            s.launchThreads = threads;
+            return this;
+        }
+
+        /**
+         * Whether the group sets up NCCL (default true; else system property
+         * {@code ar4j.nccl}, environment {@code AR4J_NCCL}). Without
+         * NCCL, every call the dispatcher would send to NCCL throws {@link dev.ar4j.nccl.NcclDisabledException}
+         * naming the size and why, instead of falling back silently: for ranks sharing one GPU
+         * (which NCCL refuses), and for users who want a fallback to be an error.
+         *
+         * @param enabled {@code false} to build the group without NCCL, {@code true} to set it up
+         * @return this builder
+         */
+        public Builder nccl(boolean enabled) {
+            s.ncclEnabled = enabled;
+            return this;
+        }
+
+        /**
+         * Whether the custom kernels use programmatic dependent launch on GPUs of compute capability
+         * 9.0 and newer (default true; else system property {@code ar4j.pdl}, environment
+         * {@code AR4J_PDL}, each {@code 0|1|false|true|off|on}): a kernel then starts while the
+         * previous one on the stream finishes and waits ({@code griddepcontrol.wait}) before its first
+         * dependent access, which saves a few hundred nanoseconds a call in CUDA graphs. Older GPUs are
+         * unaffected.
+         *
+         * @param enabled false to launch the kernels plainly
+         * @return this builder
+         */
+        public Builder pdl(boolean enabled) {
+            s.pdlEnabled = enabled;
+            return this;
+        }
+
+        /**
+         * How often the watchdog polls the kernels' timeout record and NCCL's asynchronous error
+         * (default 100 ms; else system property {@code ar4j.watchdog.interval.ms} or
+         * environment {@code AR4J_WATCHDOG_INTERVAL_MS}, in milliseconds). Zero stops the
+         * polling (peer-loss reports from the rendezvous are still acted on).
+         *
+         * @param interval zero, or 1 ms to 60 s
+         * @return this builder
+         * @throws IllegalArgumentException if {@code interval} is {@code null}, negative, or between zero and 1
+         *     ms, or above 60 s
+         */
+        public Builder watchdogInterval(Duration interval) {
+            BuilderChecks.watchdogInterval(interval);
+            s.watchdogInterval = interval;
+            return this;
+        }
+
+        /**
+         * Told once when the communicator fails or is aborted (see {@link FailureListener}).
+         *
+         * @param listener called once, on the thread that notices, with the first failure; not {@code null}
+         * @return this builder
+         * @throws NullPointerException if {@code listener} is {@code null}
+         */
+        public Builder onFailure(FailureListener listener) {
+            this.failureListener = Objects.requireNonNull(listener, "listener");
+            return this;
         }
 
         /**
@@ -638,19 +973,22 @@ public final class Communicator implements AutoCloseable {
          * rendezvous timeout). On the calling thread, the communicator's GPU becomes current.
          *
          * @return this rank's communicator
-         * @throws IllegalArgumentException if rank, world size or the rendezvous address are missing or invalid
+         * @throws IllegalArgumentException if the builder's rank, world size or rendezvous are missing or
+         *     disagree
+         * @throws ConfigurationException if a launcher variable or an {@code AR4J_*} / {@code ar4j.*} setting
+         *     is missing or invalid (the message names it and what is accepted)
          * @throws dev.ar4j.rendezvous.RendezvousException if the ranks cannot meet (timeout, refusal, a lost
          *     rank)
          * @throws NativeLibraryException if the native libraries cannot be loaded
          * @throws dev.ar4j.cuda.CudaException if the GPU cannot be set up
          */
         public Communicator build() {
-            // Fail on bad configuration before touching the GPU or the network.
-            BuilderChecks.validate(this);
-            if (rendezvous != null) {
-                return new Communicator(this, rendezvous, false);
-            }
-            return new Communicator(this, GroupRendezvous.connect(this), true);
+            return new Communicator(s.freeze(), failureListener);
+        }
+
+        /** The settings as they stand (tests of the checks). */
+        Settings settings() {
+            return s.freeze();
         }
     }
 }

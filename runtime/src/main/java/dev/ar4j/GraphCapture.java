@@ -21,11 +21,11 @@ package dev.ar4j;
  */
 public final class GraphCapture implements AutoCloseable {
 
-    private final Communicator communicator;
+    private final Runnable finish;
     private boolean closed;
 
-    GraphCapture(Communicator communicator) {
-        this.communicator = communicator;
+    GraphCapture(Runnable finish) {
+        this.finish = finish;
     }
 
     /** Shares the captured inputs with every rank; idempotent. */
@@ -35,6 +35,6 @@ public final class GraphCapture implements AutoCloseable {
             return;
         }
         closed = true;
-        communicator.finishCapture(this);
+        finish.run();
     }
 }

@@ -13,7 +13,14 @@ public final class PeerLostException extends Ar4jException {
      */
     private final int peer;
 
-    PeerLostException(String message, int peer, Throwable cause) {
+    /**
+     * An exception naming {@code peer}.
+     *
+     * @param message what happened and what to do
+     * @param peer    the lost rank, or -1 when the whole group failed
+     * @param cause   the failure that showed it, or {@code null}
+     */
+    public PeerLostException(String message, int peer, Throwable cause) {
         super(message, cause);
         this.peer = peer;
     }

@@ -12,7 +12,14 @@ public final class PeerTimeoutException extends Ar4jException {
      */
     private final int peer;
 
-    PeerTimeoutException(String message, int peer, Throwable cause) {
+    /**
+     * An exception naming {@code peer}.
+     *
+     * @param message what happened and what to do
+     * @param peer    the rank that was waited for
+     * @param cause   the failure that showed it, or {@code null}
+     */
+    public PeerTimeoutException(String message, int peer, Throwable cause) {
         super(message, cause);
         this.peer = peer;
     }

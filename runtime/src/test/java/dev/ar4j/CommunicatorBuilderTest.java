@@ -2,7 +2,7 @@ package dev.ar4j;
 
 import dev.ar4j.cuda.CudaDriverMissingException;
 import dev.ar4j.cuda.CudaException;
-import dev.ar4j.rendezvous.InProcessRendezvous;
+import dev.ar4j.internal.rendezvous.InProcessRendezvous;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -23,12 +23,12 @@ class CommunicatorBuilderTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> Communicator.builder().algorithmPolicy("fastest").rank(0).worldSize(2).build());
         assertTrue(e.getMessage().contains("fastest"), e.getMessage());
-        assertTrue(e.getMessage().contains("auto, 1stage, oneshot, 2stage, twoshot, push, lamport, nccl"), e.getMessage());
+        assertTrue(e.getMessage().contains("auto, 1stage, oneshot, force_1stage, 2stage, twoshot, force_2stage, push, lamport, nccl"), e.getMessage());
     }
 
     @Test
     void unknownValueInTheEnvironmentIsRejectedNamingTheVariable() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        ConfigurationException e = assertThrows(ConfigurationException.class,
                 () -> Communicator.builder().environment(Map.of("SGLANG_CUSTOM_ALLREDUCE_ALGO", "3stage"))
                         .rank(0).worldSize(2).build());
         assertTrue(e.getMessage().contains("SGLANG_CUSTOM_ALLREDUCE_ALGO"), e.getMessage());
@@ -44,7 +44,7 @@ class CommunicatorBuilderTest {
 
     @Test
     void environmentWithoutLauncherVariablesIsExplained() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        ConfigurationException e = assertThrows(ConfigurationException.class,
                 () -> Communicator.builder().fromEnvironment().environment(Map.of()).worldSize(2).build());
         assertTrue(e.getMessage().toLowerCase().contains("rank"), e.getMessage());
     }

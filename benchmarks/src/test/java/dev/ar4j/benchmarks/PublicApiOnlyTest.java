@@ -12,7 +12,7 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
-/** The benchmarks use ar4j's exported API only: nothing under src imports dev.ar4j.internal or dev.ar4j.group. */
+/** The benchmarks use ar4j's exported API only: nothing under src imports dev.ar4j.internal or dev.ar4j.internal.peer. */
 class PublicApiOnlyTest {
     @Test
     void noSourceImportsAnUnexportedPackage() throws IOException {
@@ -24,7 +24,7 @@ class PublicApiOnlyTest {
         List<String> offending = sources.stream().filter(p -> !p.endsWith("PublicApiOnlyTest.java")).filter(p -> {
             try {
                 String text = Files.readString(p, StandardCharsets.UTF_8);
-                return text.contains("import dev.ar4j.internal") || text.contains("import dev.ar4j.group")
+                return text.contains("import dev.ar4j.internal") || text.contains("import dev.ar4j.internal.peer")
                         || text.contains("dev.ar4j.internal.");
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);

@@ -2,7 +2,7 @@ package dev.ar4j.cuda;
 
 import dev.ar4j.bindings.cudart.cudaPointerAttributes;
 import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
-import dev.ar4j.internal.NativeLibraries;
+import dev.ar4j.platform.NativeLibraries;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,7 +1,7 @@
 package dev.ar4j.cuda;
 
 import dev.ar4j.bindings.cudadrv.cuda_h;
-import dev.ar4j.internal.NativeLibraries;
+import dev.ar4j.platform.NativeLibraries;
 
 /** Loads and initialises the CUDA driver API on first use (only the few driver calls need it). */
 final class CudaDriver {

@@ -13,7 +13,7 @@ public enum Algorithm {
     /** Reduce-scatter into the signal scratch, then all-gather ({@code AR4J_ALGO_TWO_STAGE}). */
     TWO_STAGE,
     /**
-     * Lamport-style one-shot push ({@code AR4J_ALGO_ONE_SHOT_PUSH}): each rank stores its input
+     * Lamport-style push ({@code AR4J_ALGO_ONE_SHOT_PUSH} in the C ABI): each rank stores its input
      * into every peer's push buffer and the readers poll for it. Any device input of the rank's
      * device works as it is (no registration, no staging copy, eager or graph), up to
      * {@link #PUSH_MAX_BYTES} per call.
@@ -59,7 +59,7 @@ public enum Algorithm {
 
     /**
      * The name used in decision reasons and {@code explain()}: "one-stage", "two-stage",
-     * "one-shot push", "NCCL".
+     * "push", "NCCL".
      *
      * @return the display name, lower case except for "NCCL"
      */
@@ -67,7 +67,7 @@ public enum Algorithm {
         return switch (this) {
             case ONE_STAGE -> "one-stage";
             case TWO_STAGE -> "two-stage";
-            case PUSH -> "one-shot push";
+            case PUSH -> "push";
             case NCCL -> "NCCL";
         };
     }

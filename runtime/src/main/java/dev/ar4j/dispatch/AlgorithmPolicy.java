@@ -19,13 +19,14 @@ public enum AlgorithmPolicy {
     ONE_STAGE("1stage"),
     /** Force the two-stage kernel wherever it can run. */
     TWO_STAGE("2stage"),
-    /** Force the one-shot push kernel wherever it can run (up to {@link Algorithm#PUSH_MAX_BYTES}). */
+    /** Force the push kernel wherever it can run (up to {@link Algorithm#PUSH_MAX_BYTES}). */
     PUSH("push"),
     /** Always use NCCL. */
     NCCL("nccl");
 
     /** The values {@link #parse} accepts, as listed in its error messages. */
-    public static final String ACCEPTED_VALUES = "auto, 1stage, oneshot, 2stage, twoshot, push, lamport, nccl";
+    public static final String ACCEPTED_VALUES =
+            "auto, 1stage, oneshot, force_1stage, 2stage, twoshot, force_2stage, push, lamport, nccl";
 
     private final String configName;
 
@@ -58,12 +59,14 @@ public enum AlgorithmPolicy {
     }
 
     /**
-     * Parses a policy as configuration writes it: {@code auto | 1stage | oneshot | 2stage |
-     * twoshot | push | lamport | nccl}, case-insensitive, surrounding whitespace ignored.
+     * Parses a policy as configuration writes it: {@code auto | 1stage | oneshot | force_1stage |
+     * 2stage | twoshot | force_2stage | push | lamport | nccl}, case-insensitive, surrounding
+     * whitespace ignored.
      *
-     * <p>{@code oneshot} and {@code twoshot} keep the meaning they have in SGLang and vLLM (the
-     * one-stage and two-stage kernels); the one-shot <em>push</em> kernel is {@code push}, or
-     * {@code lamport} after the flag-in-data scheme it uses.
+     * <p>The names mean one thing each: {@code oneshot} and {@code twoshot} are the one-stage and
+     * two-stage kernels, as in SGLang, vLLM and TensorRT-LLM ({@code force_1stage} and
+     * {@code force_2stage} are their escape-hatch spellings); the push kernel (Lamport-style
+     * flag-in-data, {@link Algorithm#PUSH}) is {@code push} or {@code lamport}, never "one-shot".
      *
      * @param value  the text to parse
      * @param source where the text came from, for the error message (for example
@@ -77,8 +80,8 @@ public enum AlgorithmPolicy {
         Objects.requireNonNull(source, "source");
         return switch (value.trim().toLowerCase(Locale.ROOT)) {
             case "auto" -> AUTO;
-            case "1stage", "oneshot" -> ONE_STAGE;
-            case "2stage", "twoshot" -> TWO_STAGE;
+            case "1stage", "oneshot", "force_1stage" -> ONE_STAGE;
+            case "2stage", "twoshot", "force_2stage" -> TWO_STAGE;
             case "push", "lamport" -> PUSH;
             case "nccl" -> NCCL;
             default -> throw new IllegalArgumentException(source + " has the value '" + value

@@ -4,7 +4,7 @@ package dev.ar4j.dispatch;
  * Where the automatic policy switches algorithms, on NVLink (or with the PCIe gate lifted), once
  * the call is a multiple of 16 bytes with 16-byte aligned pointers:
  * <ol>
- *   <li>bytes &lt;= {@code pushUpToBytes} → one-shot push, registered or not (it needs no staging
+ *   <li>bytes &lt;= {@code pushUpToBytes} → push, registered or not (it needs no staging
  *       copy);</li>
  *   <li>otherwise, with world size 2, one-stage;</li>
  *   <li>otherwise one-stage when world size &lt;= 4 and bytes &lt; {@code upTo4RanksBytes}, or when

@@ -23,7 +23,7 @@ import java.util.Objects;
  *       pair → NCCL, unless {@value DispatchConfig#FORCE_PCIE_ENV}=1 lifts the gate, after which
  *       the dispatcher decides as if on NVLink. A forced custom algorithm ignores the gate.</li>
  *   <li>The byte count is not a multiple of 16, or a pointer is not 16-byte aligned → NCCL.</li>
- *   <li>The algorithm: forced one-stage, two-stage or push as asked; automatically the one-shot
+ *   <li>The algorithm: forced one-stage, two-stage or push as asked; automatically the
  *       push up to {@link AlgorithmThresholds#pushUpToBytes()} (inclusive, registered input or
  *       not), else one-stage for world size 2, else one-stage below the one-stage thresholds,
  *       else two-stage.</li>
@@ -64,24 +64,33 @@ public final class AllReduceDispatcher {
      *     scratch
      * @throws NullPointerException if {@code topology} or {@code config} is {@code null}
      * @throws IllegalArgumentException if {@code stagingBytes} is not positive
-     * @see #AllReduceDispatcher(Topology, DispatchConfig, long, AlgorithmThresholds)
+     * @return the dispatcher
+     * @see #of(Topology, DispatchConfig, long, AlgorithmThresholds)
      */
-    public AllReduceDispatcher(Topology topology, DispatchConfig config, long stagingBytes) {
-        this(topology, config, stagingBytes, AlgorithmThresholds.DEFAULTS);
+    public static AllReduceDispatcher of(Topology topology, DispatchConfig config, long stagingBytes) {
+        return new AllReduceDispatcher(topology, config, stagingBytes, AlgorithmThresholds.DEFAULTS);
     }
 
     /**
-     * Builds a dispatcher and precomputes every decision it can return.
+     * A dispatcher for one group: the decisions of a communicator with this topology, configuration
+     * and staging size (also a plan printer: {@link #explain} names every decision without a GPU).
      *
      * @param topology     the group's topology
      * @param config       the resolved configuration
      * @param stagingBytes size of the staging buffer that unregistered inputs are copied into;
      *                     also the capacity of the two-stage scratch
      * @param thresholds   where the automatic policy switches from push to one-stage to two-stage
+     * @return the dispatcher, every decision it can return computed once
+     * @throws NullPointerException if an argument is {@code null}
      * @throws IllegalArgumentException if {@code stagingBytes} is not positive
      */
-    public AllReduceDispatcher(Topology topology, DispatchConfig config, long stagingBytes,
-                               AlgorithmThresholds thresholds) {
+    public static AllReduceDispatcher of(Topology topology, DispatchConfig config, long stagingBytes,
+                                         AlgorithmThresholds thresholds) {
+        return new AllReduceDispatcher(topology, config, stagingBytes, thresholds);
+    }
+
+    private AllReduceDispatcher(Topology topology, DispatchConfig config, long stagingBytes,
+                                AlgorithmThresholds thresholds) {
         this.topology = Objects.requireNonNull(topology, "topology");
         this.config = Objects.requireNonNull(config, "config");
         this.thresholds = Objects.requireNonNull(thresholds, "thresholds");
@@ -307,12 +316,16 @@ public final class AllReduceDispatcher {
         String sizeLimitName = switch (algorithm) {
             case ONE_STAGE, NCCL -> "";
             case TWO_STAGE -> formatBytes(stagingBytes) + " two-stage scratch";
-            case PUSH -> formatBytes(Algorithm.PUSH_MAX_BYTES) + " one-shot push limit (AR4J_PUSH_MAX_BYTES)";
+            case PUSH -> formatBytes(Algorithm.PUSH_MAX_BYTES) + " push limit (AR4J_PUSH_MAX_BYTES)";
         };
         Decision overSizeLimit = sizeLimit == Long.MAX_VALUE ? success
                 : new Decision(Algorithm.NCCL, why + ", but the input is larger than the "
                         + sizeLimitName + " → NCCL", forced);
-        return new Branch(success, unregisteredLimit, overStaging, sizeLimit, overSizeLimit);
+        Decision staged = switch (algorithm) {
+            case ONE_STAGE, TWO_STAGE -> new Decision(algorithm, success.reason(), false, true);
+            case PUSH, NCCL -> success;
+        };
+        return new Branch(success, staged, unregisteredLimit, overStaging, sizeLimit, overSizeLimit);
     }
 
     /** The NCCL decision for an unregistered input that does not fit the staging buffer. */
@@ -353,13 +366,13 @@ public final class AllReduceDispatcher {
      * A kernel choice plus the NCCL decisions for an unregistered input beyond
      * {@code unregisteredLimitBytes} and for any input beyond {@code sizeLimitBytes}.
      */
-    private record Branch(Decision decision, long unregisteredLimitBytes, Decision overStaging,
+    private record Branch(Decision decision, Decision staged, long unregisteredLimitBytes, Decision overStaging,
                           long sizeLimitBytes, Decision overSizeLimit) {
         Decision select(long bytes, boolean registered) {
             if (!registered && bytes > unregisteredLimitBytes) {
                 return overStaging;
             }
-            return bytes > sizeLimitBytes ? overSizeLimit : decision;
+            return bytes > sizeLimitBytes ? overSizeLimit : registered ? decision : staged;
         }
     }
 
@@ -438,7 +451,7 @@ public final class AllReduceDispatcher {
 
     private String describeConfiguration() {
         long pushUpTo = thresholds.pushUpToBytes();
-        return "configuration: " + config.describe() + "; automatic one-shot push "
+        return "configuration: " + config.describe() + "; automatic push "
                 + (pushUpTo > 0 ? "up to " + formatBytes(pushUpTo) : "off") + ", one-stage below "
                 + formatBytes(thresholds.upTo4RanksBytes()) + " up to 4 ranks, below "
                 + formatBytes(thresholds.upTo8RanksBytes()) + " up to 8 ranks; staging buffer "

@@ -1,5 +1,7 @@
 package dev.ar4j.dispatch;
 
+import dev.ar4j.ConfigurationException;
+
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -68,7 +70,7 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
      * Resolves from this process's system properties and environment, with no builder values.
      *
      * @return the resolved configuration
-     * @throws IllegalArgumentException if a winning property or environment value is not accepted
+     * @throws ConfigurationException if a winning property or environment value is not accepted
      */
     public static DispatchConfig fromSystem() {
         return builder().build();
@@ -171,7 +173,7 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
          * Resolves every value by precedence.
          *
          * @return the resolved configuration
-         * @throws IllegalArgumentException if the winning value of a setting is not accepted; the
+         * @throws ConfigurationException if the winning value of a setting is not accepted; the
          *                                  message names its source and the accepted values
          */
         public DispatchConfig build() {
@@ -193,7 +195,7 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
                     policy = AlgorithmPolicy.AUTO;
                     policySource = new SettingSource.DefaultValue();
                 } else {
-                    policy = AlgorithmPolicy.parse(raw.value(), raw.source().describe());
+                    policy = fromSetting(() -> AlgorithmPolicy.parse(raw.value(), raw.source().describe()));
                     policySource = raw.source();
                 }
             }
@@ -211,7 +213,7 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
                     force = false;
                     forceSource = new SettingSource.DefaultValue();
                 } else {
-                    force = parseBoolean(raw.value(), raw.source().describe());
+                    force = fromSetting(() -> parseBoolean(raw.value(), raw.source().describe()));
                     forceSource = raw.source();
                 }
             }
@@ -240,6 +242,15 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
     }
 
     private record RawSetting(String value, SettingSource source) {
+    }
+
+    /** A value read from a property or the environment: refusing it is a configuration error, not an argument's. */
+    private static <T> T fromSetting(java.util.function.Supplier<T> parse) {
+        try {
+            return parse.get();
+        } catch (IllegalArgumentException e) {
+            throw new ConfigurationException(e.getMessage(), e);
+        }
     }
 
     private static RawSetting firstSet(Map<String, String> env, Properties props, List<SettingSource> order) {

@@ -4,7 +4,7 @@ import dev.ar4j.DType;
 import dev.ar4j.bindings.nccl.nccl_h;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.internal.NativeLibraries;
+import dev.ar4j.platform.NativeLibraries;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -33,6 +33,24 @@ public final class NcclCollectives {
         return comm;
     }
 
+    /**
+     * Registers {@code buffer} as an NCCL window of this communicator ({@code ncclCommWindowRegister},
+     * NCCL 2.27 or newer): collective, every rank registers a buffer of the same size, in the same order.
+     *
+     * @param buffer the buffer to register, on the communicator's device; from {@link Nccl#memAlloc} for a
+     *     symmetric window
+     * @param flags  {@link NcclWindow#DEFAULT}, {@link NcclWindow#COLLECTIVE_SYMMETRIC} or
+     *     {@link NcclWindow#STRICT_ORDERING}
+     * @return the registered window, to be deregistered (collectively) by closing it before the
+     *     communicator is closed
+     * @throws IllegalStateException if the communicator is closed, aborted or failed, or used by another
+     *     thread at the same time
+     * @throws NcclException if NCCL refuses the registration
+     */
+    public NcclWindow registerWindow(DeviceBuffer buffer, int flags) {
+        return comm.registerWindow(buffer, flags);
+    }
+
     // ---- all-reduce ----
 
     /**

@@ -30,11 +30,11 @@ import java.util.function.BooleanSupplier;
  */
 public final class NcclCommunicator implements AutoCloseable {
     /** {@code NCCL_WIN_DEFAULT}. */
-    public static final int WINDOW_DEFAULT = 0x00;
+    public static final int WINDOW_DEFAULT = NcclWindow.DEFAULT;
     /** {@code NCCL_WIN_COLL_SYMMETRIC}: every rank registers a buffer of the same size from {@code ncclMemAlloc}. */
-    public static final int WINDOW_COLLECTIVE_SYMMETRIC = 0x01;
+    public static final int WINDOW_COLLECTIVE_SYMMETRIC = NcclWindow.COLLECTIVE_SYMMETRIC;
     /** {@code NCCL_WIN_STRICT_ORDERING}. */
-    public static final int WINDOW_STRICT_ORDERING = 0x02;
+    public static final int WINDOW_STRICT_ORDERING = NcclWindow.STRICT_ORDERING;
     /** {@code NCCL_SPLIT_NOCOLOR}: the color of a rank that takes part in a {@link #split} but joins no new communicator. */
     public static final int SPLIT_NO_COLOR = -1;
     /** The bound on each NCCL wait of a communicator made by the blocking {@link #initRank(NcclUniqueId, int, int)}. */

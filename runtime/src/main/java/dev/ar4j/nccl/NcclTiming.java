@@ -1,6 +1,6 @@
 package dev.ar4j.nccl;
 
-import dev.ar4j.internal.Durations;
+import dev.ar4j.platform.Durations;
 
 import java.time.Duration;
 

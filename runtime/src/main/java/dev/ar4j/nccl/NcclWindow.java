@@ -15,6 +15,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * communicator was destroyed first, NCCL released the window with it and close does nothing.
  */
 public final class NcclWindow implements AutoCloseable {
+
+    /** {@code NCCL_WIN_DEFAULT}: a window with no special property. */
+    public static final int DEFAULT = 0x00;
+    /** {@code NCCL_WIN_COLL_SYMMETRIC}: every rank registers a buffer of the same size from {@code ncclMemAlloc}. */
+    public static final int COLLECTIVE_SYMMETRIC = 0x01;
+    /** {@code NCCL_WIN_STRICT_ORDERING}. */
+    public static final int STRICT_ORDERING = 0x02;
     private final NcclCommunicator communicator;
     private final MemorySegment window;
     private final DeviceBuffer buffer;

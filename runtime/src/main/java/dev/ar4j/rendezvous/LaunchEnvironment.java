@@ -1,5 +1,6 @@
 package dev.ar4j.rendezvous;
 
+import dev.ar4j.ConfigurationException;
 import java.util.Map;
 import java.util.Objects;
 
@@ -87,7 +88,7 @@ public final class LaunchEnvironment {
      * Reads the process environment ({@link System#getenv()}).
      *
      * @return this process's place in its launch
-     * @throws IllegalArgumentException naming the variable whose value is missing or invalid
+     * @throws ConfigurationException naming the variable whose value is missing or invalid
      */
     public static LaunchEnvironment fromSystem() {
         return builder().build();
@@ -98,7 +99,7 @@ public final class LaunchEnvironment {
      *
      * @param environment the variables to read, instead of the process environment
      * @return this process's place in its launch
-     * @throws IllegalArgumentException naming the variable whose value is missing or invalid
+     * @throws ConfigurationException naming the variable whose value is missing or invalid
      * @throws NullPointerException if {@code environment} is {@code null}
      */
     public static LaunchEnvironment fromEnvironment(Map<String, String> environment) {
@@ -308,7 +309,7 @@ public final class LaunchEnvironment {
          * Fills the unset fields from the process environment ({@link System#getenv()}).
          *
          * @return this process's place in its launch
-         * @throws IllegalArgumentException naming the value that is missing or invalid and what is accepted
+         * @throws ConfigurationException naming the value that is missing or invalid and what is accepted
          */
         public LaunchEnvironment build() {
             return build(System.getenv());
@@ -319,12 +320,17 @@ public final class LaunchEnvironment {
          *
          * @param environment the variables to read for the unset fields
          * @return this process's place in its launch
-         * @throws IllegalArgumentException naming the value that is missing or invalid and what is accepted
+         * @throws ConfigurationException naming the value that is missing or invalid and what is accepted
          * @throws NullPointerException if {@code environment} is {@code null}
          */
         public LaunchEnvironment build(Map<String, String> environment) {
-            return new LaunchResolver(rank, worldSize, localRank, localWorldSize, masterAddr, masterPort,
-                    Objects.requireNonNull(environment, "environment")).resolve();
+            LaunchResolver resolver = new LaunchResolver(rank, worldSize, localRank, localWorldSize, masterAddr,
+                    masterPort, Objects.requireNonNull(environment, "environment"));
+            try {
+                return resolver.resolve();
+            } catch (IllegalArgumentException e) {
+                throw new ConfigurationException(e.getMessage(), e);
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 package dev.ar4j.rendezvous;
 
-import dev.ar4j.internal.Durations;
+import dev.ar4j.ConfigurationException;
+import dev.ar4j.platform.Durations;
 
 import java.time.Duration;
 import java.util.Map;
@@ -71,7 +72,7 @@ public final class RendezvousSettings {
      * The settings of this process: system properties, else environment, else defaults.
      *
      * @return the settings
-     * @throws IllegalArgumentException if a property or variable is not a positive whole number, or the
+     * @throws ConfigurationException if a property or variable is not a positive whole number, or the
      *     heartbeat timeout is less than twice the interval
      */
     public static RendezvousSettings resolve() {
@@ -85,13 +86,21 @@ public final class RendezvousSettings {
      * @param environment the variables to read where no property is set
      * @return the settings
      * @throws NullPointerException if an argument is {@code null}
-     * @throws IllegalArgumentException if a value is not a positive whole number, or the heartbeat timeout is
+     * @throws ConfigurationException if a value is not a positive whole number, or the heartbeat timeout is
      *     less than twice the interval
      */
     public static RendezvousSettings resolve(Properties properties, Map<String, String> environment) {
         Objects.requireNonNull(properties, "properties");
         Objects.requireNonNull(environment, "environment");
         Source s = new Source(properties, environment);
+        try {
+            return fromSource(s);
+        } catch (IllegalArgumentException e) {
+            throw new ConfigurationException(e.getMessage(), e);
+        }
+    }
+
+    private static RendezvousSettings fromSource(Source s) {
         return new RendezvousSettings(
                 Duration.ofMillis(s.number("ar4j.rdzv.heartbeatInterval", "AR4J_RDZV_HEARTBEAT_INTERVAL_MS", 200)),
                 Duration.ofMillis(s.number("ar4j.rdzv.heartbeatTimeout", "AR4J_RDZV_HEARTBEAT_TIMEOUT_MS", 2_000)),
@@ -313,7 +322,7 @@ public final class RendezvousSettings {
                 }
                 return value;
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(from + "='" + raw + "' is not a positive whole number"
+                throw new ConfigurationException(from + "='" + raw + "' is not a positive whole number"
                         + " (default " + fallback + ")");
             }
         }

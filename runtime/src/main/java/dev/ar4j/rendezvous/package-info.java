@@ -6,13 +6,12 @@
  *   <li>{@link dev.ar4j.rendezvous.LaunchEnvironment} reads rank, world size, local rank and the
  *       master address from torchrun, Slurm or Open MPI variables, or takes them from a builder.</li>
  *   <li>{@link dev.ar4j.rendezvous.Rendezvous} is the exchange contract: all-gather, broadcast,
- *       barrier and a key-value store, every wait bounded by a timeout.</li>
- *   <li>{@link dev.ar4j.rendezvous.TcpRendezvous} implements it across processes and hosts over a
- *       small TCP key-value store ({@link dev.ar4j.rendezvous.TcpRendezvousServer});
- *       {@link dev.ar4j.rendezvous.InProcessRendezvous} implements it for one JVM that drives
- *       several GPUs with one thread per rank.</li>
- *   <li>{@link dev.ar4j.rendezvous.HostIdentity} and {@link dev.ar4j.rendezvous.HostLayout} tell
- *       which ranks share a host.</li>
+ *       barrier and a key-value store, every wait bounded by a timeout. A communicator makes its
+ *       own (a TCP one across processes and hosts, served by rank 0; an in-process one for a
+ *       group of one rank or {@code Communicator.localGroup}); an application may pass its own
+ *       implementation to {@code Communicator.Builder.rendezvous}.</li>
+ *   <li>{@link dev.ar4j.rendezvous.RendezvousException} and its subtypes say why ranks could not
+ *       meet: a timeout, a refusal, a failed authentication, a lost rank.</li>
  * </ul>
  */
 package dev.ar4j.rendezvous;

@@ -1,7 +1,7 @@
 package dev.ar4j.cuda;
 
 import dev.ar4j.NativeLibraryException;
-import dev.ar4j.internal.TestLibraries;
+import dev.ar4j.platform.TestLibraries;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 

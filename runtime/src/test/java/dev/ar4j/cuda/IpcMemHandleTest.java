@@ -1,6 +1,6 @@
 package dev.ar4j.cuda;
 
-import dev.ar4j.internal.TestLibraries;
+import dev.ar4j.platform.TestLibraries;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 

@@ -1,6 +1,6 @@
 package dev.ar4j.cuda;
 
-import dev.ar4j.internal.ChildJvm;
+import dev.ar4j.platform.ChildJvm;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

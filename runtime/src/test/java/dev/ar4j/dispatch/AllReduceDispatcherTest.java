@@ -24,7 +24,7 @@ class AllReduceDispatcherTest {
     }
 
     private static AllReduceDispatcher dispatcher(Topology topology, AlgorithmPolicy policy) {
-        return new AllReduceDispatcher(topology, config(policy, false), STAGING);
+        return AllReduceDispatcher.of(topology, config(policy, false), STAGING);
     }
 
     @Test
@@ -34,14 +34,16 @@ class AllReduceDispatcherTest {
             for (boolean registered : new boolean[] {true, false}) {
                 Decision decision = d.decide(bytes, DType.BFLOAT16, true, registered);
                 assertEquals(new Decision(Algorithm.PUSH,
-                        "auto: world size 2, up to 256 KiB → one-shot push (needs no registration or staging copy)",
+                        "auto: world size 2, up to 256 KiB → push (needs no registration or staging copy)",
                         false), decision, bytes + " bytes, registered " + registered);
             }
         }
         for (long bytes : new long[] {256 * KIB + 16, 512 * KIB, 512 * KIB + 16, STAGING}) {
             Decision decision = d.decide(bytes, DType.BFLOAT16, true, false);
-            assertEquals(new Decision(Algorithm.ONE_STAGE, "auto: world size 2, over 256 KiB → one-stage", false),
-                    decision, bytes + " bytes");
+            assertEquals(new Decision(Algorithm.ONE_STAGE, "auto: world size 2, over 256 KiB → one-stage", false, true),
+                    decision, bytes + " bytes: an unregistered input is staged");
+            assertEquals(new Decision(Algorithm.ONE_STAGE, "auto: world size 2, over 256 KiB → one-stage", false, false),
+                    d.decide(bytes, DType.BFLOAT16, true, true), bytes + " bytes: a registered input is read in place");
         }
         // Registered inputs are bounded by their buffer, not by staging: still one-stage.
         assertEquals(Algorithm.ONE_STAGE, d.decide(64 * MIB, DType.BFLOAT16, true, true).algorithm());
@@ -53,7 +55,7 @@ class AllReduceDispatcherTest {
 
     @Test
     void unregisteredInputsPushEvenWhenLargerThanASmallStagingBuffer() {
-        AllReduceDispatcher d = new AllReduceDispatcher(Topology.singleHost(2, true),
+        AllReduceDispatcher d = AllReduceDispatcher.of(Topology.singleHost(2, true),
                 config(AlgorithmPolicy.AUTO, false), 64 * KIB);
         Decision push = d.decide(256 * KIB, DType.FLOAT16, true, false);
         assertEquals(Algorithm.PUSH, push.algorithm());
@@ -65,12 +67,12 @@ class AllReduceDispatcherTest {
                 + " staging buffer it would be copied into → NCCL", false), overStaging);
         assertEquals(Algorithm.ONE_STAGE, d.decide(256 * KIB + 16, DType.FLOAT16, true, true).algorithm());
 
-        AllReduceDispatcher forced = new AllReduceDispatcher(Topology.singleHost(4, true),
+        AllReduceDispatcher forced = AllReduceDispatcher.of(Topology.singleHost(4, true),
                 config(AlgorithmPolicy.PUSH, false), 64 * KIB);
         assertEquals(Algorithm.PUSH, forced.decide(512 * KIB, DType.FLOAT16, true, false).algorithm());
         Decision overLimit = forced.decide(512 * KIB + 16, DType.FLOAT16, true, false);
         assertTrue(overLimit.fellBack());
-        assertTrue(overLimit.reason().contains("512 KiB one-shot push limit"), overLimit.reason());
+        assertTrue(overLimit.reason().contains("512 KiB push limit"), overLimit.reason());
         assertFalse(overLimit.reason().contains("staging"), overLimit.reason());
     }
 
@@ -79,7 +81,7 @@ class AllReduceDispatcherTest {
         AllReduceDispatcher four = dispatcher(Topology.singleHost(4, true), AlgorithmPolicy.AUTO);
         Decision fourPush = four.decide(256 * KIB, DType.FLOAT32, true, true);
         assertEquals(Algorithm.PUSH, fourPush.algorithm());
-        assertTrue(fourPush.reason().startsWith("auto: 4 ranks on NVLink, up to 256 KiB → one-shot push"),
+        assertTrue(fourPush.reason().startsWith("auto: 4 ranks on NVLink, up to 256 KiB → push"),
                 fourPush.reason());
         Decision fourOneStage = four.decide(256 * KIB + 16, DType.FLOAT32, true, true);
         assertEquals(new Decision(Algorithm.ONE_STAGE,
@@ -102,7 +104,7 @@ class AllReduceDispatcherTest {
 
     @Test
     void thresholdsAreConfigurable() {
-        AllReduceDispatcher d = new AllReduceDispatcher(Topology.singleHost(4, true), config(AlgorithmPolicy.AUTO, false),
+        AllReduceDispatcher d = AllReduceDispatcher.of(Topology.singleHost(4, true), config(AlgorithmPolicy.AUTO, false),
                 STAGING, new AlgorithmThresholds(16 * KIB, 64 * KIB, 32 * KIB));
         assertEquals(Algorithm.PUSH, d.decide(16 * KIB, DType.FLOAT16, true, true).algorithm());
         assertEquals(Algorithm.ONE_STAGE, d.decide(16 * KIB + 16, DType.FLOAT16, true, true).algorithm());
@@ -112,14 +114,14 @@ class AllReduceDispatcherTest {
 
         // A push threshold of 0 keeps the automatic policy off the push kernel; forcing it still works.
         AlgorithmThresholds noPush = AlgorithmThresholds.DEFAULTS.withPushUpToBytes(0);
-        Decision two = new AllReduceDispatcher(Topology.singleHost(2, true), config(AlgorithmPolicy.AUTO, false),
+        Decision two = AllReduceDispatcher.of(Topology.singleHost(2, true), config(AlgorithmPolicy.AUTO, false),
                 STAGING, noPush).decide(16, DType.FLOAT16, true, true);
         assertEquals(new Decision(Algorithm.ONE_STAGE, "auto: world size 2 → one-stage", false), two);
-        assertEquals(Algorithm.PUSH, new AllReduceDispatcher(Topology.singleHost(2, true),
+        assertEquals(Algorithm.PUSH, AllReduceDispatcher.of(Topology.singleHost(2, true),
                 config(AlgorithmPolicy.PUSH, false), STAGING, noPush).decide(16, DType.FLOAT16, true, true).algorithm());
 
         // The push threshold may reach the kernel's limit, inclusive.
-        AllReduceDispatcher atLimit = new AllReduceDispatcher(Topology.singleHost(2, true),
+        AllReduceDispatcher atLimit = AllReduceDispatcher.of(Topology.singleHost(2, true),
                 config(AlgorithmPolicy.AUTO, false), STAGING, AlgorithmThresholds.DEFAULTS.withPushUpToBytes(512 * KIB));
         assertEquals(Algorithm.PUSH, atLimit.decide(512 * KIB, DType.BFLOAT16, true, true).algorithm());
         assertEquals(Algorithm.ONE_STAGE, atLimit.decide(512 * KIB + 16, DType.BFLOAT16, true, true).algorithm());
@@ -133,7 +135,7 @@ class AllReduceDispatcherTest {
         assertFalse(gated.fellBack());
         assertTrue(gated.reason().contains("AR4J_FORCE_CUSTOM_AR_PCIE=1"), gated.reason());
 
-        AllReduceDispatcher lifted = new AllReduceDispatcher(pcie, config(AlgorithmPolicy.AUTO, true), STAGING);
+        AllReduceDispatcher lifted = AllReduceDispatcher.of(pcie, config(AlgorithmPolicy.AUTO, true), STAGING);
         Decision liftedPush = lifted.decide(KIB, DType.BFLOAT16, true, true);
         assertEquals(Algorithm.PUSH, liftedPush.algorithm());
         assertTrue(liftedPush.reason().contains("PCIe (gate lifted by builder)"), liftedPush.reason());
@@ -146,7 +148,7 @@ class AllReduceDispatcherTest {
         assertTrue(forced.reason().contains("PCIe gate does not apply"), forced.reason());
         Decision forcedPush = dispatcher(pcie, AlgorithmPolicy.PUSH).decide(512 * KIB, DType.BFLOAT16, true, false);
         assertEquals(new Decision(Algorithm.PUSH, "forced push by builder (the PCIe gate does not apply to a forced"
-                + " algorithm) → one-shot push (needs no registration or staging copy)", false), forcedPush);
+                + " algorithm) → push (needs no registration or staging copy)", false), forcedPush);
 
         // Two GPUs over PCIe are not gated.
         AllReduceDispatcher twoOnPcie = dispatcher(Topology.singleHost(2, false), AlgorithmPolicy.AUTO);
@@ -189,7 +191,7 @@ class AllReduceDispatcherTest {
         AllReduceDispatcher d = dispatcher(Topology.singleHost(8, true), AlgorithmPolicy.PUSH);
         Decision push = d.decide(16, DType.BFLOAT16, true, true);
         assertEquals(new Decision(Algorithm.PUSH,
-                "forced push by builder → one-shot push (needs no registration or staging copy)", false), push);
+                "forced push by builder → push (needs no registration or staging copy)", false), push);
         for (long bytes : new long[] {256 * KIB, 256 * KIB + 16, 512 * KIB}) {
             for (boolean registered : new boolean[] {true, false}) {
                 assertSame(push, d.decide(bytes, DType.BFLOAT16, true, registered), bytes + " bytes");
@@ -198,7 +200,7 @@ class AllReduceDispatcherTest {
         for (long bytes : new long[] {512 * KIB + 16, 64 * MIB}) {
             for (boolean registered : new boolean[] {true, false}) {
                 assertEquals(new Decision(Algorithm.NCCL, "forced push by builder, but the input is larger than the"
-                        + " 512 KiB one-shot push limit (AR4J_PUSH_MAX_BYTES) → NCCL", true),
+                        + " 512 KiB push limit (AR4J_PUSH_MAX_BYTES) → NCCL", true),
                         d.decide(bytes, DType.BFLOAT16, true, registered), bytes + " bytes");
             }
         }
@@ -230,7 +232,11 @@ class AllReduceDispatcherTest {
         AllReduceDispatcher d = dispatcher(Topology.singleHost(8, true), AlgorithmPolicy.AUTO);
         assertSame(d.decide(16, DType.BFLOAT16, true, true), d.decide(4 * KIB, DType.FLOAT32, true, false));
         assertSame(d.decide(256 * KIB, DType.BFLOAT16, true, true), d.decide(16, DType.FLOAT16, true, false));
-        assertSame(d.decide(256 * KIB + 16, DType.BFLOAT16, true, true), d.decide(MIB, DType.FLOAT16, true, false));
+        assertSame(d.decide(256 * KIB + 16, DType.BFLOAT16, true, true), d.decide(MIB, DType.FLOAT16, true, true));
+        assertSame(d.decide(256 * KIB + 16, DType.BFLOAT16, true, false), d.decide(MIB, DType.FLOAT16, true, false));
+        assertTrue(d.decide(MIB, DType.FLOAT16, true, false).staged(), "an unregistered two-stage input is staged");
+        assertFalse(d.decide(MIB, DType.FLOAT16, true, true).staged(), "a registered one is read in place");
+        assertFalse(d.decide(16, DType.FLOAT16, true, false).staged(), "push reads its input in place");
         assertSame(d.decide(18, DType.BFLOAT16, true, true), d.decide(43010, DType.FLOAT16, false, false));
         assertSame(d.decide(32, DType.BFLOAT16, false, true), d.decide(64, DType.FLOAT32, false, false));
     }
@@ -257,11 +263,11 @@ class AllReduceDispatcherTest {
         DispatchConfig auto = DispatchConfig.defaults();
         Topology topology = Topology.singleHost(2, true);
         IllegalArgumentException staging = assertThrows(IllegalArgumentException.class,
-                () -> new AllReduceDispatcher(topology, auto, 0));
+                () -> AllReduceDispatcher.of(topology, auto, 0));
         assertTrue(staging.getMessage().contains("staging"), staging.getMessage());
-        assertThrows(NullPointerException.class, () -> new AllReduceDispatcher(null, auto, STAGING));
-        assertThrows(NullPointerException.class, () -> new AllReduceDispatcher(topology, null, STAGING));
-        assertThrows(NullPointerException.class, () -> new AllReduceDispatcher(topology, auto, STAGING, null));
+        assertThrows(NullPointerException.class, () -> AllReduceDispatcher.of(null, auto, STAGING));
+        assertThrows(NullPointerException.class, () -> AllReduceDispatcher.of(topology, null, STAGING));
+        assertThrows(NullPointerException.class, () -> AllReduceDispatcher.of(topology, auto, STAGING, null));
         assertThrows(IllegalArgumentException.class, () -> AlgorithmThresholds.oneStage(0, 256 * KIB));
         assertThrows(IllegalArgumentException.class, () -> AlgorithmThresholds.oneStage(512 * KIB, -1));
         IllegalArgumentException overPushLimit = assertThrows(IllegalArgumentException.class,
@@ -277,7 +283,7 @@ class AllReduceDispatcherTest {
                 .environment(Map.of(DispatchConfig.SGLANG_ALGORITHM_ENV, "oneshot"))
                 .systemProperties(new Properties())
                 .build();
-        AllReduceDispatcher d = new AllReduceDispatcher(Topology.singleHost(4, true), config, STAGING);
+        AllReduceDispatcher d = AllReduceDispatcher.of(Topology.singleHost(4, true), config, STAGING);
         String text = d.explain(43008, DType.BFLOAT16);
         assertTrue(text.contains("43008 bytes"), text);
         assertTrue(text.contains("21504 BFLOAT16 elements"), text);
@@ -296,19 +302,19 @@ class AllReduceDispatcherTest {
 
     @Test
     void explainOfAutoDecisionNamesTheDefaultSource() {
-        AllReduceDispatcher d = new AllReduceDispatcher(Topology.singleHost(8, true), DispatchConfig.defaults(), STAGING);
+        AllReduceDispatcher d = AllReduceDispatcher.of(Topology.singleHost(8, true), DispatchConfig.defaults(), STAGING);
         String text = d.explain(MIB, DType.FLOAT16);
         assertTrue(text.contains("two-stage — auto: 8 ranks on NVLink, over 256 KiB → two-stage"), text);
         assertTrue(text.contains("algorithm policy auto (from default)"), text);
-        assertTrue(text.contains("automatic one-shot push up to 256 KiB, one-stage below 512 KiB up to 4 ranks"), text);
+        assertTrue(text.contains("automatic push up to 256 KiB, one-stage below 512 KiB up to 4 ranks"), text);
     }
 
     @Test
     void explainSaysWhetherAnUnregisteredInputIsCopiedIntoStaging() {
         AllReduceDispatcher d = dispatcher(Topology.singleHost(2, true), AlgorithmPolicy.AUTO);
         String push = d.explain(43008, DType.BFLOAT16);
-        assertTrue(push.contains("unregistered input, 16-byte aligned pointers: one-shot push — auto: world size 2,"
-                + " up to 256 KiB → one-shot push (needs no registration or staging copy)\n"), push);
+        assertTrue(push.contains("unregistered input, 16-byte aligned pointers: push — auto: world size 2,"
+                + " up to 256 KiB → push (needs no registration or staging copy)\n"), push);
         assertFalse(push.contains("copied into the staging buffer"), push);
         assertFalse(push.contains("copies the input"), push);
 
@@ -321,9 +327,9 @@ class AllReduceDispatcherTest {
         assertFalse(registered.contains("staging buffer;"), registered);
         assertFalse(registered.contains("copies the input"), registered);
 
-        String off = new AllReduceDispatcher(Topology.singleHost(2, true), config(AlgorithmPolicy.AUTO, false), STAGING,
+        String off = AllReduceDispatcher.of(Topology.singleHost(2, true), config(AlgorithmPolicy.AUTO, false), STAGING,
                 AlgorithmThresholds.DEFAULTS.withPushUpToBytes(0)).explain(KIB, DType.FLOAT32);
-        assertTrue(off.contains("automatic one-shot push off"), off);
+        assertTrue(off.contains("automatic push off"), off);
     }
 
     @Test

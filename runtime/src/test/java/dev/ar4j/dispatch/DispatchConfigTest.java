@@ -1,5 +1,6 @@
 package dev.ar4j.dispatch;
 
+import dev.ar4j.ConfigurationException;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -119,16 +120,16 @@ class DispatchConfigTest {
                 "environment variable SGLANG_CUSTOM_ALLREDUCE_ALGO", Map.of("SGLANG_CUSTOM_ALLREDUCE_ALGO", "fastest"),
                 "environment variable VLLM_CUSTOM_ALLREDUCE_ALGO", Map.of("VLLM_CUSTOM_ALLREDUCE_ALGO", "fastest"));
         for (Map.Entry<String, Map<String, String>> entry : envs.entrySet()) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            ConfigurationException e = assertThrows(ConfigurationException.class,
                     () -> isolated(entry.getValue(), new Properties()).build());
             assertTrue(e.getMessage().contains(entry.getKey()), e.getMessage());
             assertTrue(e.getMessage().contains("'fastest'"), e.getMessage());
-            assertTrue(e.getMessage().contains("auto, 1stage, oneshot, 2stage, twoshot, push, lamport, nccl"),
+            assertTrue(e.getMessage().contains("auto, 1stage, oneshot, force_1stage, 2stage, twoshot, force_2stage, push, lamport, nccl"),
                     e.getMessage());
         }
         Properties props = new Properties();
         props.setProperty("ar4j.allreduce.algo", "3stage");
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        ConfigurationException e = assertThrows(ConfigurationException.class,
                 () -> isolated(Map.of(), props).build());
         assertTrue(e.getMessage().contains("system property ar4j.allreduce.algo"), e.getMessage());
         assertTrue(e.getMessage().contains(AlgorithmPolicy.ACCEPTED_VALUES), e.getMessage());
@@ -158,7 +159,7 @@ class DispatchConfigTest {
             assertFalse(isolated(Map.of("AR4J_FORCE_CUSTOM_AR_PCIE", no), new Properties()).build().forceCustomOnPcie(), no);
         }
         for (String bad : List.of("yes", "2", "on", "enabled")) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            ConfigurationException e = assertThrows(ConfigurationException.class,
                     () -> isolated(Map.of("AR4J_FORCE_CUSTOM_AR_PCIE", bad), new Properties()).build());
             assertTrue(e.getMessage().contains("environment variable AR4J_FORCE_CUSTOM_AR_PCIE"), e.getMessage());
             assertTrue(e.getMessage().contains("'" + bad + "'"), e.getMessage());
@@ -166,7 +167,7 @@ class DispatchConfigTest {
         }
         Properties props = new Properties();
         props.setProperty("ar4j.force.custom.ar.pcie", "nope");
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        ConfigurationException e = assertThrows(ConfigurationException.class,
                 () -> isolated(Map.of(), props).build());
         assertTrue(e.getMessage().contains("system property ar4j.force.custom.ar.pcie"), e.getMessage());
     }

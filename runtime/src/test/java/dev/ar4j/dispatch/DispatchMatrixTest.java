@@ -83,7 +83,7 @@ class DispatchMatrixTest {
             new Rule("misaligned pointers", c -> !c.aligned,
                     c -> Expected.ncclOrFallback(c, "aligned")),
             new Rule("forced push beyond its 512 KiB limit", c -> c.policy == AlgorithmPolicy.PUSH && c.bytes > PUSH_LIMIT,
-                    c -> Expected.ncclOrFallback(c, "512 KiB one-shot push limit")),
+                    c -> Expected.ncclOrFallback(c, "512 KiB push limit")),
             new Rule("forced push", c -> c.policy == AlgorithmPolicy.PUSH,
                     c -> Expected.run(Algorithm.PUSH, "forced push")),
             new Rule("auto, up to the push threshold", c -> c.auto() && c.bytes <= c.pushUpTo,
@@ -147,7 +147,7 @@ class DispatchMatrixTest {
                                 for (boolean gate : new boolean[] {false, true}) {
                                     DispatchConfig config = new DispatchConfig(policy, new SettingSource.BuilderValue(),
                                             gate, new SettingSource.BuilderValue());
-                                    AllReduceDispatcher dispatcher = new AllReduceDispatcher(
+                                    AllReduceDispatcher dispatcher = AllReduceDispatcher.of(
                                             new Topology(worldSize, nvlink, p2p, host), config, tuning.staging(),
                                             thresholds);
                                     for (long bytes : sizes) {

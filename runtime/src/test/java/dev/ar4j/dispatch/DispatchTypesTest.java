@@ -22,7 +22,7 @@ class DispatchTypesTest {
         assertEquals(2, Algorithm.TWO_STAGE.kernelCode());
         assertEquals(3, Algorithm.PUSH.kernelCode());
         assertEquals(524288, Algorithm.PUSH_MAX_BYTES);
-        assertEquals("one-shot push", Algorithm.PUSH.displayName());
+        assertEquals("push", Algorithm.PUSH.displayName());
         IllegalStateException e = assertThrows(IllegalStateException.class, Algorithm.NCCL::kernelCode);
         assertTrue(e.getMessage().contains("ncclAllReduce"), e.getMessage());
         assertTrue(Algorithm.ONE_STAGE.isCustomKernel());
@@ -35,18 +35,26 @@ class DispatchTypesTest {
 
     @Test
     void policyParsesEverySpellingCaseInsensitivelyAndTrimmed() {
-        // "oneshot" keeps its SGLang/vLLM meaning (the one-stage kernel), not the push kernel.
+        // "oneshot" keeps its SGLang/vLLM meaning (the one-stage kernel), not the push kernel; no name
+        // of the push kernel says "shot".
         Map<String, AlgorithmPolicy> spellings = Map.ofEntries(
                 Map.entry("auto", AlgorithmPolicy.AUTO), Map.entry(" AUTO ", AlgorithmPolicy.AUTO),
                 Map.entry("1stage", AlgorithmPolicy.ONE_STAGE), Map.entry("OneShot", AlgorithmPolicy.ONE_STAGE),
                 Map.entry("2Stage", AlgorithmPolicy.TWO_STAGE), Map.entry("\ttwoshot\n", AlgorithmPolicy.TWO_STAGE),
                 Map.entry("push", AlgorithmPolicy.PUSH), Map.entry(" PUSH", AlgorithmPolicy.PUSH),
                 Map.entry("lamport", AlgorithmPolicy.PUSH), Map.entry("Lamport ", AlgorithmPolicy.PUSH),
+                Map.entry("force_1stage", AlgorithmPolicy.ONE_STAGE), Map.entry("FORCE_2STAGE", AlgorithmPolicy.TWO_STAGE),
                 Map.entry("nccl", AlgorithmPolicy.NCCL), Map.entry("NCCL", AlgorithmPolicy.NCCL));
         spellings.forEach((text, policy) -> assertEquals(policy, AlgorithmPolicy.parse(text, "test"), text));
         for (AlgorithmPolicy policy : AlgorithmPolicy.values()) {
             assertEquals(policy, AlgorithmPolicy.parse(policy.configName(), "test"), "round trip of " + policy);
         }
+        for (String name : AlgorithmPolicy.ACCEPTED_VALUES.split(", ")) {
+            AlgorithmPolicy p = AlgorithmPolicy.parse(name, "test");
+            assertEquals(name.contains("shot") || name.contains("1stage") || name.contains("2stage"),
+                    p == AlgorithmPolicy.ONE_STAGE || p == AlgorithmPolicy.TWO_STAGE, name + " -> " + p);
+        }
+        assertEquals("push", Algorithm.PUSH.displayName(), "the push kernel is not called one-shot");
     }
 
     @Test
@@ -55,7 +63,7 @@ class DispatchTypesTest {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> AlgorithmPolicy.parse(bad, "environment variable AR4J_ALLREDUCE_ALGO"));
             assertTrue(e.getMessage().startsWith("environment variable AR4J_ALLREDUCE_ALGO"), e.getMessage());
-            assertTrue(e.getMessage().contains("auto, 1stage, oneshot, 2stage, twoshot, push, lamport, nccl"),
+            assertTrue(e.getMessage().contains("auto, 1stage, oneshot, force_1stage, 2stage, twoshot, force_2stage, push, lamport, nccl"),
                     e.getMessage());
         }
     }
@@ -73,6 +81,11 @@ class DispatchTypesTest {
     @Test
     void decisionInvariants() {
         assertThrows(IllegalArgumentException.class, () -> new Decision(Algorithm.NCCL, " ", false));
+        assertThrows(IllegalArgumentException.class, () -> new Decision(Algorithm.PUSH, "x", false, true),
+                "only the one-stage and two-stage kernels read a staged copy");
+        assertThrows(IllegalArgumentException.class, () -> new Decision(Algorithm.NCCL, "x", false, true));
+        assertTrue(new Decision(Algorithm.TWO_STAGE, "x", false, true).staged());
+        assertFalse(new Decision(Algorithm.TWO_STAGE, "x", false).staged());
         assertThrows(NullPointerException.class, () -> new Decision(null, "why", false));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> new Decision(Algorithm.ONE_STAGE, "why", true));

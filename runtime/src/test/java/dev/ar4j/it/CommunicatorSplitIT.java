@@ -1,5 +1,6 @@
 package dev.ar4j.it;
 
+import dev.ar4j.CommunicatorInternals;
 import dev.ar4j.Communicator;
 import dev.ar4j.DType;
 import dev.ar4j.cuda.Cuda;
@@ -188,34 +189,34 @@ class CommunicatorSplitIT {
                 Communicator comm = parent.get(r);
                 List<String> mine = new ArrayList<>();
                 try (RankBuffers buffers = RankBuffers.allocate()) {
-                    comm.rendezvous().barrier("allocated", WAIT);
+                    CommunicatorInternals.rendezvous(comm).barrier("allocated", WAIT);
                     try (Communicator sub = comm.split(r % 2, r)) {
                         // Building a communicator allocates and synchronises the device: no sub-group
                         // launches before both are built (README: ranks sharing one GPU).
-                        comm.rendezvous().barrier("subs-built", WAIT);
+                        CommunicatorInternals.rendezvous(comm).barrier("subs-built", WAIT);
                         int[] members = r % 2 == 0 ? new int[] {0, 2} : new int[] {1, 3};
                         assertEquals(2, sub.worldSize(), "sub-group size of parent rank " + r);
                         assertEquals(r / 2, sub.rank(), "sub-rank of parent rank " + r + " (key = rank)");
                         assertEquals(0, sub.device());
                         assertTrue(sub.hasCustomKernels(), "the sub-communicator must have its own custom kernels: " + sub);
                         assertFalse(sub.hasNccl(), "nccl(false) is inherited");
-                        assertNotEquals(comm.rendezvous(), sub.rendezvous(), "the sub-group has its own rendezvous view");
+                        assertNotEquals(CommunicatorInternals.rendezvous(comm), CommunicatorInternals.rendezvous(sub), "the sub-group has its own rendezvous view");
                         for (int round = 0; round < 3; round++) {
                             mine.addAll(allReduceExactly(sub, buffers, r, members, round));
                         }
                         assertTrue(sub.health().isHealthy(), "sub-communicator of rank " + r + ": " + sub.health());
                         // Close only once every member's last all-reduce completed (peers read this rank's
                         // buffers), and, since closing frees device memory, once both sub-groups' did.
-                        sub.rendezvous().barrier("done", WAIT);
-                        comm.rendezvous().barrier("subs-done", WAIT);
+                        CommunicatorInternals.rendezvous(sub).barrier("done", WAIT);
+                        CommunicatorInternals.rendezvous(comm).barrier("subs-done", WAIT);
                     }
                     // Closing frees device memory: no rank starts the parent's all-reduces before every
                     // sub-communicator is closed (see RankBuffers).
-                    comm.rendezvous().barrier("subs-closed", WAIT);
+                    CommunicatorInternals.rendezvous(comm).barrier("subs-closed", WAIT);
                     // The parent still works, over all four ranks.
                     mine.addAll(allReduceExactly(comm, buffers, r, new int[] {0, 1, 2, 3}, 7));
                     assertTrue(comm.health().isHealthy(), "parent rank " + r + ": " + comm.health());
-                    comm.rendezvous().barrier("parent-done", WAIT);
+                    CommunicatorInternals.rendezvous(comm).barrier("parent-done", WAIT);
                 }
                 return mine;
             });
@@ -250,7 +251,7 @@ class CommunicatorSplitIT {
                     assertEquals(3, sub.worldSize());
                     assertEquals(2 - r, sub.rank(), "keys -rank reverse the order");
                     assertFalse(sub.hasCustomKernels());
-                    sub.rendezvous().barrier("done", WAIT);
+                    CommunicatorInternals.rendezvous(sub).barrier("done", WAIT);
                     return "size " + sub.worldSize();
                 }
             });
@@ -258,9 +259,9 @@ class CommunicatorSplitIT {
             assertEquals(List.of(List.of(), List.of(), List.of(), List.of()),
                     onEveryRank(4, r -> {
                         try (RankBuffers buffers = RankBuffers.allocate()) {
-                            parent.get(r).rendezvous().barrier("allocated", WAIT);
+                            CommunicatorInternals.rendezvous(parent.get(r)).barrier("allocated", WAIT);
                             List<String> f = allReduceExactly(parent.get(r), buffers, r, new int[] {0, 1, 2, 3}, 1);
-                            parent.get(r).rendezvous().barrier("checked", WAIT);
+                            CommunicatorInternals.rendezvous(parent.get(r)).barrier("checked", WAIT);
                             return f;
                         }
                     }),

@@ -7,8 +7,8 @@ import dev.ar4j.HostData;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.kernels.ResidualRmsNorm;
-import dev.ar4j.rendezvous.JobToken;
+import dev.ar4j.internal.kernels.ResidualRmsNorm;
+import dev.ar4j.internal.rendezvous.JobToken;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -2,8 +2,8 @@ package dev.ar4j.it;
 
 import dev.ar4j.Communicator;
 import dev.ar4j.DType;
-import dev.ar4j.internal.ChildJvm;
-import dev.ar4j.rendezvous.JobToken;
+import dev.ar4j.platform.ChildJvm;
+import dev.ar4j.internal.rendezvous.JobToken;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;

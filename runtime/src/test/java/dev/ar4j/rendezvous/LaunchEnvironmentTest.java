@@ -1,5 +1,6 @@
 package dev.ar4j.rendezvous;
 
+import dev.ar4j.ConfigurationException;
 import dev.ar4j.rendezvous.LaunchEnvironment.Source;
 import org.junit.jupiter.api.Test;
 
@@ -27,7 +28,7 @@ class LaunchEnvironmentTest {
     }
 
     private static String failure(Map<String, String> environment) {
-        return assertThrows(IllegalArgumentException.class, () -> LaunchEnvironment.fromEnvironment(environment))
+        return assertThrows(ConfigurationException.class, () -> LaunchEnvironment.fromEnvironment(environment))
                 .getMessage();
     }
 
@@ -195,7 +196,7 @@ class LaunchEnvironmentTest {
 
     @Test
     void builderAloneNeedsLocalValuesForSeveralRanks() {
-        assertContains(assertThrows(IllegalArgumentException.class,
+        assertContains(assertThrows(ConfigurationException.class,
                         () -> LaunchEnvironment.builder().rank(1).worldSize(2).build(Map.of())).getMessage(),
                 "localRank(...)", "localWorldSize(...)");
         LaunchEnvironment e = LaunchEnvironment.builder().rank(1).worldSize(2).localRank(1).localWorldSize(2).build(Map.of());
@@ -243,7 +244,7 @@ class LaunchEnvironmentTest {
         m = torchrun();
         m.put("MASTER_PORT", "70000");
         assertContains(failure(m), "MASTER_PORT='70000' is not a TCP port; expected 1..65535");
-        assertContains(assertThrows(IllegalArgumentException.class,
+        assertContains(assertThrows(ConfigurationException.class,
                 () -> LaunchEnvironment.builder().masterPort(0).build(torchrun())).getMessage(), "builder masterPort 0");
     }
 

@@ -68,7 +68,7 @@ public final class Main {
     /** On the class path without the ar4j-cuda jar: loading the kernels fails, naming the jar. */
     private static void withoutTheCudaJar() {
         try {
-            dev.ar4j.kernels.CustomAllReduceKernels.abiVersion();
+            dev.ar4j.Ar4j.kernelsAbiVersion();
             check(false, "the kernels loaded without the ar4j-cuda jar");
         } catch (NativeLibraryException e) {
             check(e.getMessage().contains("the ar4j-cuda jar (module dev.ar4j.cuda): not on the class path"),

@@ -46,7 +46,7 @@ public class DispatchBenchmark {
     /** Builds the dispatcher of a two-GPU NVLink group. */
     @Setup
     public void setUp() {
-        dispatcher = new AllReduceDispatcher(Topology.singleHost(2, true), DispatchConfig.defaults(),
+        dispatcher = AllReduceDispatcher.of(Topology.singleHost(2, true), DispatchConfig.defaults(),
                 Communicator.DEFAULT_STAGING_BYTES);
     }
 

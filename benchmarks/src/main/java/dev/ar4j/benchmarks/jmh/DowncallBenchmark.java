@@ -1,7 +1,7 @@
 package dev.ar4j.benchmarks.jmh;
 
 import dev.ar4j.bindings.customar.custom_all_reduce_h;
-import dev.ar4j.kernels.CustomAllReduceKernels;
+import dev.ar4j.Ar4j;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -61,7 +61,7 @@ public class DowncallBenchmark {
      */
     @Setup
     public void setUp() throws Throwable {
-        CustomAllReduceKernels.abiVersion(); // loads libcudart and the kernels library on first use
+        Ar4j.kernelsAbiVersion(); // loads libcudart and the kernels library on first use
         expected = custom_all_reduce_h.AR4J_ERROR_NULL_POINTER();
         int viaBinding = generatedBinding();
         int viaPlain = plainHandle();

@@ -76,7 +76,7 @@ public final class DispatchPlan {
      */
     public static void print(PrintStream out, Topology topology, DispatchConfig config, long stagingBytes,
                              List<Long> sizes, DType dtype) {
-        AllReduceDispatcher dispatcher = new AllReduceDispatcher(topology, config, stagingBytes,
+        AllReduceDispatcher dispatcher = AllReduceDispatcher.of(topology, config, stagingBytes,
                 AlgorithmThresholds.forWorldSize(topology.worldSize()));
         out.println("# ar4j dispatch plan for " + topology.describe());
         out.println("# " + config.describe() + "; staging buffer " + ByteSizes.format(stagingBytes) + "B; "

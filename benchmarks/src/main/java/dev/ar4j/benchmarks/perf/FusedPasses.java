@@ -4,7 +4,7 @@ import dev.ar4j.DType;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.dispatch.Decision;
-import dev.ar4j.kernels.ResidualRmsNorm;
+import dev.ar4j.RmsNorm;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -108,7 +108,7 @@ final class FusedPasses implements AutoCloseable {
             }
             // One eager launch before any capture: loads the kernels library and module outside a
             // graph capture, and fails here, naming the kernel, if it cannot run.
-            ResidualRmsNorm.launch(dtype, residual.address(), residual.address(), weight.address(), normOut.address(),
+            RmsNorm.residualRmsNorm(dtype, residual.address(), residual.address(), weight.address(), normOut.address(),
                     residualOut.address(), FusedNormCheck.ROWS, FusedNormCheck.HIDDEN, FusedNormCheck.EPS, stream.handle());
             wait.stream("the first ResidualRmsNorm kernel (eager, before any capture)");
             return new FusedPasses(settings, rank, worldSize, stream, wait, barrier, allReduce, fusedCall, residual,
@@ -189,7 +189,7 @@ final class FusedPasses implements AutoCloseable {
             Decision first = null;
             for (Call c : calls) {
                 Decision d = allReduce.call(algorithm, in.address() + c.offset(), arOut.address() + c.offset(), count);
-                ResidualRmsNorm.launch(dtype, arOut.address() + c.offset(), residual.address() + c.offset(),
+                RmsNorm.residualRmsNorm(dtype, arOut.address() + c.offset(), residual.address() + c.offset(),
                         weight.address(), normOut.address() + c.offset(), residualOut.address() + c.offset(), c.rows(),
                         FusedNormCheck.HIDDEN, FusedNormCheck.EPS, stream.handle());
                 if (first == null) {

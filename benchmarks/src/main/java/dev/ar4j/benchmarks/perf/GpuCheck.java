@@ -1,11 +1,11 @@
 package dev.ar4j.benchmarks.perf;
 
+import dev.ar4j.Ar4j;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.CudaDriverMissingException;
 import dev.ar4j.cuda.CudaException;
 import dev.ar4j.cuda.CudaNoDeviceException;
 import dev.ar4j.NativeLibraryException;
-import dev.ar4j.kernels.CustomAllReduceKernels;
 import dev.ar4j.nccl.Nccl;
 
 /**
@@ -68,7 +68,7 @@ public record GpuCheck(int gpus, String problem, String nccl) {
             return new GpuCheck(count, "NCCL (libnccl.so.2) could not be loaded: " + e.getMessage(), null);
         }
         try {
-            CustomAllReduceKernels.abiVersion();
+            Ar4j.kernelsAbiVersion();
         } catch (NativeLibraryException e) {
             return new GpuCheck(count, "ar4j's kernels library (libar4j_custom_ar.so in the ar4j-cuda jar) could not be "
                     + "loaded; was the jar built with -Dar4j.native.skip=true? " + e.getMessage(), nccl);

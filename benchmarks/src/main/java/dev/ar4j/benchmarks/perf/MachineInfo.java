@@ -3,7 +3,6 @@ package dev.ar4j.benchmarks.perf;
 import dev.ar4j.Communicator;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.DeviceAttribute;
-import dev.ar4j.kernels.CustomAllReduceKernels;
 import dev.ar4j.nccl.Nccl;
 
 import java.io.IOException;
@@ -60,7 +59,7 @@ public record MachineInfo(Map<String, String> fields, List<String> gpus) {
         f.put("cuda_runtime", query(() -> Cuda.formatVersion(Cuda.runtimeVersion())));
         f.put("cuda_driver", query(() -> Cuda.formatVersion(Cuda.driverVersion())));
         f.put("nccl", query(Nccl::versionString));
-        f.put("ar4j_kernels_abi", query(() -> Integer.toString(CustomAllReduceKernels.abiVersion())));
+        f.put("ar4j_kernels_abi", query(() -> Integer.toString(dev.ar4j.Ar4j.kernelsAbiVersion())));
         Map<String, String[]> smi = nvidiaSmi();
         String driver = smi.values().stream().map(v -> v[1]).findFirst().orElse("unknown (nvidia-smi gave nothing)");
         f.put("nvidia_driver", driver);

@@ -23,7 +23,7 @@ public enum PerfAlgorithm {
     ONE_STAGE("1stage", AlgorithmPolicy.ONE_STAGE),
     /** ar4j forced to the two-stage kernel. */
     TWO_STAGE("2stage", AlgorithmPolicy.TWO_STAGE),
-    /** ar4j forced to the one-shot push kernel. */
+    /** ar4j forced to the push kernel. */
     PUSH("push", AlgorithmPolicy.PUSH),
     /** Plain {@code ncclAllReduce} on the same buffers as ar4j. */
     NCCL("nccl", null),

@@ -8,10 +8,8 @@ import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.nccl.NcclCollectives;
-import dev.ar4j.nccl.NcclCommunicator;
 import dev.ar4j.nccl.NcclDataType;
 import dev.ar4j.nccl.NcclReduction;
-import dev.ar4j.rendezvous.Rendezvous;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -25,7 +23,7 @@ import java.util.Optional;
 /**
  * One rank's part of an ar4j-perf run, for one communicator (one PDL setting). Every rank runs
  * the same sequence of measurements on its own GPU; after each one the ranks share their figures
- * through the communicator's rendezvous and rank 0 adds the aggregate to its {@link PerfReport}.
+ * with {@code Communicator.exchange} and rank 0 adds the aggregate to its {@link PerfReport}.
  *
  * <p>For each timing mode, placement, size and algorithm (sizes outer, algorithms inner, so that
  * drift affects every algorithm alike) a {@link PassTimer.Cell} is timed by {@link PassTimer}: the
@@ -44,15 +42,12 @@ import java.util.Optional;
  * launcher stops the other ranks.
  */
 final class RankSweep {
-    private static final String KEY = "ar4j-perf/";
 
     private final Communicator comm;
-    private final NcclCommunicator nccl;
     private final NcclCollectives collectives;
     private final PerfSettings settings;
     private final PerfReport report;
     private final PdlSetting pdl;
-    private final Rendezvous rendezvous;
     private final Duration timeout;
     private final DType dtype;
     private final NcclDataType ncclType;
@@ -77,12 +72,10 @@ final class RankSweep {
      */
     RankSweep(Communicator comm, PerfSettings settings, PerfReport report, PdlSetting pdl) {
         this.comm = Objects.requireNonNull(comm, "comm");
-        this.nccl = settings.shareGpu() ? null : comm.nccl(); // --share-gpu: built with nccl(false)
-        this.collectives = nccl == null ? null : nccl.collectives();
+        this.collectives = settings.shareGpu() ? null : comm.collectives(); // --share-gpu: built with nccl(false)
         this.settings = Objects.requireNonNull(settings, "settings");
         this.report = report;
         this.pdl = Objects.requireNonNull(pdl, "pdl");
-        this.rendezvous = comm.rendezvous();
         this.timeout = settings.timeout();
         this.dtype = settings.dtype();
         this.ncclType = NcclDataType.of(dtype);
@@ -162,7 +155,7 @@ final class RankSweep {
         }
 
         wait.stream("the last measurement");
-        rendezvous.barrier(KEY + "done", timeout);
+        comm.barrier();
         if (symmetric != null) {
             symmetric.close();
         }
@@ -192,7 +185,7 @@ final class RankSweep {
             }
         }
         if (measureSymmetric) {
-            SymmetricBuffers.Outcome outcome = SymmetricBuffers.open(nccl, rendezvous, bufferBytes, outOfPlace, timeout);
+            SymmetricBuffers.Outcome outcome = SymmetricBuffers.open(collectives, comm, bufferBytes, outOfPlace);
             symmetric = outcome.buffers();
             if (outcome.skipReason() != null && report != null) {
                 report.skip(PerfAlgorithm.NCCL_SYMMETRIC, outcome.skipReason());
@@ -276,7 +269,7 @@ final class RankSweep {
         }
         byte[] mine = ByteBuffer.allocate(4 * Double.BYTES).putDouble(sample.gpuUs()).putDouble(sample.hostUs())
                 .putDouble(sample.callUs()).putLong(sample.wrong()).array();
-        byte[][] all = rendezvous.allGather(KEY + "sample", mine, timeout);
+        byte[][] all = comm.exchange(mine);
         if (report == null) {
             return;
         }
@@ -388,7 +381,7 @@ final class RankSweep {
             case AUTO, ONE_STAGE, TWO_STAGE, PUSH ->
                     comm.allReduce(send, receive, count, dtype, streamHandle, algorithm.policy().orElseThrow());
             case NCCL, NCCL_SYMMETRIC -> {
-                nccl.allReduceSum(send, receive, count, dtype, streamHandle);
+                collectives.allReduce(send, receive, count, ncclType, NcclReduction.SUM, streamHandle);
                 yield ncclBaseline("ncclAllReduce");
             }
         };
@@ -424,7 +417,7 @@ final class RankSweep {
     }
 
     private void barrier() {
-        rendezvous.barrier(KEY + "barrier", timeout);
+        comm.barrier();
     }
 
     private Buffers buffersFor(PerfAlgorithm algorithm, Placement placement) {

@@ -7,7 +7,7 @@ import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.DispatchConfig;
 import dev.ar4j.dispatch.Topology;
-import dev.ar4j.kernels.CustomAllReduceKernels;
+import dev.ar4j.RmsNorm;
 
 import java.io.PrintStream;
 import java.util.ArrayList;
@@ -129,12 +129,12 @@ final class RunPlan {
      */
     private static List<String> fusedRow(Topology topology, DispatchConfig config, PerfSettings settings, long bytes) {
         DType dtype = settings.dtype();
-        AllReduceDispatcher dispatcher = new AllReduceDispatcher(topology, config, settings.stagingBytes(),
+        AllReduceDispatcher dispatcher = AllReduceDispatcher.of(topology, config, settings.stagingBytes(),
                 AlgorithmThresholds.forWorldSize(topology.worldSize()));
         Decision d = dispatcher.decide(bytes, dtype, true, false);
         long rowBytes = (long) FusedNormCheck.HIDDEN * dtype.byteSize();
         boolean fusedKernel = d.algorithm() == Algorithm.PUSH && rowBytes % 16 == 0
-                && FusedNormCheck.HIDDEN <= CustomAllReduceKernels.FUSED_MAX_HIDDEN;
+                && FusedNormCheck.HIDDEN <= RmsNorm.FUSED_MAX_HIDDEN;
         String call = "Communicator.allReduceResidualRmsNorm";
         return fusedKernel
                 ? List.of(FusedVariant.FUSED, call + " -> fused (push: " + d.reason() + ")",
@@ -159,7 +159,7 @@ final class RunPlan {
             if (a.isAr4j()) {
                 DispatchConfig forced = DispatchConfig.builder().algorithmPolicy(a.policy().orElseThrow())
                         .forceCustomOnPcie(config.forceCustomOnPcie()).build();
-                AllReduceDispatcher dispatcher = new AllReduceDispatcher(topology, forced, settings.stagingBytes(),
+                AllReduceDispatcher dispatcher = AllReduceDispatcher.of(topology, forced, settings.stagingBytes(),
                         AlgorithmThresholds.forWorldSize(topology.worldSize()));
                 Decision d = dispatcher.decide(bytes, dtype, true, true);
                 allReduce = "ar4j " + a.label() + " -> " + PerfAlgorithm.shortName(d.algorithm())
@@ -167,7 +167,7 @@ final class RunPlan {
             } else {
                 allReduce = a == PerfAlgorithm.NCCL ? "ncclAllReduce" : "ncclAllReduce on symmetric windows";
             }
-            table.row(List.of(FusedVariant.label(a), allReduce, "ResidualRmsNorm.launch (a separate kernel)"));
+            table.row(List.of(FusedVariant.label(a), allReduce, "RmsNorm.residualRmsNorm (a separate kernel)"));
         }
         table.row(fusedRow(topology, config, settings, bytes));
         table.print(out);

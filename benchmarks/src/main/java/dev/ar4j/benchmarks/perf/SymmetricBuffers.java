@@ -1,13 +1,12 @@
 package dev.ar4j.benchmarks.perf;
 
+import dev.ar4j.Communicator;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.nccl.Nccl;
-import dev.ar4j.nccl.NcclCommunicator;
+import dev.ar4j.nccl.NcclCollectives;
 import dev.ar4j.nccl.NcclWindow;
-import dev.ar4j.rendezvous.Rendezvous;
 
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 
 /**
  * The buffers of the {@code nccl-symm} baseline: {@code ncclMemAlloc} memory registered as NCCL
@@ -19,7 +18,6 @@ final class SymmetricBuffers {
     /** The first NCCL version with symmetric windows (2.27.0). */
     static final int FIRST_VERSION = 22700;
 
-    private static final String KEY = "ar4j-perf/symmetric/";
 
     private final DeviceBuffer in;
     private final DeviceBuffer out;
@@ -46,7 +44,7 @@ final class SymmetricBuffers {
      * Allocates and registers an input (and, if {@code withOutput}, an output) of {@code bytes}
      * bytes on the calling thread's current device. Collective.
      */
-    static Outcome open(NcclCommunicator nccl, Rendezvous rendezvous, long bytes, boolean withOutput, Duration timeout) {
+    static Outcome open(NcclCollectives nccl, Communicator comm, long bytes, boolean withOutput) {
         int version = Nccl.version();
         if (version < FIRST_VERSION) {
             return new Outcome(null, "NCCL " + Nccl.formatVersion(version) + " has no symmetric windows (needs 2.27 or "
@@ -61,7 +59,7 @@ final class SymmetricBuffers {
         } catch (RuntimeException e) {
             failure = "ncclMemAlloc(" + bytes + " bytes) failed: " + e.getMessage();
         }
-        String anyFailure = firstFailure(rendezvous, "alloc", failure, timeout);
+        String anyFailure = firstFailure(comm, failure);
         if (anyFailure != null) {
             if (out != null) {
                 out.close();
@@ -74,12 +72,12 @@ final class SymmetricBuffers {
         NcclWindow inWindow = null;
         NcclWindow outWindow = null;
         try {
-            inWindow = nccl.registerWindow(in, NcclCommunicator.WINDOW_COLLECTIVE_SYMMETRIC);
-            outWindow = out == null ? null : nccl.registerWindow(out, NcclCommunicator.WINDOW_COLLECTIVE_SYMMETRIC);
+            inWindow = nccl.registerWindow(in, NcclWindow.COLLECTIVE_SYMMETRIC);
+            outWindow = out == null ? null : nccl.registerWindow(out, NcclWindow.COLLECTIVE_SYMMETRIC);
         } catch (RuntimeException | LinkageError e) {
             failure = "ncclCommWindowRegister(NCCL_WIN_COLL_SYMMETRIC) failed: " + e.getMessage();
         }
-        anyFailure = firstFailure(rendezvous, "register", failure, timeout);
+        anyFailure = firstFailure(comm, failure);
         if (anyFailure != null) {
             // Deregistering is collective and some rank failed to register: leave the buffers and
             // windows to the end of the process (NCCL releases windows when the communicator goes).
@@ -89,9 +87,8 @@ final class SymmetricBuffers {
     }
 
     /** Shares every rank's failure (or none) and returns the first one, naming its rank, or null. */
-    private static String firstFailure(Rendezvous rendezvous, String step, String mine, Duration timeout) {
-        byte[][] all = rendezvous.allGather(KEY + step, (mine == null ? "" : mine).getBytes(StandardCharsets.UTF_8),
-                timeout);
+    private static String firstFailure(Communicator comm, String mine) {
+        byte[][] all = comm.exchange((mine == null ? "" : mine).getBytes(StandardCharsets.UTF_8));
         for (int r = 0; r < all.length; r++) {
             if (all[r].length > 0) {
                 return "rank " + r + ": " + new String(all[r], StandardCharsets.UTF_8);

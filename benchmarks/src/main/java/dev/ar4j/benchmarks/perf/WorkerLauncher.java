@@ -1,7 +1,6 @@
 package dev.ar4j.benchmarks.perf;
 
 import dev.ar4j.Communicator;
-import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
 import picocli.CommandLine;
 
 import java.io.File;
@@ -217,12 +216,25 @@ final class WorkerLauncher {
     }
 
     /**
+     * A class of the bindings jar, to find that jar and its module: looked up by name, as the
+     * benchmarks use the runtime's API only (the bindings are exported to the runtime alone).
+     */
+    private static Class<?> bindingsClass() {
+        try {
+            return Class.forName("dev.ar4j.bindings.cudart.cuda_runtime_api_h", false,
+                    WorkerLauncher.class.getClassLoader());
+        } catch (ClassNotFoundException e) {
+            throw new IllegalStateException("the ar4j bindings jar is not on the class path: " + e.getMessage(), e);
+        }
+    }
+
+    /**
      * The {@code --enable-native-access} option the workers need: the runtime's and the bindings'
      * module names when they are named modules, {@code ALL-UNNAMED} on the class path.
      */
     static String nativeAccessFlag() {
         Set<String> names = new LinkedHashSet<>();
-        for (Class<?> type : List.of(Communicator.class, cuda_runtime_api_h.class)) {
+        for (Class<?> type : List.of(Communicator.class, bindingsClass())) {
             Module module = type.getModule();
             names.add(module.isNamed() ? module.getName() : "ALL-UNNAMED");
         }
@@ -273,7 +285,7 @@ final class WorkerLauncher {
                 entries.add(entry);
             }
         }
-        for (Class<?> type : List.of(Ar4jPerf.class, Communicator.class, cuda_runtime_api_h.class, CommandLine.class)) {
+        for (Class<?> type : List.of(Ar4jPerf.class, Communicator.class, bindingsClass(), CommandLine.class)) {
             CodeSource source = type.getProtectionDomain().getCodeSource();
             if (source != null && source.getLocation() != null) {
                 addLocation(entries, source.getLocation());

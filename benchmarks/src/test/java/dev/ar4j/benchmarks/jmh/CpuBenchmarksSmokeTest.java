@@ -1,7 +1,7 @@
 package dev.ar4j.benchmarks.jmh;
 
 import dev.ar4j.NativeLibraryException;
-import dev.ar4j.kernels.CustomAllReduceKernels;
+import dev.ar4j.Ar4j;
 import org.junit.jupiter.api.Test;
 import org.openjdk.jmh.results.RunResult;
 import org.openjdk.jmh.runner.Runner;
@@ -63,7 +63,7 @@ class CpuBenchmarksSmokeTest {
     @Test
     void downcallBenchmarkRuns() throws RunnerException {
         try {
-            CustomAllReduceKernels.abiVersion(); // loads the kernels library on first use
+            Ar4j.kernelsAbiVersion(); // loads the kernels library on first use
         } catch (NativeLibraryException e) {
             assumeTrue(false, "the kernels library is not available (built with -Dar4j.native.skip=true?): "
                     + e.getMessage());

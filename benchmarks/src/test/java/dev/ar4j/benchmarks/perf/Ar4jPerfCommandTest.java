@@ -20,7 +20,7 @@ class Ar4jPerfCommandTest extends CapturedOutput {
         assertTrue(rows.getFirst().matches("\\s+1024\\s+512\\s+push\\s+\\[1]\\s+push\\s+\\[1]"), rows.getFirst());
         assertTrue(rows.getLast().contains("1stage") && rows.getLast().contains("nccl"), "16 MiB unregistered is over the "
                 + "staging buffer: " + rows.getLast());
-        assertTrue(text.contains("[1] auto: world size 2, up to 512 KiB → one-shot push"), text);
+        assertTrue(text.contains("[1] auto: world size 2, up to 512 KiB → push"), text);
         assertTrue(text.contains("larger than the 8 MiB staging buffer"), text);
     }
 

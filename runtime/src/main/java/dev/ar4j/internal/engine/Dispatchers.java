@@ -1,0 +1,50 @@
+package dev.ar4j.internal.engine;
+
+import dev.ar4j.DType;
+import dev.ar4j.dispatch.AlgorithmPolicy;
+import dev.ar4j.dispatch.AlgorithmThresholds;
+import dev.ar4j.dispatch.AllReduceDispatcher;
+import dev.ar4j.dispatch.Decision;
+import dev.ar4j.dispatch.DispatchConfig;
+import dev.ar4j.dispatch.Topology;
+import dev.ar4j.nccl.NcclDisabledException;
+
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.Properties;
+
+/**
+ * The dispatchers of one communicator: the configured one, and one per policy for calls that
+ * override the policy (the PCIe gate stays as configured).
+ */
+final class Dispatchers {
+
+    final DispatchConfig config;
+    final AllReduceDispatcher configured;
+    private final Map<AlgorithmPolicy, AllReduceDispatcher> perPolicy = new EnumMap<>(AlgorithmPolicy.class);
+
+    Dispatchers(Topology topology, DispatchConfig config, long stagingBytes, AlgorithmThresholds thresholds) {
+        this.config = config;
+        this.configured = AllReduceDispatcher.of(topology, config, stagingBytes, thresholds);
+        for (AlgorithmPolicy p : AlgorithmPolicy.values()) {
+            DispatchConfig forced = DispatchConfig.builder().environment(Map.of()).systemProperties(new Properties())
+                    .algorithmPolicy(p).forceCustomOnPcie(config.forceCustomOnPcie()).build();
+            perPolicy.put(p, AllReduceDispatcher.of(topology, forced, stagingBytes, thresholds));
+        }
+    }
+
+    /**
+     * The refusal of a call that needs NCCL on a group built without it ({@code nccl(false)}):
+     * names the size, the dtype and why the dispatcher chose NCCL.
+     */
+    static NcclDisabledException ncclRefusal(int rank, long bytes, DType dtype, Decision decision) {
+        return new NcclDisabledException("rank " + rank + ": an all-reduce of " + bytes + " bytes of " + dtype
+                + " needs NCCL (" + decision.reason() + ") but this communicator was built with nccl(false); "
+                + "use a size, alignment and registration the custom kernels take (see explain(bytes, dtype)), or "
+                + "build with NCCL");
+    }
+
+    AllReduceDispatcher forPolicy(AlgorithmPolicy policy) {
+        return perPolicy.get(policy);
+    }
+}

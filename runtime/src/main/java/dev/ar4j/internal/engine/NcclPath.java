@@ -1,0 +1,85 @@
+package dev.ar4j.internal.engine;
+
+import dev.ar4j.ConfigurationException;
+import dev.ar4j.DType;
+import dev.ar4j.nccl.NcclCommunicator;
+import dev.ar4j.nccl.NcclException;
+import dev.ar4j.nccl.NcclUniqueId;
+
+import java.util.Optional;
+
+/**
+ * The NCCL path of one rank: the group's {@link NcclCommunicator} (owned, destroyed or aborted
+ * once) and the all-reduce calls routed to it.
+ */
+final class NcclPath implements AutoCloseable {
+
+    private final NcclCommunicator comm;
+
+    private NcclPath(NcclCommunicator comm) {
+        this.comm = comm;
+    }
+
+    /**
+     * Rank 0 makes the unique id, every rank joins (collective). The ranks meet in a bounded
+     * barrier first, so that a rank that is already gone is named here instead of hanging NCCL.
+     */
+    static NcclPath open(Group group) {
+        if (group.maxRanksPerGpu() > 1) {
+            // The same answer on every rank (it comes from the all-gathered peer records).
+            throw new ConfigurationException("rank " + group.rank + ": " + group.maxRanksPerGpu() + " ranks of this "
+                    + "group share one GPU, which NCCL refuses (\"Duplicate GPU detected\"); build the group with "
+                    + "nccl(false) (custom kernels only; calls they cannot take then throw), or give each rank its "
+                    + "own GPU");
+        }
+        byte[] id = group.rendezvous.broadcast(group.key("nccl-id"), 0,
+                group.rank == 0 ? NcclUniqueId.generate().toBytes() : null, group.timeout);
+        group.rendezvous.barrier(group.key("nccl-init"), group.timeout);
+        return new NcclPath(initRank(NcclUniqueId.fromBytes(id), group));
+    }
+
+    /**
+     * The non-blocking {@code ncclCommInitRankConfig}, polled against the group's rendezvous
+     * deadline and aborted on expiry ({@code NcclTimeoutException} naming the rank); the wait also
+     * ends as soon as the rendezvous reports a lost rank.
+     */
+    private static NcclCommunicator initRank(NcclUniqueId id, Group group) {
+        java.util.concurrent.atomic.AtomicBoolean lost = new java.util.concurrent.atomic.AtomicBoolean();
+        try (AutoCloseable subscription = group.rendezvous.onPeerLost((rank, reason) -> lost.set(true))) {
+            return NcclCommunicator.initRank(id, group.worldSize, group.rank, group.timeout, lost::get);
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException("rank " + group.rank + ": unsubscribing from the rendezvous failed: " + e, e);
+        }
+    }
+
+    void allReduce(long in, long out, long count, DType dtype, long stream) {
+        comm.allReduceSum(in, out, count, dtype, stream);
+    }
+
+    /** NCCL's asynchronous error (a peer died, a timeout), or empty; safe from the watchdog thread. */
+    Optional<NcclException> asyncError() {
+        return comm.isOpen() ? comm.asyncError() : Optional.empty();
+    }
+
+    /** Aborts the communicator ({@code ncclCommAbort}): unblocks its work; once. */
+    void abort() {
+        comm.abort();
+    }
+
+    /** The communicator, for benchmarks and interoperability; the path keeps ownership. */
+    NcclCommunicator communicator() {
+        return comm;
+    }
+
+    /** Destroys the communicator, or aborts it when the group failed (destroy could wait forever on a lost peer). */
+    void close(boolean failed) {
+        comm.destroyOrAbort(failed);
+    }
+
+    @Override
+    public void close() {
+        close(false);
+    }
+}

@@ -1,0 +1,386 @@
+package dev.ar4j.internal.rendezvous;
+import dev.ar4j.rendezvous.RendezvousRefusedException;
+
+import dev.ar4j.rendezvous.RankLostException;
+import dev.ar4j.rendezvous.RendezvousException;
+import dev.ar4j.rendezvous.RendezvousSettings;
+import dev.ar4j.platform.Durations;
+
+import dev.ar4j.internal.rendezvous.BlockingKeyValueStore.AwaitResult;
+import dev.ar4j.internal.rendezvous.BlockingKeyValueStore.Found;
+import dev.ar4j.internal.rendezvous.BlockingKeyValueStore.Missing;
+import dev.ar4j.internal.rendezvous.RendezvousProtocol.Frame;
+import dev.ar4j.internal.rendezvous.RendezvousProtocol.GetRequest;
+import dev.ar4j.internal.rendezvous.RendezvousProtocol.HelloRequest;
+import dev.ar4j.internal.rendezvous.RendezvousProtocol.ProtocolViolation;
+import dev.ar4j.internal.rendezvous.RendezvousProtocol.SetRequest;
+
+import java.io.IOException;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The server's end of one connection: the authenticated handshake, then a read loop that answers
+ * SETs, runs each GET on a waiter thread of its own (so heartbeats and the connection's end are
+ * still seen while it waits), and sends heartbeats. A connection silent for the heartbeat timeout,
+ * or one that ends without BYE, makes its rank lost.
+ */
+final class ServerSession {
+    private static final System.Logger LOG = System.getLogger(ServerSession.class.getName());
+    private static final byte[] EMPTY = new byte[0];
+    /** Encoded in advance: answering it allocates nothing the size of anything. */
+    private static final byte[] OUT_OF_MEMORY = RendezvousProtocol.error(RendezvousProtocol.CODE_REFUSED, -1,
+            "the rendezvous server ran out of memory (OutOfMemoryError) serving this request; raise the serving"
+                    + " JVM's -Xmx, or lower ar4j.rdzv.maxServerBytes / AR4J_RDZV_MAX_SERVER_BYTES below it");
+
+    private final TcpRendezvousServer server;
+    private final GroupState group;
+    private final RendezvousSettings settings;
+    private final byte[] tokenKey;
+    private final Socket socket;
+    private final String peer;
+    private final SecureChannel channel;
+    /** The admitted rank, or -1 before admission; written by {@link GroupState#admit}. */
+    volatile int rank = -1;
+    private volatile boolean ended;
+    private volatile boolean established;
+    private volatile boolean getPending;
+    private boolean byeReceived;
+    private volatile Thread handshakeDeadline;
+    private volatile boolean evicted;
+
+    ServerSession(TcpRendezvousServer server, GroupState group, RendezvousSettings settings, byte[] tokenKey, Socket socket,
+                  ServerMemoryBudget budget) throws IOException {
+        this.server = server;
+        this.group = group;
+        this.settings = settings;
+        this.tokenKey = tokenKey;
+        this.socket = socket;
+        this.peer = String.valueOf(socket.getRemoteSocketAddress());
+        this.channel = new SecureChannel(socket, false, budget);
+    }
+
+    String peer() {
+        return peer;
+    }
+
+    boolean isEnded() {
+        return ended;
+    }
+
+    boolean isEstablished() {
+        return established;
+    }
+
+    /** Runs the connection to its end; never throws. */
+    void run() {
+        String lossReason = null;
+        try {
+            socket.setTcpNoDelay(true);
+            Thread deadline = Thread.ofVirtual().name("ar4j-rendezvous-handshake-deadline").start(this::enforceHandshakeDeadline);
+            handshakeDeadline = deadline;
+            socket.setSoTimeout((int) Durations.toMillis(settings.handshakeTimeout()));
+            if (!handshake()) {
+                return;
+            }
+            established = true;
+            deadline.interrupt();
+            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Durations.toMillis(settings.heartbeatTimeout())));
+            Thread.ofVirtual().name("ar4j-rendezvous-heartbeat-rank-" + rank).start(this::sendHeartbeats);
+            lossReason = readLoop();
+        } catch (SocketTimeoutException e) {
+            lossReason = rank < 0 ? null : "rank " + rank + "'s heartbeat stopped: nothing heard from it for "
+                    + Durations.format(settings.heartbeatTimeout()) + " (heartbeat timeout; is the process stopped or hung?)";
+        } catch (ProtocolViolation violation) {
+            server.warn("rendezvous server closes the connection from " + peer
+                    + (rank >= 0 ? " (rank " + rank + ")" : "") + ": " + violation.getMessage());
+            sendQuietly(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_PROTOCOL, rank,
+                    violation.getMessage()));
+            lossReason = "rank " + rank + " disconnected after a malformed frame: " + violation.getMessage();
+        } catch (Throwable e) {
+            lossReason = "rank " + rank + " disconnected (" + describe(e) + ")";
+            debug(e);
+        } finally {
+            end(lossReason);
+        }
+    }
+
+    /** The end of the connection, each step on its own so that one failing does not skip the rest. */
+    private void end(String lossReason) {
+        ended = true;
+        try {
+            Thread deadline = handshakeDeadline;
+            if (deadline != null) {
+                deadline.interrupt();
+            }
+        } catch (Throwable ignored) {
+            // the deadline thread ends on its own at the handshake timeout
+        }
+        try {
+            group.left(this, byeReceived ? null : lossReason);
+        } catch (Throwable failure) {
+            server.warn("rendezvous server could not record the end of rank " + rank + "'s connection: " + failure);
+        }
+        channel.close();
+        server.sessionEnded(this);
+    }
+
+    private void debug(Throwable e) {
+        try {
+            if (!server.isClosed() && !evicted) {
+                FailSafeLog.log(LOG, System.Logger.Level.DEBUG, () -> "rendezvous connection from " + peer + " ended: " + e);
+            }
+        } catch (Throwable ignored) {
+            // logging is best effort on this path
+        }
+    }
+
+    private static String describe(Throwable e) {
+        return e instanceof IOException || e instanceof RuntimeException ? String.valueOf(e.getMessage()) : e.toString();
+    }
+
+    /** Evicted from the full handshake queue: tells the client the server is busy (if it can), and closes. */
+    void evictBusy(int queueCapacity) {
+        evicted = true;
+        try {
+            channel.trySend(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_BUSY, -1,
+                    "the server is busy: its " + queueCapacity + " handshake slots (ar4j.rdzv.maxPendingConnections)"
+                            + " are taken and this connection had waited longest"));
+        } catch (Throwable ignored) {
+            // the client sees the connection close and retries all the same
+        } finally {
+            closeSocket();
+        }
+    }
+
+    private boolean handshake() throws IOException {
+        Frame hello = receive(RendezvousProtocol.MAX_HANDSHAKE_PAYLOAD);
+        if (hello == null) {
+            return false;
+        }
+        if (hello.type() != RendezvousProtocol.HELLO) {
+            throw new ProtocolViolation("the first frame of a connection must be HELLO, got "
+                    + RendezvousProtocol.typeName(hello.type()));
+        }
+        HelloRequest request = RendezvousProtocol.parseHello(hello.payload());
+        byte[] serverNonce = RendezvousAuth.nonce();
+        channel.send(RendezvousProtocol.CHALLENGE, serverNonce);
+        Frame auth = receive(RendezvousProtocol.MAX_HANDSHAKE_PAYLOAD);
+        if (auth == null) {
+            return false;
+        }
+        if (auth.type() != RendezvousProtocol.AUTH || auth.payload().length != RendezvousProtocol.MAC_BYTES) {
+            throw new ProtocolViolation("expected AUTH with a " + RendezvousProtocol.MAC_BYTES + "-byte proof after"
+                    + " CHALLENGE, got " + RendezvousProtocol.typeName(auth.type()) + " of " + auth.payload().length + " bytes");
+        }
+        if (!RendezvousAuth.matches(RendezvousAuth.clientProof(tokenKey, hello.payload(), serverNonce), auth.payload())) {
+            String message = "another job's rank (token mismatch): the connection from " + peer + " does not know this"
+                    + " job's rendezvous token; " + JobToken.howToSet();
+            server.warn("rendezvous server refused " + message);
+            channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_AUTH, -1, message));
+            return false;
+        }
+        if (!server.sessionAuthenticated(this)) {
+            return false; // evicted a moment ago: it is being told the server is busy
+        }
+        try {
+            group.admit(this, request);
+        } catch (GroupState.Refusal refusal) {
+            server.warn("rendezvous server refused the connection from " + peer + ": " + refusal.getMessage());
+            channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(refusal.code, refusal.rank, refusal.getMessage()));
+            return false;
+        }
+        channel.send(RendezvousProtocol.WELCOME, RendezvousAuth.serverProof(tokenKey, hello.payload(), serverNonce));
+        channel.establish(RendezvousAuth.sessionKey(tokenKey, hello.payload(), serverNonce));
+        FailSafeLog.log(LOG, System.Logger.Level.DEBUG, () -> "rank " + rank + " joined from " + peer);
+        return true;
+    }
+
+    /** @return the loss reason when the connection ends without BYE, or null */
+    private String readLoop() throws IOException {
+        while (!server.isClosed()) {
+            Frame request;
+            try {
+                request = receive(RendezvousProtocol.MAX_REQUEST_PAYLOAD);
+            } catch (SecureChannel.FrameNotAdmitted notAdmitted) {
+                // Read and authenticated in full, not kept: the stream is intact, the rank may go on.
+                server.warn("rendezvous server refused a " + RendezvousProtocol.typeName(notAdmitted.type) + " of rank "
+                        + rank + ": " + notAdmitted.getMessage());
+                channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_REFUSED, rank,
+                        notAdmitted.getMessage()));
+                continue;
+            }
+            if (request == null) {
+                return "rank " + rank + " disconnected: its connection closed without a goodbye (the process exited,"
+                        + " crashed or was killed)";
+            }
+            try {
+                if (!serve(request)) {
+                    return null;
+                }
+            } catch (OutOfMemoryError outOfMemory) {
+                getPending = false;
+                channel.send(RendezvousProtocol.ERROR, OUT_OF_MEMORY);
+            }
+        }
+        return null;
+    }
+
+    /** Serves one request; false if the server's store closed under it. */
+    private boolean serve(Frame request) throws IOException {
+        switch (request.type()) {
+            case RendezvousProtocol.HEARTBEAT -> {
+            }
+            case RendezvousProtocol.BYE -> byeReceived = true;
+            case RendezvousProtocol.SET -> {
+                requireNoPendingGet("SET");
+                SetRequest set = RendezvousProtocol.parseSet(request.payload());
+                try {
+                    group.set(rank, set.key(), set.value());
+                    channel.send(RendezvousProtocol.OK, EMPTY);
+                } catch (GroupState.Refusal refusal) {
+                    server.warn("rendezvous server refused a SET of rank " + rank + ": " + refusal.getMessage());
+                    channel.send(RendezvousProtocol.ERROR,
+                            RendezvousProtocol.error(refusal.code, refusal.rank, refusal.getMessage()));
+                } catch (IllegalStateException storeClosed) {
+                    return false;
+                }
+            }
+            case RendezvousProtocol.GET -> {
+                requireNoPendingGet("GET");
+                GetRequest get = RendezvousProtocol.parseGet(request.payload(), settings.maxKeysPerGet(group.worldSize()));
+                getPending = true;
+                Thread.ofVirtual().name("ar4j-rendezvous-get").start(() -> answerGet(get));
+            }
+            default -> throw new ProtocolViolation("unexpected frame type "
+                    + RendezvousProtocol.typeName(request.type()) + "; requests are SET, GET, HEARTBEAT and BYE");
+        }
+        return true;
+    }
+
+    /** Receives one frame, counting it (well-formed or not) for the server's statistics. */
+    private Frame receive(int maxBody) throws IOException {
+        Frame frame;
+        try {
+            frame = channel.receive(maxBody);
+        } catch (ProtocolViolation violation) {
+            server.frameRead();
+            throw violation;
+        }
+        if (frame != null) {
+            server.frameRead();
+        }
+        return frame;
+    }
+
+    private void requireNoPendingGet(String request) throws ProtocolViolation {
+        if (getPending) {
+            throw new ProtocolViolation(request + " sent while a GET of this connection is still waiting; a rank"
+                    + " sends one request at a time");
+        }
+    }
+
+    private void answerGet(GetRequest get) {
+        long askedMillis = get.timeoutMillis();
+        long waitMillis = Math.min(askedMillis, Durations.toMillis(settings.maxWait()));
+        try {
+            AwaitResult result = group.await(get.keys(), TimeUnit.MILLISECONDS.toNanos(waitMillis), this);
+            getPending = false;
+            switch (result) {
+                case Found(byte[][] values) -> {
+                    long total = RendezvousProtocol.valuesLength(values);
+                    if (total > RendezvousProtocol.MAX_REPLY_PAYLOAD) {
+                        channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_REFUSED,
+                                rank, "the " + values.length + " values asked for total " + total
+                                        + " bytes, more than the " + RendezvousProtocol.MAX_REPLY_PAYLOAD
+                                        + " bytes one reply may carry"));
+                    } else {
+                        // Streamed from the stored values: the reply costs no memory of its own.
+                        channel.sendValues(RendezvousProtocol.OK, values, RendezvousProtocol.MAX_REPLY_PAYLOAD);
+                    }
+                }
+                case Missing(int[] indices) -> channel.send(RendezvousProtocol.TIMEOUT, RendezvousProtocol.missing(indices));
+            }
+        } catch (RankLostException lost) {
+            getPending = false;
+            sendQuietly(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_RANK_LOST,
+                    lost.rank(), lost.getMessage()));
+        } catch (RendezvousRefusedException groupFailed) {
+            getPending = false;
+            sendQuietly(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_REFUSED, rank,
+                    groupFailed.getMessage()));
+        } catch (InterruptedException | IOException | IllegalStateException | RendezvousException ended) {
+            // The connection or the server (its store) ended; the read loop reports that.
+            getPending = false;
+            FailSafeLog.log(LOG, System.Logger.Level.DEBUG, () -> "GET of rank " + rank + " ended with its connection: " + ended);
+            closeSocket();
+        } catch (OutOfMemoryError outOfMemory) {
+            getPending = false;
+            sendQuietly(RendezvousProtocol.ERROR, OUT_OF_MEMORY);
+        } catch (Throwable bug) {
+            getPending = false;
+            server.warn("rendezvous server failed answering a GET of rank " + rank + " (" + bug + "); closing its"
+                    + " connection");
+            closeSocket();
+        }
+    }
+
+    /** Tells this session's rank that {@code lostRank} is lost; never blocks the caller. */
+    void tellPeerLost(int lostRank, String reason) {
+        if (!established || ended) {
+            return;
+        }
+        try {
+            Thread.ofVirtual().name("ar4j-rendezvous-peer-lost").start(
+                    () -> sendQuietly(RendezvousProtocol.PEER_LOST, RendezvousProtocol.peerLost(lostRank, reason)));
+        } catch (Throwable failure) {
+            // the rank's own waits still end with RankLostException; only the early notice is lost
+            server.warn("rendezvous server could not tell rank " + rank + " that rank " + lostRank + " is lost: " + failure);
+        }
+    }
+
+    private void sendHeartbeats() {
+        long intervalMillis = Durations.toMillis(settings.heartbeatInterval());
+        try {
+            while (!ended && !server.isClosed()) {
+                Thread.sleep(intervalMillis);
+                channel.trySend(RendezvousProtocol.HEARTBEAT, EMPTY);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (Throwable e) {
+            closeSocket(); // the read loop sees the connection end and reports it
+        }
+    }
+
+    private void enforceHandshakeDeadline() {
+        try {
+            Thread.sleep(Durations.toMillis(settings.handshakeTimeout()));
+        } catch (InterruptedException e) {
+            return; // the handshake completed or the connection ended
+        }
+        if (!established && !ended && rank < 0) {
+            server.warn("rendezvous server closes the connection from " + peer + ": no authenticated handshake within "
+                    + Durations.format(settings.handshakeTimeout()) + " (idle or slow client)");
+            closeSocket();
+        }
+    }
+
+    private void sendQuietly(byte type, byte[] body) {
+        try {
+            channel.send(type, body);
+        } catch (Throwable e) {
+            FailSafeLog.log(LOG, System.Logger.Level.DEBUG, () -> "could not send " + RendezvousProtocol.typeName(type) + " to "
+                    + peer + ": " + e);
+        }
+    }
+
+    void closeSocket() {
+        try {
+            socket.close();
+        } catch (IOException e) {
+            FailSafeLog.log(LOG, System.Logger.Level.DEBUG, () -> "ignored error while closing " + socket + ": " + e);
+        }
+    }
+}
