@@ -1,0 +1,241 @@
+/*
+ * ar4j Llama example: the kernels a Llama decoder needs besides cuBLAS GEMMs and ar4j's
+ * all-reduce / residual + RMSNorm, as the flat C ABI of libar4j_llama_kernels.so.
+ *
+ * Plain C for jextract and any FFI. Conventions shared by every entry point:
+ *  - Returns an int: 0 (AR4J_LLAMA_OK) once the work is enqueued, a cudaError_t value
+ *    (1 .. 9999) when a CUDA launch failed, or a named code >= 10000 (enum ar4j_llama_status)
+ *    for a bad argument; ar4j_llama_error_string() names every code. Nothing is enqueued
+ *    when an argument is refused.
+ *  - Device pointers are void* (bf16 data: IEEE bfloat16, 2 bytes, little-endian) or typed
+ *    pointers; `stream` is a cudaStream_t (NULL is the legacy default stream). Every kernel
+ *    runs on the calling thread's current device, on `stream`.
+ *  - Capturable into CUDA graphs: no allocation, no synchronisation, no host read of device
+ *    memory, no host state that changes between calls. Values that change from one replay
+ *    to the next (token ids, positions) are therefore read from device memory by the kernels.
+ *  - pdl != 0 launches with programmatic stream serialization (PDL, cudaLaunchKernelEx):
+ *    each kernel executes griddepcontrol.wait before its first global memory access (a no-op
+ *    below sm_90 and in a launch without the attribute).
+ *  - Storage is bf16, arithmetic fp32. Where the reference (Hugging Face transformers,
+ *    LlamaForCausalLM in bf16, eager attention) rounds an intermediate to bf16, the kernel
+ *    rounds the same value at the same point (round to nearest even), as stated per function.
+ *  - Device-side errors: indices that live in device memory (token ids, positions) cannot be
+ *    checked at launch. A kernel that finds one out of range writes the named code into
+ *    *device_status (an int32 in device memory; the first error wins, a non-zero word is
+ *    never overwritten) and writes the fallback stated per function instead of reading or
+ *    writing out of bounds. device_status may be NULL (errors are then silent). The caller
+ *    zeroes the word and reads it back at its own synchronisation points.
+ *  - "Row stride" arguments are in elements (not bytes) between consecutive tokens' rows;
+ *    they let q, k and v be read in place from one fused QKV GEMM output, and gate/up from
+ *    one fused gate_up GEMM output.
+ *
+ * Tensor parallel: every size is the rank-local one (n_heads = heads of this rank, etc.).
+ */
+#ifndef AR4J_LLAMA_KERNELS_H
+#define AR4J_LLAMA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI version of this header; ar4j_llama_abi_version() returns the library's. */
+#define AR4J_LLAMA_ABI_VERSION 1
+
+/* Named status codes (cudaError_t values are below 10000). */
+enum ar4j_llama_status {
+    AR4J_LLAMA_OK = 0,
+    AR4J_LLAMA_ERROR_NULL_POINTER = 10001,   /* a required pointer argument was NULL */
+    AR4J_LLAMA_ERROR_SIZE = 10002,           /* a count or dimension outside its documented range */
+    AR4J_LLAMA_ERROR_HEAD_DIM = 10003,       /* head_dim not even or outside 2 .. AR4J_LLAMA_MAX_HEAD_DIM */
+    AR4J_LLAMA_ERROR_GQA = 10004,            /* n_heads is not a multiple of n_kv_heads */
+    AR4J_LLAMA_ERROR_POSITION = 10005,       /* a position outside [0, max_positions) */
+    AR4J_LLAMA_ERROR_TOKEN_ID = 10006,       /* a token id outside [0, vocab) */
+    AR4J_LLAMA_ERROR_VOCAB_RANGE = 10007,    /* not 0 <= vocab_start < vocab_end <= vocab */
+    AR4J_LLAMA_ERROR_DTYPE = 10008,          /* unknown dtype */
+    AR4J_LLAMA_ERROR_WORKSPACE = 10009,      /* workspace smaller than ar4j_llama_attention_workspace_bytes() */
+    AR4J_LLAMA_ERROR_SPLITS = 10010,         /* num_splits outside 1 .. AR4J_LLAMA_MAX_SPLITS */
+    AR4J_LLAMA_ERROR_STRIDE = 10011,         /* a row stride smaller than the row it must hold */
+    AR4J_LLAMA_ERROR_MISALIGNED = 10012,     /* a pointer not aligned to its element size (4 bytes for workspace) */
+    AR4J_LLAMA_ERROR_INVALID_ARGUMENT = 10013 /* another argument outside its documented range (e.g. a non-finite scale) */
+};
+
+/* dtype values (the numbering of ar4j's own ar4j_dtype). */
+enum ar4j_llama_dtype {
+    AR4J_LLAMA_DTYPE_FLOAT32 = 0,
+    AR4J_LLAMA_DTYPE_BFLOAT16 = 2
+};
+
+/* Limits. */
+enum ar4j_llama_limits {
+    AR4J_LLAMA_MAX_HEAD_DIM = 256,           /* head_dim: even, 2 .. 256 */
+    AR4J_LLAMA_MAX_SPLITS = 128,             /* attention: key-range splits per (token, head) */
+    AR4J_LLAMA_MAX_HIDDEN = 1 << 20          /* embedding: hidden elements per row */
+};
+
+/* The library's ABI version (AR4J_LLAMA_ABI_VERSION of the header it was built from). */
+int ar4j_llama_abi_version(void);
+
+/* A static string naming code: an ar4j_llama_status, a cudaError_t, or "unknown status". */
+const char *ar4j_llama_error_string(int code);
+
+/*
+ * Vocabulary-parallel embedding gather.
+ *   out[i, :] = table[ids[i] - vocab_start, :]   if vocab_start <= ids[i] < vocab_end
+ *             = 0                                 otherwise (another rank's row; the caller
+ *                                                 all-reduces the partial rows)
+ * ids: n int32 in device memory. table: (vocab_end - vocab_start) rows x hidden bf16, row
+ * stride hidden (this rank's shard of embed_tokens.weight). out: n x hidden bf16, contiguous.
+ * 1 <= n, 1 <= hidden <= AR4J_LLAMA_MAX_HIDDEN, 0 <= vocab_start < vocab_end <= vocab.
+ * Device-side: an id outside [0, vocab) yields a zero row and AR4J_LLAMA_ERROR_TOKEN_ID.
+ * Exact (a copy).
+ */
+int ar4j_llama_embedding(const int32_t *ids, int32_t n, const void *table, int32_t vocab_start,
+                         int32_t vocab_end, int32_t vocab, int32_t hidden, void *out,
+                         int32_t *device_status, int32_t pdl, void *stream);
+
+/*
+ * Rotary position embedding, in place on q and k (Hugging Face's rotate_half convention:
+ * element i pairs with element i + head_dim/2 of the same head).
+ * Token t's position is positions[t] (n int32 in device memory) or, when positions is NULL,
+ * start_pos + t. For each head and each i in [0, head_dim):
+ *   f   = fp32(position) * inv_freq[i mod head_dim/2]                   (fp32 multiply)
+ *   c   = bf16(cosf(f) * attention_scaling),  s = bf16(sinf(f) * attention_scaling)
+ *   r   = i < head_dim/2 ? -x[i + head_dim/2] : x[i - head_dim/2]
+ *   x'[i] = bf16( bf16(x[i] * c) + bf16(r * s) )
+ * which is HF's LlamaRotaryEmbedding (cos/sin in fp32, cast to bf16) followed by
+ * apply_rotary_pos_emb in bf16 (q * cos + rotate_half(q) * sin, each op rounded to bf16).
+ * inv_freq: head_dim/2 fp32 in device memory (the caller's, llama3 rope_scaling included);
+ * attention_scaling: HF's rotary attention_scaling (1.0 for default and llama3 rope).
+ * q: n tokens x n_heads x head_dim bf16, row stride q_row_stride (>= n_heads * head_dim);
+ * k: n tokens x n_kv_heads x head_dim bf16, row stride k_row_stride (>= n_kv_heads * head_dim).
+ * k may be NULL (q only) when n_kv_heads is 0; q and k must not overlap.
+ * 1 <= n; 1 <= n_heads; 0 <= n_kv_heads; head_dim even, 2 .. AR4J_LLAMA_MAX_HEAD_DIM;
+ * max_positions >= 1; with positions NULL: 0 <= start_pos and start_pos + n <= max_positions.
+ * Device-side: a position outside [0, max_positions) leaves that token's q and k unchanged
+ * and yields AR4J_LLAMA_ERROR_POSITION.
+ */
+int ar4j_llama_rope(void *q, int64_t q_row_stride, void *k, int64_t k_row_stride, int32_t n,
+                    int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, const float *inv_freq,
+                    float attention_scaling, const int32_t *positions, int32_t start_pos,
+                    int32_t max_positions, int32_t *device_status, int32_t pdl, void *stream);
+
+/*
+ * KV-cache append: copies the keys and values of n new tokens into one layer's caches.
+ *   k_cache[pos(t), h, :] = k[t, h, :],  v_cache[pos(t), h, :] = v[t, h, :]
+ * with pos(t) = positions[t] (device) or start_pos + t (positions NULL).
+ * k, v: n x n_kv_heads x head_dim bf16, row strides k_row_stride / v_row_stride
+ * (>= n_kv_heads * head_dim). k_cache, v_cache: max_positions x n_kv_heads x head_dim bf16,
+ * contiguous. 1 <= n; 1 <= n_kv_heads; head_dim 2 .. AR4J_LLAMA_MAX_HEAD_DIM, even;
+ * with positions NULL: 0 <= start_pos, start_pos + n <= max_positions.
+ * Device-side: a position outside [0, max_positions) is not written and yields
+ * AR4J_LLAMA_ERROR_POSITION. Exact (a copy).
+ */
+int ar4j_llama_kv_append(const void *k, int64_t k_row_stride, const void *v, int64_t v_row_stride,
+                         int32_t n, int32_t n_kv_heads, int32_t head_dim, void *k_cache,
+                         void *v_cache, int32_t max_positions, const int32_t *positions,
+                         int32_t start_pos, int32_t *device_status, int32_t pdl, void *stream);
+
+/*
+ * The key-range splits ar4j_llama_attention should use for n query tokens of n_heads heads
+ * against contexts up to max_context keys on a GPU of sm_count multiprocessors (a host-only
+ * heuristic: enough blocks to fill the GPU, at least ~64 keys per split). Returns 1 ..
+ * AR4J_LLAMA_MAX_SPLITS (1 for arguments <= 0).
+ */
+int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t max_context, int32_t sm_count);
+
+/* Bytes of device workspace ar4j_llama_attention needs for these arguments (0 when one is
+ * out of range): n * n_heads * num_splits * (head_dim + 2) * 4. */
+size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t head_dim,
+                                            int32_t num_splits);
+
+/*
+ * Causal grouped-query attention of n query tokens over one layer's KV cache: prefill
+ * (positions 0..n-1 or p..p+n-1), decode (n = 1) and verify (n = k draft tokens) alike.
+ * Query token t at position pos(t) (positions[t] from device memory, or start_pos + t)
+ * attends to cache rows 0 .. pos(t) inclusive, so the caller appends this step's k/v first
+ * (ar4j_llama_kv_append). Query head h reads KV head h / (n_heads / n_kv_heads).
+ * Arithmetic mirrors transformers' eager_attention_forward in bf16 (NOT sdpa/flash):
+ *   d_j = bf16(dot(q, k_j))             fp32 accumulation, rounded as the bf16 matmul output
+ *   s_j = bf16(d_j * scale)             scale: HF's scaling, head_dim ** -0.5 as fp32
+ *   p_j = bf16(expf(s_j - max_j s_j) / sum_j expf(s_j - max_j s_j))   softmax in fp32, cast to bf16
+ *   out = bf16(sum_j p_j * v_j)         fp32 accumulation
+ * computed in bounded memory for any context length: a first pass finds each key-range
+ * split's max and sum (online softmax), a second recomputes the scores and accumulates
+ * p_j * v_j with the global max and sum, a third adds the splits in a fixed order. The result
+ * is deterministic (same inputs, same num_splits: same bits); the fp32 sums are not in
+ * PyTorch's order, so it matches HF to bf16 rounding, not bitwise.
+ * q: n x n_heads x head_dim bf16, row stride q_row_stride (>= n_heads * head_dim).
+ * k_cache, v_cache: max_positions x n_kv_heads x head_dim bf16, contiguous.
+ * out: n x n_heads x head_dim bf16, row stride out_row_stride (>= n_heads * head_dim).
+ * workspace: >= ar4j_llama_attention_workspace_bytes(n, n_heads, head_dim, num_splits) bytes
+ * of device memory, 4-byte aligned, owned by this call until the kernels finish (one per
+ * stream in flight). 1 <= n; n_heads multiple of n_kv_heads >= 1; head_dim even,
+ * 2 .. AR4J_LLAMA_MAX_HEAD_DIM; 1 <= num_splits <= AR4J_LLAMA_MAX_SPLITS; scale finite > 0;
+ * with positions NULL: 0 <= start_pos, start_pos + n <= max_positions.
+ * Device-side: a position outside [0, max_positions) yields NaN for that token's output rows
+ * and AR4J_LLAMA_ERROR_POSITION.
+ */
+int ar4j_llama_attention(const void *q, int64_t q_row_stride, const void *k_cache,
+                         const void *v_cache, int32_t n, int32_t n_heads, int32_t n_kv_heads,
+                         int32_t head_dim, int32_t max_positions, const int32_t *positions,
+                         int32_t start_pos, float scale, void *out, int64_t out_row_stride,
+                         int32_t num_splits, void *workspace, size_t workspace_bytes,
+                         int32_t *device_status, int32_t pdl, void *stream);
+
+/*
+ * SwiGLU activation: out[r, c] = bf16( bf16(silu(gate[r, c])) * up[r, c] ),
+ * silu(x) = x / (1 + expf(-x)) in fp32 (HF: act_fn(gate_proj(x)) * up_proj(x) in bf16).
+ * gate, up: rows x cols bf16 with row strides gate_row_stride, up_row_stride (>= cols; e.g.
+ * both halves of one fused gate_up GEMM output); out: rows x cols, row stride out_row_stride
+ * (>= cols; may equal gate or up with the same stride). 1 <= rows, 1 <= cols.
+ */
+int ar4j_llama_silu_mul(const void *gate, int64_t gate_row_stride, const void *up,
+                        int64_t up_row_stride, void *out, int64_t out_row_stride, int32_t rows,
+                        int32_t cols, int32_t pdl, void *stream);
+
+/*
+ * Argmax of each row of logits (dtype AR4J_LLAMA_DTYPE_BFLOAT16 or _FLOAT32), as torch.argmax:
+ * the lowest index among equal maxima; a NaN counts as the maximum (the first NaN wins).
+ *   out_index[r] = index_offset + argmax_c logits[r, c]
+ *   out_value[r] = fp32(logits[r, out_index[r] - index_offset])   (when out_value != NULL)
+ * logits: rows x cols, row stride row_stride (>= cols) elements. index_offset: e.g. this
+ * rank's vocab_start, so that partial results of vocabulary shards can be compared.
+ * 1 <= rows, 1 <= cols, index_offset >= 0, index_offset + cols <= INT32_MAX.
+ */
+int ar4j_llama_argmax(int32_t dtype, const void *logits, int64_t row_stride, int32_t rows,
+                      int32_t cols, int32_t index_offset, int32_t *out_index, float *out_value,
+                      int32_t pdl, void *stream);
+
+/*
+ * Seeded random bf16 fill (synthetic weights), deterministic across runs and TP degrees:
+ * the value of an element is a function of (seed, its global row and column in the
+ * unsharded tensor) only, so every sharding of one tensor holds the same numbers.
+ *   dst[r * ld + c] = bf16(std * sqrt(3) * (2u - 1)),  u = uniform[0, 1) from a counter-based
+ *   hash (splitmix64) of (seed, (row_offset + r) * global_cols + col_offset + c)
+ * i.e. uniform with standard deviation std (e.g. 1/sqrt(fan_in)). dst: rows x cols bf16 of
+ * row stride ld (>= cols): this rank's block of a global tensor with global_cols columns,
+ * starting at (row_offset, col_offset). Derive one seed per tensor (e.g. a hash of its name).
+ * 1 <= rows, 1 <= cols, row_offset >= 0, col_offset >= 0, col_offset + cols <= global_cols,
+ * std finite >= 0.
+ */
+int ar4j_llama_fill_random_bf16(void *dst, int64_t rows, int64_t cols, int64_t ld,
+                                int64_t row_offset, int64_t col_offset, int64_t global_cols,
+                                uint64_t seed, float std, void *stream);
+
+/* dst[i] = bf16(value) for i in [0, count). count >= 1 (e.g. RMSNorm weights of 1.0). */
+int ar4j_llama_fill_bf16(void *dst, int64_t count, float value, void *stream);
+
+/* out[i] = fp32(in[i]) for count bf16 elements (exact). count >= 1. */
+int ar4j_llama_bf16_to_f32(const void *in, float *out, int64_t count, void *stream);
+
+/* out[i] = bf16(in[i]) for count fp32 elements (round to nearest even; NaN stays NaN). count >= 1. */
+int ar4j_llama_f32_to_bf16(const float *in, void *out, int64_t count, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AR4J_LLAMA_KERNELS_H */
