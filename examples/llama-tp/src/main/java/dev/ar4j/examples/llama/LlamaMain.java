@@ -62,7 +62,12 @@ public final class LlamaMain {
             return 2;
         }
         out.println(describe(options, layout));
-        return 0;
+        try {
+            return Runner.run(options, layout, out, err);
+        } catch (ModelFileException e) {
+            err.println("ar4j-llama: " + e.getMessage());
+            return 3;
+        }
     }
 
     /**

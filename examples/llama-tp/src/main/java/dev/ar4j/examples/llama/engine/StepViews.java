@@ -1,0 +1,18 @@
+package dev.ar4j.examples.llama.engine;
+
+import dev.ar4j.cuda.DeviceBuffer;
+
+/**
+ * The first {@code tokens} rows of the activation buffers the all-reduces take as buffers, made
+ * once per step kind so that a step makes no Java objects.
+ *
+ * @param tokens   rows
+ * @param partial  row-parallel partial sums
+ * @param residual the residual stream
+ * @param normed   the normed rows
+ * @param zeros    a zero residual (the first layer's)
+ * @param logits   the logits over the padded vocabulary
+ */
+record StepViews(int tokens, DeviceBuffer partial, DeviceBuffer residual, DeviceBuffer normed, DeviceBuffer zeros,
+                 DeviceBuffer logits) {
+}
