@@ -67,6 +67,17 @@ public final class LlamaMain {
         } catch (ModelFileException e) {
             err.println("ar4j-llama: " + e.getMessage());
             return 3;
+        } catch (RuntimeException e) {
+            err.println("ar4j-llama: " + e.getMessage());
+            for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+                err.println("  caused by: " + c);
+            }
+            if (Boolean.getBoolean("ar4j.llama.trace")) {
+                e.printStackTrace(err);
+            } else {
+                err.println("(-Dar4j.llama.trace=true in AR4J_LLAMA_JAVA_OPTS prints the stack trace)");
+            }
+            return 1;
         }
     }
 

@@ -38,8 +38,11 @@ final class Runner {
     private Runner() {
     }
 
-    static int run(LlamaOptions o, TensorParallelLayout layout, PrintStream out, PrintStream err) {
+    static int run(LlamaOptions o, TensorParallelLayout layout, PrintStream printed, PrintStream err) {
         boolean launched = System.getenv("WORLD_SIZE") != null;
+        // Under a launcher every process is one rank: rank 0 prints the results.
+        PrintStream out = launched && !"0".equals(System.getenv("RANK"))
+                ? new PrintStream(java.io.OutputStream.nullOutputStream()) : printed;
         ModelFolder folder = null;
         try {
             if (o.model() != null) {
@@ -60,8 +63,13 @@ final class Runner {
                     table.skipped(comm.flag(), skip);
                     continue;
                 }
-                Consumer<Communicator.Builder> cfg = b -> b.nccl(!o.ranksShareGpu())
-                        .algorithmPolicy(comm == CommMode.NCCL ? "nccl" : "auto");
+                Consumer<Communicator.Builder> cfg = b -> {
+                    b.nccl(!o.ranksShareGpu()).algorithmPolicy(comm == CommMode.NCCL ? "nccl" : "auto")
+                            .stagingBytes(s.stagingBytes());
+                    if (launched && o.shareGpu()) {
+                        b.device(0);
+                    }
+                };
                 try (RankGroup group = launched ? RankGroup.fromEnvironment(cfg) : RankGroup.threads(o.deviceOfRank(), cfg)) {
                     if (group.worldSize() != layout.tp()) {
                         err.println("ar4j-llama: the launcher started " + group.worldSize() + " ranks but --tp is "

@@ -89,8 +89,8 @@ public final class ConfigReader {
         try {
             return new LlamaConfig(hidden, f.requiredInt("intermediate_size"), f.requiredInt("num_hidden_layers"),
                     heads, kvHeads, headDim, f.requiredInt("vocab_size"), f.optionalInt("max_position_embeddings", 2048),
-                    f.optionalReal("rms_norm_eps", 1e-6), f.optionalReal("rope_theta", 10000.0),
-                    ropeScaling(root.get("rope_scaling"), file), f.optionalBool("tie_word_embeddings", false), dtype);
+                    f.optionalReal("rms_norm_eps", 1e-6), ropeTheta(f, root), rope(root, file),
+                    f.optionalBool("tie_word_embeddings", false), dtype);
         } catch (IllegalArgumentException e) {
             throw new ModelFileException(file + ": " + e.getMessage(), e);
         }
@@ -114,21 +114,52 @@ public final class ConfigReader {
         }
     }
 
+    /** {@code rope_parameters.rope_theta} (transformers 5), else the top-level {@code rope_theta}, else 10000. */
+    private static double ropeTheta(Fields f, Map<String, Object> root) {
+        Object params = root.get("rope_parameters");
+        if (params != null) {
+            Map<String, Object> p = JsonValues.object(params, f.file + ": rope_parameters");
+            if (p.get("rope_theta") != null) {
+                return JsonValues.realNumber(p.get("rope_theta"), f.file + ": rope_parameters.rope_theta");
+            }
+        }
+        return f.optionalReal("rope_theta", 10000.0);
+    }
+
+    /**
+     * The rope scaling: transformers 5 writes {@code rope_parameters} (type, theta and scaling in
+     * one object), earlier versions {@code rope_scaling}; {@code rope_parameters} wins when both are there.
+     */
+    private static RopeScaling rope(Map<String, Object> root, String file) {
+        Object params = root.get("rope_parameters");
+        if (params != null) {
+            return ropeScaling(params, file, "rope_parameters");
+        }
+        return ropeScaling(root.get("rope_scaling"), file, "rope_scaling");
+    }
+
     static RopeScaling ropeScaling(Object value, String file) {
+        return ropeScaling(value, file, "rope_scaling");
+    }
+
+    static RopeScaling ropeScaling(Object value, String file, String key) {
         if (value == null) {
             return null;
         }
-        Map<String, Object> m = JsonValues.object(value, file + ": rope_scaling");
+        Map<String, Object> m = JsonValues.object(value, file + ": " + key);
         Object type = m.get("rope_type") != null ? m.get("rope_type") : m.get("type");
-        String t = JsonValues.string(type, file + ": rope_scaling.rope_type");
+        if (type == null && key.equals("rope_parameters")) {
+            return null;
+        }
+        String t = JsonValues.string(type, file + ": " + key + ".rope_type");
         if (t.equals("default")) {
             return null;
         }
         if (!t.equals("llama3")) {
-            throw new ModelFileException(file + ": rope_scaling.rope_type is '" + t
+            throw new ModelFileException(file + ": " + key + ".rope_type is '" + t
                     + "'; this engine implements the llama3 rope scaling (or none) only");
         }
-        Fields f = new Fields(m, file + ": rope_scaling");
+        Fields f = new Fields(m, file + ": " + key);
         try {
             return new RopeScaling(f.requiredReal("factor"), f.requiredReal("low_freq_factor"),
                     f.requiredReal("high_freq_factor"), f.requiredInt("original_max_position_embeddings"));

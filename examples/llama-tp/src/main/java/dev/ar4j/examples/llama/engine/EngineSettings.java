@@ -36,4 +36,21 @@ public record EngineSettings(TensorParallelLayout layout, int context, int prefi
     public int maxTokens() {
         return Math.max(1, Math.max(prefillMax, draft));
     }
+
+    /**
+     * The communicator's staging buffer this engine needs, so that the largest all-reduce of a step
+     * fits ar4j's kernels (ranks sharing a GPU have no NCCL to fall back on): every all-reduce of the
+     * longest step (hidden rows), and the logits of a decode or verify step (or of every prompt
+     * position when logits are kept).
+     *
+     * @return bytes, at least ar4j's default and a multiple of 1 MiB
+     */
+    public long stagingBytes() {
+        long hiddenRows = 2L * maxTokens() * layout.config().hiddenSize();
+        long logitRows = keepLogits ? maxTokens() : Math.max(1, draft);
+        long logits = 2L * logitRows * layout.paddedVocab();
+        long need = Math.max(hiddenRows, logits);
+        long mib = 1L << 20;
+        return Math.max(dev.ar4j.Communicator.DEFAULT_STAGING_BYTES, (need + mib - 1) / mib * mib);
+    }
 }

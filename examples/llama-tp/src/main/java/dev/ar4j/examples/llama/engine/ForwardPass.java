@@ -23,8 +23,8 @@ import dev.ar4j.examples.llama.weights.WeightName.Kind;
  *   residual += allreduce(partial);  normed = rmsnorm(residual) * post_norm             (fused)
  *   gate_up = normed · Wgate_upᵀ;  act = silu(gate) * up;  partial = act · Wdownᵀ
  *   residual += allreduce(partial);  normed = rmsnorm(residual) * next input_norm | final norm  (fused)
- * logits[:, this rank's vocabulary] = normed · Wlm_headᵀ (zero elsewhere);  allreduce(logits)
- * argmax = argmax(logits[:, :vocab])
+ * logits[:, this rank's vocabulary] = normed[last rows] · Wlm_headᵀ (zero elsewhere);  allreduce(logits)
+ * argmax = argmax(logits[:, :vocab])        (the last rows: all of a decode or verify step, a prompt's last)
  * </pre>
  *
  * Every row-parallel all-reduce is ar4j's {@code allReduceResidualRmsNorm}; the logits'
@@ -74,8 +74,8 @@ final class ForwardPass {
         }
         long row = 2L * c.hiddenSize();
         return new StepViews(t, Activations.rows(act.partial, t, row), Activations.rows(act.residual, t, row),
-                Activations.rows(act.normed, t, row), Activations.rows(act.zeros, t, row),
-                Activations.rows(act.logits, t, 2L * layout.paddedVocab()));
+                Activations.rows(act.normed, t, row), Activations.rows(act.zeros, t, row), act.logits,
+                2L * layout.paddedVocab());
     }
 
     /**
@@ -84,8 +84,9 @@ final class ForwardPass {
      * @param v      the views for the step's token count
      * @param splits attention key-range splits for that count
      * @param timer  events around the all-reduces, or {@code null} (graphs)
+     * @param logitRows the last rows that get logits and an argmax (1 to {@code t}; a prompt needs only its last)
      */
-    void enqueue(StepViews v, int splits, CommTimer timer) {
+    void enqueue(StepViews v, int splits, CommTimer timer, int logitRows) {
         int t = v.tokens();
         int h = c.hiddenSize();
         int hd = c.headDim();
@@ -126,22 +127,27 @@ final class ForwardPass {
         }
 
         int vocabPad = layout.paddedVocab();
+        int rows = logitRows;
+        if (rows < 1 || rows > t) {
+            throw new IllegalArgumentException("logits of " + rows + " rows of a " + t + "-token step");
+        }
         if (layout.tp() > 1) {
-            v.logits().fillAsync(0, stream);
+            (rows == t ? v.logits() : v.logitRows(rows)).fillAsync(0, stream);
         }
         long logits = act.logits.address();
-        cublas.linear(w.get(w.plan().lmHead()).address(), act.normed.address(), logits + 2L * layout.vocabStart(rank),
-                t, layout.vocabPerRank(), h, h, vocabPad);
+        long lastNormed = act.normed.address() + 2L * h * (t - rows);
+        cublas.linear(w.get(w.plan().lmHead()).address(), lastNormed, logits + 2L * layout.vocabStart(rank), rows,
+                layout.vocabPerRank(), h, h, vocabPad);
         if (layout.tp() > 1) {
             if (timer != null) {
                 timer.before(stream);
             }
-            comm.allReduce(logits, logits, (long) t * vocabPad, DType.BFLOAT16, stream.handle());
+            comm.allReduce(logits, logits, (long) rows * vocabPad, DType.BFLOAT16, stream.handle());
             if (timer != null) {
                 timer.after(stream);
             }
         }
-        kernels.argmax(logits, vocabPad, t, c.vocabSize(), act.argmax.address(), act.argmaxValue.address());
+        kernels.argmax(logits, vocabPad, rows, c.vocabSize(), act.argmax.address(), act.argmaxValue.address());
     }
 
     /** residual = allreduce(partial) + residualIn; normed = rmsnorm(residual) * weight. */

@@ -50,6 +50,11 @@ public final class RankEngine implements AutoCloseable {
             throw new IllegalArgumentException("the communicator has " + comm.worldSize() + " ranks but --tp is "
                     + layout.tp());
         }
+        if (layout.vocabEnd(comm.rank()) <= layout.vocabStart(comm.rank())) {
+            throw new IllegalArgumentException("with --tp " + layout.tp() + " rank " + comm.rank()
+                    + " would hold only vocabulary padding (vocab_size " + layout.config().vocabSize()
+                    + ", " + layout.vocabPerRank() + " rows per rank): use fewer ranks");
+        }
         try {
             stream = own(CudaStream.create());
             status = own(DeviceBuffer.allocate(16));
@@ -74,8 +79,9 @@ public final class RankEngine implements AutoCloseable {
             act = own(new Activations(layout, s.maxTokens(), ws));
             io = own(new HostIo(s.maxTokens(), 2L * s.maxTokens() * layout.paddedVocab(), s.keepLogits()));
             forward = new ForwardPass(comm, stream, cublas, kernels, weights, act, cache);
-            decode = own(new StepRunner(forward, stream, act, status, io, 1, splits(1)));
-            verify = s.draft() > 0 ? own(new StepRunner(forward, stream, act, status, io, s.draft(), splits(s.draft())))
+            decode = own(new StepRunner(forward, stream, act, status, io, 1, splits(1), 1));
+            verify = s.draft() > 0
+                    ? own(new StepRunner(forward, stream, act, status, io, s.draft(), splits(s.draft()), s.draft()))
                     : null;
         stream.synchronize();
         } catch (RuntimeException e) {
@@ -137,7 +143,8 @@ public final class RankEngine implements AutoCloseable {
     }
 
     /**
-     * Runs the prompt eagerly at positions {@code 0 .. n-1} and returns the greedy next token.
+     * Runs the prompt eagerly at positions {@code 0 .. n-1} and returns the greedy next token. The
+     * logits of every prompt position are kept when the engine keeps logits, of the last one otherwise.
      *
      * @param prompt the token ids, 1 to {@code prefillMax} of them
      * @return the argmax of the last position's logits
@@ -147,14 +154,16 @@ public final class RankEngine implements AutoCloseable {
             throw new IllegalArgumentException("a prompt of " + prompt.length + " tokens; this engine takes 1.."
                     + settings.prefillMax());
         }
-        try (StepRunner step = new StepRunner(forward, stream, act, status, io, prompt.length, splits(prompt.length))) {
+        int rows = settings.keepLogits() ? prompt.length : 1;
+        try (StepRunner step = new StepRunner(forward, stream, act, status, io, prompt.length, splits(prompt.length),
+                rows)) {
             for (int i = 0; i < prompt.length; i++) {
                 io.setInput(i, prompt[i], i);
             }
             step.runEager(null);
             finish("prefill");
         }
-        return io.argmax(prompt.length - 1);
+        return io.argmax(rows - 1);
     }
 
     /**
@@ -246,8 +255,9 @@ public final class RankEngine implements AutoCloseable {
         return io;
     }
 
-    StepRunner eagerStep(int tokens) {
-        return new StepRunner(forward, stream, act, status, io, tokens, splits(tokens));
+    /** An eager step of {@code tokens} tokens with logits of the last {@code logitRows}. */
+    StepRunner eagerStep(int tokens, int logitRows) {
+        return new StepRunner(forward, stream, act, status, io, tokens, splits(tokens), logitRows);
     }
 
     void finishStep(String step) {

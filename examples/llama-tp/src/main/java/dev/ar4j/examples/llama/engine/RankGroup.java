@@ -23,7 +23,11 @@ import java.util.function.Consumer;
  */
 public final class RankGroup implements AutoCloseable {
 
-    /** Work of one rank. */
+    /**
+     * Work of one rank.
+     *
+     * @param <T> the result type
+     */
     @FunctionalInterface
     public interface RankWork<T> {
         /**

@@ -12,8 +12,8 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * One step of a fixed token count with its host I/O: the token ids and positions copied from
- * pinned host memory to the device, the forward pass, the argmax, the kernels' status word (and,
- * when kept, the logits) copied back to pinned memory. Run eagerly, or captured once into a CUDA
+ * pinned host memory to the device, the forward pass, the argmax of the last {@code logitRows}
+ * rows, the kernels' status word (and, when kept, those rows' logits) copied back to pinned memory. Run eagerly, or captured once into a CUDA
  * graph ({@link #capture}) and replayed ({@link #replay}), which makes no Java objects.
  */
 final class StepRunner implements AutoCloseable {
@@ -32,24 +32,26 @@ final class StepRunner implements AutoCloseable {
     private final MemorySegment hostArgmax;
     private final MemorySegment hostStatus;
     private final MemorySegment hostLogits;
+    private final int logitRows;
     private CudaGraphExec graph;
 
     StepRunner(ForwardPass forward, CudaStream stream, Activations act, DeviceBuffer status, HostIo io, int tokens,
-               int splits) {
+               int splits, int logitRows) {
         this.forward = forward;
         this.stream = stream;
         this.views = forward.views(tokens);
         this.splits = splits;
+        this.logitRows = logitRows;
         this.idsIn = act.ids.slice(0, 4L * tokens);
         this.positionsIn = act.positions.slice(0, 4L * tokens);
-        this.argmaxOut = act.argmax.slice(0, 4L * tokens);
+        this.argmaxOut = act.argmax.slice(0, 4L * logitRows);
         this.statusOut = status.slice(0, 4);
-        this.logitsOut = io.keepsLogits() ? views.logits() : null;
+        this.logitsOut = io.keepsLogits() ? views.logitRows(logitRows) : null;
         this.hostIds = io.ids().asSlice(0, 4L * tokens);
         this.hostPositions = io.positions().asSlice(0, 4L * tokens);
-        this.hostArgmax = io.argmax().asSlice(0, 4L * tokens);
+        this.hostArgmax = io.argmax().asSlice(0, 4L * logitRows);
         this.hostStatus = io.status();
-        this.hostLogits = io.keepsLogits() ? io.logits().asSlice(0, views.logits().byteSize()) : null;
+        this.hostLogits = io.keepsLogits() ? io.logits().asSlice(0, logitsOut.byteSize()) : null;
     }
 
     int tokens() {
@@ -60,10 +62,14 @@ final class StepRunner implements AutoCloseable {
         return splits;
     }
 
+    int logitRows() {
+        return logitRows;
+    }
+
     private void enqueue(CommTimer timer) {
         idsIn.copyFromAsync(hostIds, stream);
         positionsIn.copyFromAsync(hostPositions, stream);
-        forward.enqueue(views, splits, timer);
+        forward.enqueue(views, splits, timer, logitRows);
         argmaxOut.copyToAsync(hostArgmax, stream);
         statusOut.copyToAsync(hostStatus, stream);
         if (logitsOut != null) {

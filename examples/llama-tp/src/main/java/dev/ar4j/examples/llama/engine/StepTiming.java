@@ -62,7 +62,7 @@ public final class StepTiming {
         for (int i = 0; i < tokens; i++) {
             io.setInput(i, (i * 7 + 1) % e.settings().layout().config().vocabSize(), first + i);
         }
-        try (StepRunner eagerStep = e.eagerStep(tokens);
+        try (StepRunner eagerStep = e.eagerStep(tokens, graph == null ? 1 : tokens);
              CommTimer timer = new CommTimer(e.forwardPass().allReducesPerStep());
              CudaEvent start = CudaEvent.create();
              CudaEvent end = CudaEvent.create()) {

@@ -11,8 +11,19 @@ import dev.ar4j.cuda.DeviceBuffer;
  * @param residual the residual stream
  * @param normed   the normed rows
  * @param zeros    a zero residual (the first layer's)
- * @param logits   the logits over the padded vocabulary
+ * @param allLogits the whole logits buffer (rows over the padded vocabulary)
+ * @param logitRowBytes bytes of one row of logits
  */
 record StepViews(int tokens, DeviceBuffer partial, DeviceBuffer residual, DeviceBuffer normed, DeviceBuffer zeros,
-                 DeviceBuffer logits) {
+                 DeviceBuffer allLogits, long logitRowBytes) {
+
+    /** The logits of every row of the step. */
+    DeviceBuffer logits() {
+        return logitRows(tokens);
+    }
+
+    /** The first {@code rows} rows of logits. */
+    DeviceBuffer logitRows(int rows) {
+        return allLogits.slice(0, rows * logitRowBytes);
+    }
 }

@@ -27,7 +27,12 @@ public final class ModelFolder implements AutoCloseable {
     /** The index file of a sharded checkpoint. */
     public static final String INDEX_FILE = "model.safetensors.index.json";
 
-    /** Where one tensor lies. */
+    /**
+     * Where one tensor lies.
+     *
+     * @param file  the file that holds it
+     * @param entry its header entry
+     */
     public record Located(SafetensorsFile file, TensorEntry entry) {
         /**
          * The tensor's bytes.

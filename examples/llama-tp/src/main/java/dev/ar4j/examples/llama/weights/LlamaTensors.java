@@ -22,7 +22,12 @@ public final class LlamaTensors {
     /** The LM head, {@code [vocab, hidden]}; absent when the embeddings are tied. */
     public static final String LM_HEAD = "lm_head.weight";
 
-    /** A tensor the engine reads, with its expected shape. */
+    /**
+     * A tensor the engine reads, with its expected shape.
+     *
+     * @param name  the checkpoint name
+     * @param shape the shape the config makes it
+     */
     public record Expected(String name, long[] shape) {
     }
 

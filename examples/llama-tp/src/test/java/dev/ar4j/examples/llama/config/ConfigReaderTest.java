@@ -84,6 +84,22 @@ class ConfigReaderTest {
     }
 
     @Test
+    void readsTransformers5RopeParameters() {
+        LlamaConfig plain = ConfigReader.parse(SMALL.replace("\"rope_theta\": 500000.0",
+                "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0}"), "c");
+        assertEquals(10000.0, plain.ropeTheta());
+        assertNull(plain.ropeScaling());
+        LlamaConfig scaled = ConfigReader.parse(SMALL.replace("\"rope_theta\": 500000.0", """
+                "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                 "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}"""), "c");
+        assertEquals(500000.0, scaled.ropeTheta());
+        assertEquals(new RopeScaling(8.0, 1.0, 4.0, 64), scaled.ropeScaling());
+        mentions(refused(SMALL.replace("\"rope_theta\": 500000.0",
+                "\"rope_parameters\": {\"rope_type\": \"dynamic\", \"factor\": 2.0}")),
+                "rope_parameters.rope_type is 'dynamic'");
+    }
+
+    @Test
     void refusesWhatTheEngineDoesNotImplement() {
         mentions(refused(SMALL.replace("\"bfloat16\"", "\"float32\"")), "cfg.json", "torch_dtype is 'float32'");
         mentions(refused(SMALL.replace("LlamaForCausalLM", "MistralForCausalLM")), "LlamaForCausalLM only");
