@@ -15,7 +15,10 @@
  *    to the next (token ids, positions) are therefore read from device memory by the kernels.
  *  - pdl != 0 launches with programmatic stream serialization (PDL, cudaLaunchKernelEx):
  *    each kernel executes griddepcontrol.wait before its first global memory access (a no-op
- *    below sm_90 and in a launch without the attribute).
+ *    below sm_90 and in a launch without the attribute). Each kernel also triggers its
+ *    dependents at entry (griddepcontrol.launch_dependents), so a kernel launched after it WITH
+ *    the attribute must wait (griddepcontrol.wait) before reading its output, as these kernels
+ *    and ar4j's all-reduce kernels do; launches without the attribute (cuBLAS) are unaffected.
  *  - Storage is bf16, arithmetic fp32. Where the reference (Hugging Face transformers,
  *    LlamaForCausalLM in bf16, eager attention) rounds an intermediate to bf16, the kernel
  *    rounds the same value at the same point (round to nearest even), as stated per function.
@@ -112,8 +115,8 @@ int ar4j_llama_embedding(const int32_t *ids, int32_t n, const void *table, int32
  * q: n tokens x n_heads x head_dim bf16, row stride q_row_stride (>= n_heads * head_dim);
  * k: n tokens x n_kv_heads x head_dim bf16, row stride k_row_stride (>= n_kv_heads * head_dim).
  * k may be NULL (q only) when n_kv_heads is 0; q and k must not overlap.
- * 1 <= n; 1 <= n_heads; 0 <= n_kv_heads; head_dim even, 2 .. AR4J_LLAMA_MAX_HEAD_DIM;
- * max_positions >= 1; with positions NULL: 0 <= start_pos and start_pos + n <= max_positions.
+ * 1 <= n; 1 <= n_heads; 0 <= n_kv_heads; n_heads + n_kv_heads <= 65535; head_dim even,
+ * 2 .. AR4J_LLAMA_MAX_HEAD_DIM; max_positions >= 1; with positions NULL: 0 <= start_pos and start_pos + n <= max_positions.
  * Device-side: a position outside [0, max_positions) leaves that token's q and k unchanged
  * and yields AR4J_LLAMA_ERROR_POSITION.
  */
@@ -164,7 +167,8 @@ size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t 
  *   out = bf16(sum_j p_j * v_j)         fp32 accumulation
  * computed in bounded memory for any context length: a first pass finds each key-range
  * split's max and sum (online softmax), a second recomputes the scores and accumulates
- * p_j * v_j with the global max and sum, a third adds the splits in a fixed order. The result
+ * p_j * v_j with the global max and sum, a third adds the splits in a fixed order (3 kernel
+ * launches; with num_splits 1, one kernel does both passes per (token, head)). The result
  * is deterministic (same inputs, same num_splits: same bits); the fp32 sums are not in
  * PyTorch's order, so it matches HF to bf16 rounding, not bitwise.
  * q: n x n_heads x head_dim bf16, row stride q_row_stride (>= n_heads * head_dim).
@@ -172,7 +176,9 @@ size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t 
  * out: n x n_heads x head_dim bf16, row stride out_row_stride (>= n_heads * head_dim).
  * workspace: >= ar4j_llama_attention_workspace_bytes(n, n_heads, head_dim, num_splits) bytes
  * of device memory, 4-byte aligned, owned by this call until the kernels finish (one per
- * stream in flight). 1 <= n; n_heads multiple of n_kv_heads >= 1; head_dim even,
+ * stream in flight). q, k_cache and v_cache 4-byte aligned and q_row_stride even (element
+ * pairs are loaded as bf16x2; AR4J_LLAMA_ERROR_MISALIGNED otherwise).
+ * 1 <= n; n * n_heads <= INT32_MAX; n_heads multiple of n_kv_heads >= 1; head_dim even,
  * 2 .. AR4J_LLAMA_MAX_HEAD_DIM; 1 <= num_splits <= AR4J_LLAMA_MAX_SPLITS; scale finite > 0;
  * with positions NULL: 0 <= start_pos, start_pos + n <= max_positions.
  * Device-side: a position outside [0, max_positions) yields NaN for that token's output rows
@@ -213,8 +219,12 @@ int ar4j_llama_argmax(int32_t dtype, const void *logits, int64_t row_stride, int
  * Seeded random bf16 fill (synthetic weights), deterministic across runs and TP degrees:
  * the value of an element is a function of (seed, its global row and column in the
  * unsharded tensor) only, so every sharding of one tensor holds the same numbers.
- *   dst[r * ld + c] = bf16(std * sqrt(3) * (2u - 1)),  u = uniform[0, 1) from a counter-based
- *   hash (splitmix64) of (seed, (row_offset + r) * global_cols + col_offset + c)
+ *   index = (row_offset + r) * global_cols + col_offset + c          (uint64)
+ *   h     = mix(mix(seed) ^ index), mix(z) = splitmix64's finalizer of z + 0x9E3779B97F4A7C15:
+ *           z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) * 0x94D049BB133111EB;
+ *           z ^ (z >> 31)
+ *   u     = (h >> 40) * 2^-24                                         (fp32, in [0, 1))
+ *   dst[r * ld + c] = bf16((2u - 1) * (std * 1.7320508f))             (fp32 ops, nearest even)
  * i.e. uniform with standard deviation std (e.g. 1/sqrt(fan_in)). dst: rows x cols bf16 of
  * row stride ld (>= cols): this rank's block of a global tensor with global_cols columns,
  * starting at (row_offset, col_offset). Derive one seed per tensor (e.g. a hash of its name).
