@@ -56,7 +56,9 @@ public final class RankEngine implements AutoCloseable {
                     + ", " + layout.vocabPerRank() + " rows per rank): use fewer ranks");
         }
         try {
-            stream = own(CudaStream.create());
+            // Non-blocking: no implicit order with the legacy stream, which another thread (a watchdog, a
+            // synchronous copy) may use while this stream is being captured.
+            stream = own(CudaStream.create(true, 0));
             status = own(DeviceBuffer.allocate(16));
             status.fill(0);
             DeviceBuffer workspace = own(DeviceBuffer.allocate(CUBLAS_WORKSPACE));
