@@ -37,6 +37,12 @@ public final class CublasLibrary {
         if (loaded == null) {
             Path p = locate(System.getenv(), System.getProperty("ar4j.cublas.path"));
             try {
+                // Its dependency first, from the same folder when it is there (the wheel's and the
+                // toolkit's libcublas find it through their $ORIGIN run path; this covers copies without one).
+                Path lt = p.toAbsolutePath().resolveSibling("libcublasLt.so.13");
+                if (java.nio.file.Files.isRegularFile(lt)) {
+                    System.load(lt.toString());
+                }
                 System.load(p.toAbsolutePath().toString());
             } catch (UnsatisfiedLinkError e) {
                 throw new EngineException("cannot load " + p + ": " + e.getMessage()
