@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# On the build machine (JDK 25, Maven, nvcc): prepares examples/llama-tp/.gpu/ (git-ignored) for
+# a GPU host that has no Java or Maven: the example's shaded jar (ar4j, the cuBLAS and kernel
+# bindings, libar4j_custom_ar.so and libar4j_llama_kernels.so for sm_90), its test classes, the
+# JUnit console launcher and a jlink'd Java runtime. Carry examples/llama-tp/.gpu and run
+# examples/llama-tp/bin/gpu-check.sh there. cuBLAS is not carried: the GPU host's
+# /usr/local/cuda/lib64/libcublas.so.13 is used (AR4J_CUBLAS_PATH overrides).
+#   AR4J_GENCODE   the GPU architectures (default here: sm_90 only, to keep .gpu small)
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+: "${JAVA_HOME:=/usr/lib/jvm/temurin-25-jdk-amd64}"
+export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
+export AR4J_GENCODE="${AR4J_GENCODE:--gencode=arch=compute_90,code=sm_90}"
+out=examples/llama-tp/.gpu
+mkdir -p "$out/lib"
+mvn -B -ntp -q -Dar4j.git.commit.id="$(git rev-parse HEAD 2>/dev/null || echo unknown)" -DskipTests \
+    -Dmaven.javadoc.skip=true -Dmaven.source.skip=true -pl examples/llama-tp -am package test-compile
+cp examples/llama-tp/target/ar4j-llama.jar "$out/lib/"
+rm -rf "$out/test-classes" && cp -r examples/llama-tp/target/test-classes "$out/test-classes"
+junit_platform=1.14.1
+if [[ ! -f "$out/lib/junit-platform-console-standalone-$junit_platform.jar" ]]; then
+  mvn -B -ntp -q dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:$junit_platform \
+      -DoutputDirectory="$out/lib"
+fi
+if [[ ! -x "$out/jre/bin/java" ]]; then
+  jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,jdk.zipfs \
+        --strip-debug --no-header-files --no-man-pages --compress zip-9 --output "$out/jre"
+fi
+du -sh "$out"

@@ -1,0 +1,152 @@
+package dev.ar4j.examples.llama;
+
+import dev.ar4j.Communicator;
+import dev.ar4j.examples.llama.bench.BenchTable;
+import dev.ar4j.examples.llama.cli.CommMode;
+import dev.ar4j.examples.llama.cli.LlamaOptions;
+import dev.ar4j.examples.llama.cli.RunMode;
+import dev.ar4j.examples.llama.engine.EngineSettings;
+import dev.ar4j.examples.llama.engine.RankEngine;
+import dev.ar4j.examples.llama.engine.RankGroup;
+import dev.ar4j.examples.llama.engine.StepKind;
+import dev.ar4j.examples.llama.engine.StepTiming;
+import dev.ar4j.examples.llama.engine.StepTiming.Figures;
+import dev.ar4j.examples.llama.safetensors.ModelFolder;
+import dev.ar4j.examples.llama.weights.LlamaTensors;
+import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.function.Consumer;
+
+/**
+ * Runs {@code generate} or {@code bench} for each {@code --comm}: forms the group (one JVM with
+ * every rank as a thread, or this process's rank under a launcher), opens one engine per rank,
+ * captures the graphs, does the work, closes everything.
+ */
+final class Runner {
+
+    static final Duration LOAD_TIMEOUT = Duration.ofMinutes(30);
+    static final Duration STEP_TIMEOUT = Duration.ofMinutes(10);
+
+    /** Why {@code --comm nccl-symm} is not offered yet (the public API lacks what it needs). */
+    static final String NCCL_SYMM_GAP = "needs NCCL window registration (ncclCommWindowRegister) and a residual + "
+            + "RMSNorm without an all-reduce, neither of which ar4j's public API has yet";
+
+    private Runner() {
+    }
+
+    static int run(LlamaOptions o, TensorParallelLayout layout, PrintStream printed, PrintStream err) {
+        boolean launched = System.getenv("WORLD_SIZE") != null;
+        // Under a launcher every process is one rank: rank 0 prints the results.
+        PrintStream out = launched && !"0".equals(System.getenv("RANK"))
+                ? new PrintStream(java.io.OutputStream.nullOutputStream()) : printed;
+        ModelFolder folder = null;
+        try {
+            if (o.model() != null) {
+                folder = ModelFolder.open(o.model());
+                LlamaTensors.check(folder, layout.config());
+            }
+            EngineSettings s = new EngineSettings(layout, o.context(), o.prompt().length, o.draft(), false, true,
+                    o.seed());
+            BenchTable table = o.mode() == RunMode.BENCH ? new BenchTable(out, LlamaMain.describe(o, layout)
+                    + (launched ? "; one JVM per rank" : "; GPUs " + Arrays.toString(o.deviceOfRank()))) : null;
+            for (CommMode comm : o.comms()) {
+                String skip = unavailable(o, comm);
+                if (skip != null) {
+                    if (table == null) {
+                        err.println("ar4j-llama: --comm " + comm.flag() + ": " + skip);
+                        return 2;
+                    }
+                    table.skipped(comm.flag(), skip);
+                    continue;
+                }
+                Consumer<Communicator.Builder> cfg = b -> {
+                    b.nccl(!o.ranksShareGpu()).algorithmPolicy(comm == CommMode.NCCL ? "nccl" : "auto")
+                            .stagingBytes(s.stagingBytes());
+                    if (launched && o.shareGpu()) {
+                        b.device(0);
+                    }
+                };
+                try (RankGroup group = launched ? RankGroup.fromEnvironment(cfg) : RankGroup.threads(o.deviceOfRank(), cfg)) {
+                    if (group.worldSize() != layout.tp()) {
+                        err.println("ar4j-llama: the launcher started " + group.worldSize() + " ranks but --tp is "
+                                + layout.tp());
+                        return 2;
+                    }
+                    runOne(o, s, folder, group, comm, table, out);
+                }
+            }
+            return 0;
+        } finally {
+            if (folder != null) {
+                folder.close();
+            }
+        }
+    }
+
+    private static String unavailable(LlamaOptions o, CommMode comm) {
+        if (comm == CommMode.NCCL_SYMM) {
+            return NCCL_SYMM_GAP;
+        }
+        if (comm == CommMode.NCCL && o.ranksShareGpu()) {
+            return "NCCL refuses two ranks on one GPU (the ranks share a GPU here)";
+        }
+        return null;
+    }
+
+    private static void runOne(LlamaOptions o, EngineSettings s, ModelFolder folder, RankGroup group, CommMode comm,
+                               BenchTable table, PrintStream out) {
+        List<RankEngine> engines = group.onEveryRank("loading the weights", LOAD_TIMEOUT,
+                (i, c) -> RankEngine.open(c, s, folder, out));
+        try {
+            group.onEveryRank("capturing the graphs", STEP_TIMEOUT, (i, c) -> {
+                engines.get(i).captureGraphs();
+                return null;
+            });
+            if (table == null) {
+                List<int[]> tokens = group.onEveryRank("generating", STEP_TIMEOUT,
+                        (i, c) -> Generation.generate(engines.get(i), o.prompt(), o.steps()));
+                for (int[] t : tokens) {
+                    if (!Arrays.equals(t, tokens.get(0))) {
+                        throw new IllegalStateException("the ranks generated different tokens: " + Arrays.toString(t)
+                                + " and " + Arrays.toString(tokens.get(0)));
+                    }
+                }
+                out.println("tokens: " + Generation.join(tokens.get(0)));
+                if (o.draft() > 0) {
+                    List<String> check = group.onEveryRank("verifying", STEP_TIMEOUT,
+                            (i, c) -> Generation.verifyAgainstDecode(engines.get(i), o.prompt().length, tokens.get(0)));
+                    out.println("verify (--draft " + o.draft() + "): " + check.get(0));
+                }
+            } else {
+                int p = o.prompt().length;
+                List<StepKind> kinds = o.draft() > 0 ? List.of(StepKind.PREFILL, StepKind.DECODE, StepKind.VERIFY)
+                        : List.of(StepKind.PREFILL, StepKind.DECODE);
+                for (StepKind k : kinds) {
+                    List<Figures> figures = group.onEveryRank("bench " + k, STEP_TIMEOUT,
+                            (i, c) -> StepTiming.measure(engines.get(i), k, p, o.steps(), 20));
+                    table.row(comm.flag(), slowest(figures));
+                }
+            }
+        } finally {
+            group.onEveryRank("closing the engines", STEP_TIMEOUT, (i, c) -> {
+                engines.get(i).close();
+                return null;
+            });
+        }
+    }
+
+    /** The local rank with the longest median (a step is as slow as its slowest rank). */
+    private static Figures slowest(List<Figures> figures) {
+        Figures worst = figures.get(0);
+        for (Figures f : figures) {
+            if (f.medianMillis() > worst.medianMillis()) {
+                worst = f;
+            }
+        }
+        return worst;
+    }
+}

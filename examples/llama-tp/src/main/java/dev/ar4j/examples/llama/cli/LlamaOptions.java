@@ -1,0 +1,113 @@
+package dev.ar4j.examples.llama.cli;
+
+import dev.ar4j.examples.llama.config.LlamaConfig;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * A parsed {@code ar4j-llama} command line ({@link OptionsParser} makes it and checks what it can
+ * without the model; {@link #checkAgainst} checks the rest once the config is known).
+ *
+ * @param model     {@code --model DIR}, or {@code null} with {@code --synthetic}
+ * @param synthetic {@code --synthetic NAME}, or {@code null} with {@code --model}
+ * @param tp        {@code --tp N}: ranks
+ * @param mode      {@code --mode}
+ * @param prompt    {@code --prompt}: the prompt's token ids
+ * @param steps     {@code --steps}: decode steps (generate) or timed replays per step kind (bench)
+ * @param draft     {@code --draft k}: draft tokens of a verify step (0: no verify step)
+ * @param comms     {@code --comm}: one mode, or several in bench
+ * @param shareGpu  {@code --share-gpu}: every rank on GPU 0 (ar4j without NCCL)
+ * @param devices   {@code --devices}: the GPU of each rank in one JVM, or {@code null} for 0..tp-1
+ * @param context   {@code --context}: KV-cache positions per sequence
+ * @param seed      {@code --seed}: the synthetic weights' seed
+ * @param help      {@code --help}
+ */
+public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, int[] prompt, int steps, int draft,
+                           List<CommMode> comms, boolean shareGpu, int[] devices, int context, long seed,
+                           boolean help) {
+
+    /**
+     * Copies the arrays and the list.
+     */
+    public LlamaOptions {
+        prompt = prompt == null ? null : prompt.clone();
+        devices = devices == null ? null : devices.clone();
+        comms = List.copyOf(comms);
+    }
+
+    /**
+     * The prompt.
+     *
+     * @return a copy of the prompt's token ids
+     */
+    @Override
+    public int[] prompt() {
+        return prompt == null ? null : prompt.clone();
+    }
+
+    /**
+     * The device mapping.
+     *
+     * @return a copy of {@code --devices}, or {@code null}
+     */
+    @Override
+    public int[] devices() {
+        return devices == null ? null : devices.clone();
+    }
+
+    /**
+     * The GPU each rank of one JVM drives: {@code --devices}, all 0 with {@code --share-gpu}, else 0..tp-1.
+     *
+     * @return one CUDA ordinal per rank
+     */
+    public int[] deviceOfRank() {
+        if (devices != null) {
+            return devices.clone();
+        }
+        int[] d = new int[tp];
+        for (int i = 0; i < tp; i++) {
+            d[i] = shareGpu ? 0 : i;
+        }
+        return d;
+    }
+
+    /**
+     * Whether some GPU drives two ranks (then NCCL cannot be used).
+     *
+     * @return {@code true} when {@link #deviceOfRank()} repeats an ordinal
+     */
+    public boolean ranksShareGpu() {
+        int[] d = deviceOfRank();
+        return java.util.Arrays.stream(d).distinct().count() < d.length;
+    }
+
+    /**
+     * Checks what needs the model's config: the context against {@code max_position_embeddings},
+     * the prompt, steps and draft against the context, the token ids against the vocabulary.
+     *
+     * @param c the model's config
+     * @throws UsageException naming the option and the limit
+     */
+    public void checkAgainst(LlamaConfig c) {
+        if (context > c.maxPositionEmbeddings()) {
+            throw new UsageException("--context " + context + " is more than the model's max_position_embeddings "
+                    + c.maxPositionEmbeddings());
+        }
+        long needed = (long) prompt.length + steps + draft;
+        if (mode == RunMode.GENERATE && needed > context) {
+            throw new UsageException("the prompt (" + prompt.length + " tokens) + --steps " + steps + " + --draft "
+                    + draft + " need " + needed + " positions, more than --context " + context);
+        }
+        if (mode == RunMode.BENCH && (long) prompt.length + 1 + draft > context) {
+            throw new UsageException("the prompt (" + prompt.length + " tokens) + 1 + --draft " + draft
+                    + " positions do not fit --context " + context);
+        }
+        for (int i = 0; i < prompt.length; i++) {
+            if (prompt[i] >= c.vocabSize()) {
+                throw new UsageException("--prompt: token " + i + " is " + prompt[i] + ", outside the vocabulary of "
+                        + c.vocabSize());
+            }
+        }
+    }
+}

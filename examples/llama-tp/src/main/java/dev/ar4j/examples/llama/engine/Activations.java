@@ -1,0 +1,82 @@
+package dev.ar4j.examples.llama.engine;
+
+import dev.ar4j.cuda.DeviceBuffer;
+import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One rank's activation buffers for steps of up to {@code maxTokens} tokens (bf16 unless said):
+ * the residual stream, the normed input of the next projection, the row-parallel partial sums
+ * (all-reduced), a zero residual for the first layer, the fused QKV and gate/up outputs, the
+ * attention output, the logits over the padded vocabulary, and the int32 token ids, positions and
+ * argmax. Owns every buffer.
+ */
+final class Activations implements AutoCloseable {
+
+    final int maxTokens;
+    final int hidden;
+    final DeviceBuffer residual;
+    final DeviceBuffer normed;
+    final DeviceBuffer partial;
+    final DeviceBuffer zeros;
+    final DeviceBuffer qkv;
+    final DeviceBuffer attention;
+    final DeviceBuffer gateUp;
+    final DeviceBuffer logits;
+    final DeviceBuffer ids;
+    final DeviceBuffer positions;
+    final DeviceBuffer argmax;
+    final DeviceBuffer argmaxValue;
+    final DeviceBuffer attentionWorkspace;
+    private final List<DeviceBuffer> owned = new ArrayList<>();
+
+    Activations(TensorParallelLayout layout, int maxTokens, long attentionWorkspaceBytes) {
+        this.maxTokens = maxTokens;
+        this.hidden = layout.config().hiddenSize();
+        long t = maxTokens;
+        try {
+            residual = bf16(t * hidden);
+            normed = bf16(t * hidden);
+            partial = bf16(t * hidden);
+            zeros = bf16(t * hidden);
+            qkv = bf16(t * layout.qkvWidthPerRank());
+            attention = bf16(t * layout.queryWidthPerRank());
+            gateUp = bf16(t * layout.gateUpWidthPerRank());
+            logits = bf16(t * layout.paddedVocab());
+            ids = own(4 * t);
+            positions = own(4 * t);
+            argmax = own(4 * t);
+            argmaxValue = own(4 * t);
+            attentionWorkspace = own(Math.max(16, attentionWorkspaceBytes));
+            for (DeviceBuffer b : owned) {
+                b.fill(0);
+            }
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    private DeviceBuffer bf16(long elements) {
+        return own(2 * elements);
+    }
+
+    private DeviceBuffer own(long bytes) {
+        DeviceBuffer b = DeviceBuffer.allocate((bytes + 15) / 16 * 16);
+        owned.add(b);
+        return b;
+    }
+
+    /** The first {@code tokens} rows of a buffer of rows of {@code rowBytes}. */
+    static DeviceBuffer rows(DeviceBuffer b, int tokens, long rowBytes) {
+        return b.slice(0, tokens * rowBytes);
+    }
+
+    @Override
+    public void close() {
+        owned.forEach(DeviceBuffer::close);
+        owned.clear();
+    }
+}

@@ -1,0 +1,164 @@
+package dev.ar4j.examples.llama.engine;
+
+import dev.ar4j.Communicator;
+import dev.ar4j.DType;
+import dev.ar4j.cuda.CudaStream;
+import dev.ar4j.cuda.DeviceBuffer;
+import dev.ar4j.examples.llama.config.LlamaConfig;
+import dev.ar4j.examples.llama.cublas.Cublas;
+import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import dev.ar4j.examples.llama.weights.WeightName;
+import dev.ar4j.examples.llama.weights.WeightName.Kind;
+
+/**
+ * Enqueues one step of the decoder on a rank's stream for {@code t} tokens whose ids and
+ * positions are already in device memory ({@link Activations#ids}, {@link Activations#positions}):
+ *
+ * <pre>
+ * partial  = embedding rows of this rank's vocabulary (zero elsewhere)
+ * residual = allreduce(partial) + 0;  normed = rmsnorm(residual) * input_norm[0]       (fused)
+ * per layer:
+ *   qkv = normed · Wqkvᵀ;  rope(q, k);  kv-cache[positions] = k, v;  attn = attention(q, cache)
+ *   partial = attn · Woᵀ
+ *   residual += allreduce(partial);  normed = rmsnorm(residual) * post_norm             (fused)
+ *   gate_up = normed · Wgate_upᵀ;  act = silu(gate) * up;  partial = act · Wdownᵀ
+ *   residual += allreduce(partial);  normed = rmsnorm(residual) * next input_norm | final norm  (fused)
+ * logits[:, this rank's vocabulary] = normed[last rows] · Wlm_headᵀ (zero elsewhere);  allreduce(logits)
+ * argmax = argmax(logits[:, :vocab])        (the last rows: all of a decode or verify step, a prompt's last)
+ * </pre>
+ *
+ * Every row-parallel all-reduce is ar4j's {@code allReduceResidualRmsNorm}; the logits'
+ * all-reduce is a plain one. Capturable: no allocation and no host synchronisation, given
+ * {@link StepViews} made beforehand.
+ */
+final class ForwardPass {
+
+    private final Communicator comm;
+    private final CudaStream stream;
+    private final Cublas cublas;
+    private final LlamaKernels kernels;
+    private final RankWeights w;
+    private final Activations act;
+    private final KvCache cache;
+    private final TensorParallelLayout layout;
+    private final LlamaConfig c;
+    private final int rank;
+    private final float eps;
+    private final float scale;
+
+    ForwardPass(Communicator comm, CudaStream stream, Cublas cublas, LlamaKernels kernels, RankWeights weights,
+                Activations activations, KvCache cache) {
+        this.comm = comm;
+        this.stream = stream;
+        this.cublas = cublas;
+        this.kernels = kernels;
+        this.w = weights;
+        this.act = activations;
+        this.cache = cache;
+        this.layout = weights.plan().layout();
+        this.c = layout.config();
+        this.rank = weights.plan().rank();
+        this.eps = (float) c.rmsNormEps();
+        this.scale = (float) Math.pow(c.headDim(), -0.5);
+    }
+
+    /** All-reduces in one step: the embedding's, two per layer, and the logits' (when tp > 1). */
+    int allReducesPerStep() {
+        return 1 + 2 * c.numHiddenLayers() + (layout.tp() > 1 ? 1 : 0);
+    }
+
+    /** The views of the activation buffers for steps of {@code t} tokens. */
+    StepViews views(int t) {
+        if (t < 1 || t > act.maxTokens) {
+            throw new IllegalArgumentException(t + " tokens in one step; this engine was set up for 1.." + act.maxTokens);
+        }
+        long row = 2L * c.hiddenSize();
+        return new StepViews(t, Activations.rows(act.partial, t, row), Activations.rows(act.residual, t, row),
+                Activations.rows(act.normed, t, row), Activations.rows(act.zeros, t, row), act.logits,
+                2L * layout.paddedVocab());
+    }
+
+    /**
+     * Enqueues the step.
+     *
+     * @param v      the views for the step's token count
+     * @param splits attention key-range splits for that count
+     * @param timer  events around the all-reduces, or {@code null} (graphs)
+     * @param logitRows the last rows that get logits and an argmax (1 to {@code t}; a prompt needs only its last)
+     */
+    void enqueue(StepViews v, int splits, CommTimer timer, int logitRows) {
+        int t = v.tokens();
+        int h = c.hiddenSize();
+        int hd = c.headDim();
+        int heads = layout.headsPerRank();
+        int kvHeads = layout.kvHeadsPerRank();
+        int qkvW = layout.qkvWidthPerRank();
+        int qW = layout.queryWidthPerRank();
+        int kvW = layout.keyValueWidthPerRank();
+        int inter = layout.intermediatePerRank();
+        int positions = cache.positions();
+
+        kernels.embedding(act.ids.address(), t, w.address(Kind.EMBEDDING, -1), layout.vocabStart(rank),
+                layout.vocabEnd(rank), c.vocabSize(), h, act.partial.address());
+        fused(v, v.zeros(), w.get(WeightName.of(Kind.INPUT_NORM, 0)), timer);
+
+        long qkv = act.qkv.address();
+        long k = qkv + 2L * qW;
+        long val = k + 2L * kvW;
+        for (int l = 0; l < c.numHiddenLayers(); l++) {
+            cublas.linear(w.address(Kind.QKV, l), act.normed.address(), qkv, t, qkvW, h, h, qkvW);
+            kernels.rope(qkv, qkvW, k, qkvW, t, heads, kvHeads, hd, w.invFreq().address(), act.positions.address(),
+                    positions);
+            kernels.kvAppend(k, qkvW, val, qkvW, t, kvHeads, hd, cache.keys(l), cache.values(l), positions,
+                    act.positions.address());
+            kernels.attention(qkv, qkvW, cache.keys(l), cache.values(l), t, heads, kvHeads, hd, positions,
+                    act.positions.address(), scale, act.attention.address(), qW, splits,
+                    act.attentionWorkspace.address(), act.attentionWorkspace.byteSize());
+            cublas.linear(w.address(Kind.OUT_PROJ, l), act.attention.address(), act.partial.address(), t, h, qW, qW, h);
+            fused(v, v.residual(), w.get(WeightName.of(Kind.POST_NORM, l)), timer);
+
+            long gateUp = act.gateUp.address();
+            cublas.linear(w.address(Kind.GATE_UP, l), act.normed.address(), gateUp, t, 2 * inter, h, h, 2 * inter);
+            kernels.siluMul(gateUp, 2L * inter, gateUp + 2L * inter, 2L * inter, gateUp, 2L * inter, t, inter);
+            cublas.linear(w.address(Kind.DOWN_PROJ, l), gateUp, act.partial.address(), t, h, inter, 2 * inter, h);
+            WeightName next = l + 1 < c.numHiddenLayers() ? WeightName.of(Kind.INPUT_NORM, l + 1)
+                    : WeightName.model(Kind.FINAL_NORM);
+            fused(v, v.residual(), w.get(next), timer);
+        }
+
+        int vocabPad = layout.paddedVocab();
+        int rows = logitRows;
+        if (rows < 1 || rows > t) {
+            throw new IllegalArgumentException("logits of " + rows + " rows of a " + t + "-token step");
+        }
+        if (layout.tp() > 1) {
+            (rows == t ? v.logits() : v.logitRows(rows)).fillAsync(0, stream);
+        }
+        long logits = act.logits.address();
+        long lastNormed = act.normed.address() + 2L * h * (t - rows);
+        cublas.linear(w.get(w.plan().lmHead()).address(), lastNormed, logits + 2L * layout.vocabStart(rank), rows,
+                layout.vocabPerRank(), h, h, vocabPad);
+        if (layout.tp() > 1) {
+            if (timer != null) {
+                timer.before(stream);
+            }
+            comm.allReduce(logits, logits, (long) rows * vocabPad, DType.BFLOAT16, stream.handle());
+            if (timer != null) {
+                timer.after(stream);
+            }
+        }
+        kernels.argmax(logits, vocabPad, rows, c.vocabSize(), act.argmax.address(), act.argmaxValue.address());
+    }
+
+    /** residual = allreduce(partial) + residualIn; normed = rmsnorm(residual) * weight. */
+    private void fused(StepViews v, DeviceBuffer residualIn, DeviceBuffer weight, CommTimer timer) {
+        if (timer != null) {
+            timer.before(stream);
+        }
+        comm.allReduceResidualRmsNorm(v.partial(), residualIn, weight, v.normed(), v.residual(), c.hiddenSize(), eps,
+                DType.BFLOAT16, stream);
+        if (timer != null) {
+            timer.after(stream);
+        }
+    }
+}

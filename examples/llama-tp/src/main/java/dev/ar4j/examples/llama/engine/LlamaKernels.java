@@ -1,0 +1,143 @@
+package dev.ar4j.examples.llama.engine;
+
+import dev.ar4j.examples.llama.kernels.LlamaKernelsLibrary;
+import dev.ar4j.examples.llama.kernels.bindings.kernels_h;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The example's kernels (see {@code native/include/ar4j_llama/kernels.h}) for one rank: every
+ * call is enqueued on this rank's stream, with its PDL setting and its device status word, and a
+ * non-zero return becomes an {@link EngineException} naming the call and the code. Addresses are
+ * device addresses of the rank's GPU.
+ */
+final class LlamaKernels {
+
+    /** {@code AR4J_LLAMA_DTYPE_BFLOAT16}. */
+    public static final int BF16 = 2;
+
+    private final MemorySegment stream;
+    private final MemorySegment status;
+    private final int pdl;
+
+    /**
+     * Binds the kernels to a rank.
+     *
+     * @param streamHandle the {@code cudaStream_t}
+     * @param statusWord   the device address of an int32 the kernels set on a device-side error (0 = none)
+     * @param pdl          whether to launch with programmatic dependent launch
+     */
+    public LlamaKernels(long streamHandle, long statusWord, boolean pdl) {
+        LlamaKernelsLibrary.load();
+        this.stream = MemorySegment.ofAddress(streamHandle);
+        this.status = MemorySegment.ofAddress(statusWord);
+        this.pdl = pdl ? 1 : 0;
+    }
+
+    private static MemorySegment at(long address) {
+        return MemorySegment.ofAddress(address);
+    }
+
+    /**
+     * Throws for a non-zero kernel status.
+     *
+     * @param code the returned code
+     * @param call the call, for the message
+     * @throws EngineException naming the call and the code
+     */
+    public static void check(int code, String call) {
+        if (code != 0) {
+            throw new EngineException(call + " failed: " + errorString(code) + " (" + code + ")");
+        }
+    }
+
+    /**
+     * The library's name for a code.
+     *
+     * @param code a status or {@code cudaError_t}
+     * @return its name
+     */
+    public static String errorString(int code) {
+        MemorySegment s = kernels_h.ar4j_llama_error_string(code);
+        return s.equals(MemorySegment.NULL) ? "unknown status" : s.reinterpret(256).getString(0);
+    }
+
+    /** Vocabulary-parallel embedding gather of {@code n} ids into {@code n x hidden} rows. */
+    void embedding(long ids, int n, long table, int vocabStart, int vocabEnd, int vocab, int hidden, long out) {
+        check(kernels_h.ar4j_llama_embedding(at(ids), n, at(table), vocabStart, vocabEnd, vocab, hidden, at(out), status,
+                pdl, stream), "ar4j_llama_embedding");
+    }
+
+    /** Rotary embedding in place on q and k, positions from device memory. */
+    void rope(long q, long qStride, long k, long kStride, int n, int heads, int kvHeads, int headDim, long invFreq,
+              long positions, int maxPositions) {
+        check(kernels_h.ar4j_llama_rope(at(q), qStride, at(k), kStride, n, heads, kvHeads, headDim, at(invFreq), 1.0f,
+                at(positions), 0, maxPositions, status, pdl, stream), "ar4j_llama_rope");
+    }
+
+    /** Appends n tokens' keys and values to one layer's caches. */
+    void kvAppend(long k, long kStride, long v, long vStride, int n, int kvHeads, int headDim, long kCache, long vCache,
+                  int maxPositions, long positions) {
+        check(kernels_h.ar4j_llama_kv_append(at(k), kStride, at(v), vStride, n, kvHeads, headDim, at(kCache), at(vCache),
+                maxPositions, at(positions), 0, status, pdl, stream), "ar4j_llama_kv_append");
+    }
+
+    /** Causal GQA attention of n query tokens over one layer's caches. */
+    void attention(long q, long qStride, long kCache, long vCache, int n, int heads, int kvHeads, int headDim,
+                   int maxPositions, long positions, float scale, long out, long outStride, int splits, long workspace,
+                   long workspaceBytes) {
+        check(kernels_h.ar4j_llama_attention(at(q), qStride, at(kCache), at(vCache), n, heads, kvHeads, headDim,
+                maxPositions, at(positions), 0, scale, at(out), outStride, splits, at(workspace), workspaceBytes, status,
+                pdl, stream), "ar4j_llama_attention");
+    }
+
+    /** SwiGLU: {@code out = silu(gate) * up}, rows x cols. */
+    void siluMul(long gate, long gateStride, long up, long upStride, long out, long outStride, int rows, int cols) {
+        check(kernels_h.ar4j_llama_silu_mul(at(gate), gateStride, at(up), upStride, at(out), outStride, rows, cols, pdl,
+                stream), "ar4j_llama_silu_mul");
+    }
+
+    /** Row-wise argmax of bf16 logits. */
+    void argmax(long logits, long rowStride, int rows, int cols, long outIndex, long outValue) {
+        check(kernels_h.ar4j_llama_argmax(BF16, at(logits), rowStride, rows, cols, 0, at(outIndex), at(outValue), pdl,
+                stream), "ar4j_llama_argmax");
+    }
+
+    /** Seeded random bf16 block of a global tensor. */
+    void fillRandom(long dst, long rows, long cols, long ld, long rowOffset, long colOffset, long globalCols, long seed,
+                    float std) {
+        check(kernels_h.ar4j_llama_fill_random_bf16(at(dst), rows, cols, ld, rowOffset, colOffset, globalCols, seed, std,
+                stream), "ar4j_llama_fill_random_bf16");
+    }
+
+    /** {@code count} bf16 copies of {@code value}. */
+    void fill(long dst, long count, float value) {
+        check(kernels_h.ar4j_llama_fill_bf16(at(dst), count, value, stream), "ar4j_llama_fill_bf16");
+    }
+
+    /**
+     * The key-range splits for attention of n tokens.
+     *
+     * @param n          query tokens
+     * @param heads      query heads of the rank
+     * @param maxContext the longest context
+     * @param smCount    the GPU's multiprocessors
+     * @return the splits, 1 to {@code AR4J_LLAMA_MAX_SPLITS}
+     */
+    public static int attentionSplits(int n, int heads, int maxContext, int smCount) {
+        return kernels_h.ar4j_llama_attention_splits(n, heads, maxContext, smCount);
+    }
+
+    /**
+     * Bytes of workspace the attention needs.
+     *
+     * @param n       query tokens
+     * @param heads   query heads of the rank
+     * @param headDim the head dimension
+     * @param splits  the key-range splits
+     * @return bytes (0 when an argument is out of range)
+     */
+    public static long attentionWorkspaceBytes(int n, int heads, int headDim, int splits) {
+        return kernels_h.ar4j_llama_attention_workspace_bytes(n, heads, headDim, splits);
+    }
+}

@@ -1,0 +1,127 @@
+package dev.ar4j.examples.llama.engine;
+
+import dev.ar4j.cuda.CudaEvent;
+
+import java.lang.management.ManagementFactory;
+import java.util.Arrays;
+
+/**
+ * Measurements of one rank's steps, run on the rank's thread (collective: every rank runs the
+ * same measurement at once): the median time of a step over CUDA events, the share of an eager
+ * step spent in its all-reduces, and the Java heap allocated by the replay loop.
+ */
+public final class StepTiming {
+
+    /**
+     * One step kind's figures on one rank.
+     *
+     * @param kind          the step
+     * @param tokens        tokens per step
+     * @param medianMillis  median step time (graph replays; prefill: eager runs)
+     * @param commShare     median share of an eager step inside its all-reduces, 0..1 (NaN at TP 1)
+     * @param allocatedBytes Java heap allocated by the step loop over {@code loopSteps} steps (-1: not measured)
+     * @param loopSteps     steps of the allocation loop
+     */
+    public record Figures(StepKind kind, int tokens, double medianMillis, double commShare, long allocatedBytes,
+                          int loopSteps) {
+        /**
+         * Tokens per second at the median.
+         *
+         * @return {@code tokens / median}
+         */
+        public double tokensPerSecond() {
+            return tokens * 1000.0 / medianMillis;
+        }
+    }
+
+    /** Keeps the loop's reads observable. */
+    private static volatile int lastSink;
+
+    private StepTiming() {
+    }
+
+    /**
+     * Measures a step kind on this rank.
+     *
+     * @param e        the rank's engine, graphs captured
+     * @param kind     the step
+     * @param position the first position the step's tokens take
+     * @param timed    timed steps (graph replays, and the allocation loop; prefill: at most 20 eager runs)
+     * @param eager    eager runs for the communication share
+     * @return the figures
+     */
+    public static Figures measure(RankEngine e, StepKind kind, int position, int timed, int eager) {
+        StepRunner graph = switch (kind) {
+            case DECODE -> e.decodeStep();
+            case VERIFY -> e.verifyStep();
+            case PREFILL -> null;
+        };
+        int tokens = kind == StepKind.PREFILL ? position : graph.tokens();
+        int first = kind == StepKind.PREFILL ? 0 : position;
+        HostIo io = e.io();
+        for (int i = 0; i < tokens; i++) {
+            io.setInput(i, (i * 7 + 1) % e.settings().layout().config().vocabSize(), first + i);
+        }
+        try (StepRunner eagerStep = e.eagerStep(tokens, graph == null ? 1 : tokens);
+             CommTimer timer = new CommTimer(e.forwardPass().allReducesPerStep());
+             CudaEvent start = CudaEvent.create();
+             CudaEvent end = CudaEvent.create()) {
+            double[] shares = new double[eager];
+            for (int i = 0; i < eager; i++) {
+                timer.reset();
+                start.record(e.stream());
+                eagerStep.runEager(timer);
+                end.record(e.stream());
+                e.finishStep(kind + " (eager)");
+                shares[i] = e.settings().layout().tp() > 1 ? timer.totalMillis() / end.elapsedMillisSince(start)
+                        : Double.NaN;
+            }
+            int runs = kind == StepKind.PREFILL ? Math.min(timed, 20) : timed;
+            double[] times = new double[runs];
+            for (int i = 0; i < runs; i++) {
+                start.record(e.stream());
+                if (graph != null) {
+                    graph.replay();
+                } else {
+                    eagerStep.runEager(null);
+                }
+                end.record(e.stream());
+                e.finishStep(kind.name());
+                times[i] = end.elapsedMillisSince(start);
+            }
+            long allocated = graph == null ? -1 : allocatedByReplays(e, graph, tokens, first, timed);
+            return new Figures(kind, tokens, median(times), eager == 0 ? Double.NaN : median(shares), allocated, timed);
+        }
+    }
+
+    /**
+     * The Java heap this thread allocates over {@code steps} steps of the serving loop: write the
+     * inputs, replay, wait, check the status, read the outputs.
+     */
+    static long allocatedByReplays(RankEngine e, StepRunner graph, int tokens, int first, int steps) {
+        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        HostIo io = e.io();
+        int sink = 0;
+        long before = mx.getCurrentThreadAllocatedBytes();
+        for (int s = 0; s < steps; s++) {
+            for (int i = 0; i < tokens; i++) {
+                io.setInput(i, sink & 1023, first + i);
+            }
+            graph.replay();
+            e.finishStep("replay");
+            for (int i = 0; i < tokens; i++) {
+                sink += io.argmax(i);
+            }
+        }
+        long after = mx.getCurrentThreadAllocatedBytes();
+        lastSink = sink;
+        return after - before;
+    }
+
+    static double median(double[] values) {
+        double[] v = values.clone();
+        Arrays.sort(v);
+        int n = v.length;
+        return n == 0 ? Double.NaN : n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    }
+}

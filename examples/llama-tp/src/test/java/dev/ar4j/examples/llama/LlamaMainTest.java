@@ -1,0 +1,58 @@
+package dev.ar4j.examples.llama;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The command's exit codes and messages for what is refused before any GPU work. */
+class LlamaMainTest {
+
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    private int run(String... args) {
+        return LlamaMain.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    private String errors() {
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void helpPrintsTheUsage() {
+        assertEquals(0, run("--help"));
+        assertTrue(out.toString(StandardCharsets.UTF_8).contains("usage: ar4j-llama"));
+    }
+
+    @Test
+    void usageErrorsExitWith2() {
+        assertEquals(2, run("--synthetic", "tiny", "--tp", "x"));
+        assertTrue(errors().contains("--tp: 'x' is not a whole number"), errors());
+        assertTrue(errors().contains("(try --help)"), errors());
+    }
+
+    @Test
+    void aDegreeThatDoesNotSplitTheModelExitsWith2() {
+        assertEquals(2, run("--synthetic", "llama3-8b", "--tp", "16"));
+        assertTrue(errors().contains("does not divide num_key_value_heads 8"), errors());
+    }
+
+    @Test
+    void aBadModelFolderExitsWith3(@TempDir Path dir) throws IOException {
+        assertEquals(3, run("--model", dir.toString()));
+        assertTrue(errors().contains("no config.json"), errors());
+        Files.writeString(dir.resolve("config.json"), "{\"hidden_size\": 8}");
+        assertEquals(3, run("--model", dir.toString()));
+        assertTrue(errors().contains("num_attention_heads is missing"), errors());
+    }
+}

@@ -1,0 +1,112 @@
+package dev.ar4j.examples.llama.cli;
+
+import dev.ar4j.examples.llama.config.SyntheticModels;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class OptionsParserTest {
+
+    private static void refused(String expected, String... args) {
+        UsageException e = assertThrows(UsageException.class, () -> OptionsParser.parse(args));
+        assertTrue(e.getMessage().contains(expected), () -> "'" + e.getMessage() + "' does not say '" + expected + "'");
+    }
+
+    @Test
+    void generateDefaults() {
+        LlamaOptions o = OptionsParser.parse("--synthetic", "tiny");
+        assertEquals("tiny", o.synthetic());
+        assertNull(o.model());
+        assertEquals(1, o.tp());
+        assertEquals(RunMode.GENERATE, o.mode());
+        assertArrayEquals(new int[] {1, 2, 3, 4}, o.prompt());
+        assertEquals(32, o.steps());
+        assertEquals(0, o.draft());
+        assertEquals(List.of(CommMode.AR4J), o.comms());
+        assertArrayEquals(new int[] {0}, o.deviceOfRank());
+        assertFalse(o.help());
+    }
+
+    @Test
+    void benchWithEveryOption() {
+        LlamaOptions o = OptionsParser.parse("--model=/m", "--tp", "2", "--mode", "bench", "--prompt", "5,6,7",
+                "--steps", "10", "--draft", "3", "--comm", "ar4j,nccl,nccl-symm", "--devices", "1,0", "--context",
+                "64", "--seed", "-3");
+        assertEquals(Path.of("/m"), o.model());
+        assertEquals(2, o.tp());
+        assertEquals(RunMode.BENCH, o.mode());
+        assertArrayEquals(new int[] {5, 6, 7}, o.prompt());
+        assertEquals(10, o.steps());
+        assertEquals(3, o.draft());
+        assertEquals(List.of(CommMode.AR4J, CommMode.NCCL, CommMode.NCCL_SYMM), o.comms());
+        assertArrayEquals(new int[] {1, 0}, o.deviceOfRank());
+        assertFalse(o.ranksShareGpu());
+        assertEquals(64, o.context());
+        assertEquals(-3, o.seed());
+    }
+
+    @Test
+    void benchDefaultsAndSharedGpu() {
+        LlamaOptions o = OptionsParser.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp", "4", "--share-gpu");
+        assertEquals(512, o.prompt().length);
+        assertEquals(1000, o.steps());
+        assertEquals(3, o.draft());
+        assertArrayEquals(new int[] {0, 0, 0, 0}, o.deviceOfRank());
+        assertTrue(o.ranksShareGpu());
+    }
+
+    @Test
+    void helpNeedsNothingElse() {
+        assertTrue(OptionsParser.parse("--help").help());
+    }
+
+    @Test
+    void errorsNameTheOption() {
+        refused("give --model DIR or --synthetic NAME");
+        refused("exclude each other", "--model", "/m", "--synthetic", "tiny");
+        refused("--synthetic: unknown model 'huge'; accepted: " + String.join(", ", SyntheticModels.NAMES),
+                "--synthetic", "huge");
+        refused("unknown option --tpp", "--synthetic", "tiny", "--tpp", "2");
+        refused("unexpected argument 'tiny'", "--synthetic", "tiny", "tiny");
+        refused("--tp needs a value", "--synthetic", "tiny", "--tp");
+        refused("--tp needs a value", "--synthetic", "tiny", "--tp", "--mode", "bench");
+        refused("--tp: 'two' is not a whole number", "--synthetic", "tiny", "--tp", "two");
+        refused("--tp must be 1..64, got 0", "--synthetic", "tiny", "--tp", "0");
+        refused("--tp is given twice", "--synthetic", "tiny", "--tp", "1", "--tp=2");
+        refused("--mode: unknown mode 'serve'", "--synthetic", "tiny", "--mode", "serve");
+        refused("--comm: unknown value 'mpi'", "--synthetic", "tiny", "--comm", "mpi");
+        refused("in --mode bench only", "--synthetic", "tiny", "--comm", "ar4j,nccl");
+        refused("--comm names nccl twice", "--synthetic", "tiny", "--mode", "bench", "--comm", "nccl,nccl");
+        refused("--prompt value 2", "--synthetic", "tiny", "--prompt", "1,x,3");
+        refused("--prompt: value 2 of '1,,3' is empty", "--synthetic", "tiny", "--prompt", "1,,3");
+        refused("--prompt value 1 must be 0..", "--synthetic", "tiny", "--prompt", "-1");
+        refused("--draft must be 1..64", "--synthetic", "tiny", "--mode", "bench", "--draft", "0");
+        refused("--draft must be 0..64", "--synthetic", "tiny", "--draft", "65");
+        refused("--devices names 1 GPUs but --tp is 2", "--synthetic", "tiny", "--tp", "2", "--devices", "0");
+        refused("--devices and --share-gpu exclude each other", "--synthetic", "tiny", "--share-gpu", "--devices", "0");
+        refused("--share-gpu takes no value", "--synthetic", "tiny", "--share-gpu=yes");
+    }
+
+    @Test
+    void checksAgainstTheModel() {
+        var tiny = SyntheticModels.byName("tiny");
+        OptionsParser.parse("--synthetic", "tiny", "--context", "64", "--steps", "60").checkAgainst(tiny);
+        UsageException room = assertThrows(UsageException.class, () -> OptionsParser.parse("--synthetic", "tiny",
+                "--context", "64", "--steps", "61").checkAgainst(tiny));
+        assertTrue(room.getMessage().contains("need 65 positions, more than --context 64"), room.getMessage());
+        UsageException max = assertThrows(UsageException.class, () -> OptionsParser.parse("--synthetic", "tiny",
+                "--context", "4096").checkAgainst(tiny));
+        assertTrue(max.getMessage().contains("max_position_embeddings 2048"), max.getMessage());
+        UsageException vocab = assertThrows(UsageException.class, () -> OptionsParser.parse("--synthetic", "tiny",
+                "--prompt", "1,4096").checkAgainst(tiny));
+        assertTrue(vocab.getMessage().contains("token 1 is 4096, outside the vocabulary of 4096"), vocab.getMessage());
+    }
+}

@@ -1,0 +1,200 @@
+package dev.ar4j.examples.llama.it;
+
+import dev.ar4j.examples.llama.config.ConfigReader;
+import dev.ar4j.examples.llama.config.LlamaConfig;
+import dev.ar4j.examples.llama.config.RotaryFrequencies;
+import dev.ar4j.examples.llama.engine.EngineSettings;
+import dev.ar4j.examples.llama.engine.RankEngine;
+import dev.ar4j.examples.llama.engine.RankGroup;
+import dev.ar4j.examples.llama.safetensors.ModelFolder;
+import dev.ar4j.examples.llama.weights.LlamaTensors;
+import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * The engine against Hugging Face transformers: the folders {@code reference/make_reference.py}
+ * writes (path: {@code -Dar4j.llama.reference=DIR} or {@code AR4J_LLAMA_REFERENCE}), loaded at
+ * TP 1, 2 and 4 with every rank on GPU 0 (ar4j's custom kernels without NCCL; TP 1 runs NCCL's
+ * one-rank all-reduce). For each model and degree:
+ * <ul>
+ *   <li>the rotary inverse frequencies equal the model's buffer (within 1 fp32 ulp);</li>
+ *   <li>the 33 greedy tokens (prefill, then 32 decode steps fed the reference's tokens) equal
+ *       transformers' exactly;</li>
+ *   <li>every logit of every prompt position and decode step is within {@link #TOLERANCE} of the
+ *       row's largest |reference logit| (max abs and relative error printed per step);</li>
+ *   <li>every rank's logits are bitwise the same;</li>
+ *   <li>verify steps of 3 draft tokens give the logits of the 3 decode steps within the same tolerance
+ *       and the same greedy tokens;</li>
+ *   <li>at TP 1, the run with every all-reduce forced to NCCL ({@code --comm nccl}) gives bitwise
+ *       the logits of the default run.</li>
+ * </ul>
+ */
+@Tag("gpu")
+class LlamaReferenceIT {
+
+    /** Logit error allowed, as a fraction of the row's largest |reference logit|: bf16 rounding
+     *  differences (RMSNorm rounded once instead of twice, fp32 sums in another order) over 4 layers. */
+    static final double TOLERANCE = 0.03;
+    static final int DRAFT = 3;
+    static final int CONTEXT = 64;
+    static final Duration STEP = Duration.ofMinutes(5);
+
+    /** What one rank saw. */
+    record RankRun(int[] tokens, float[][] prefill, float[][] decode, float[][] verify, int[] verifyTokens) {
+    }
+
+    static Path root() {
+        String dir = System.getProperty("ar4j.llama.reference", System.getenv("AR4J_LLAMA_REFERENCE"));
+        if (dir == null || !Files.isRegularFile(Path.of(dir, "index.json"))) {
+            fail("set -Dar4j.llama.reference (or AR4J_LLAMA_REFERENCE) to the OUT_DIR of reference/make_reference.py "
+                    + "(an index.json there); got " + dir);
+        }
+        return Path.of(dir);
+    }
+
+    static Stream<Arguments> cases() throws IOException {
+        List<Arguments> out = new ArrayList<>();
+        for (String name : ReferenceModel.names(root())) {
+            for (int tp : new int[] {1, 2, 4}) {
+                out.add(Arguments.of(name, tp));
+            }
+        }
+        return out.stream();
+    }
+
+    @ParameterizedTest(name = "{0} at TP {1}")
+    @MethodSource("cases")
+    void matchesTransformers(String name, int tp) throws IOException {
+        ReferenceModel ref = ReferenceModel.read(root(), name);
+        LlamaConfig c = ConfigReader.read(ref.modelDir());
+        float[] inv = RotaryFrequencies.of(c);
+        assertEquals(ref.invFreq().length, inv.length, "inv_freq length");
+        for (int i = 0; i < inv.length; i++) {
+            assertEquals(ref.invFreq()[i], inv[i], Math.ulp(ref.invFreq()[i]), name + " inv_freq[" + i + "]");
+        }
+        if (!ref.marginOk()) {
+            System.out.println(name + ": the reference says margin_ok=false: a near tie may flip a greedy token");
+        }
+        List<RankRun> ranks = run(ref, c, tp, "auto");
+        RankRun r0 = ranks.get(0);
+        for (int r = 1; r < ranks.size(); r++) {
+            RankRun other = ranks.get(r);
+            assertArrayEquals(r0.tokens(), other.tokens(), "rank " + r + " tokens");
+            for (int s = 0; s < r0.decode().length; s++) {
+                assertArrayEquals(r0.decode()[s], other.decode()[s], "rank " + r + " decode step " + s + " logits bits");
+            }
+            for (int s = 0; s < r0.prefill().length; s++) {
+                assertArrayEquals(r0.prefill()[s], other.prefill()[s], "rank " + r + " prefill row " + s);
+            }
+            for (int s = 0; s < r0.verify().length; s++) {
+                assertArrayEquals(r0.verify()[s], other.verify()[s], "rank " + r + " verify row " + s);
+            }
+        }
+        String label = name + " tp " + tp;
+        double worst = 0;
+        for (int s = 0; s < ref.prefillLogits().length; s++) {
+            worst = Math.max(worst, compare(label + " prefill row " + s, ref.prefillLogits()[s], r0.prefill()[s]));
+        }
+        for (int s = 0; s < ref.decodeLogits().length; s++) {
+            worst = Math.max(worst, compare(label + " decode step " + s, ref.decodeLogits()[s], r0.decode()[s]));
+        }
+        for (int s = 0; s < r0.verify().length; s++) {
+            worst = Math.max(worst, compare(label + " verify row " + s + " vs decode", r0.decode()[s], r0.verify()[s]));
+            assertEquals(r0.tokens()[s + 1], r0.verifyTokens()[s], label + " verify greedy token " + s);
+        }
+        System.out.printf(Locale.ROOT, "%s: worst relative logit error %.5f (tolerance %.3f)%n", label, worst, TOLERANCE);
+        assertArrayEquals(ref.tokens(), r0.tokens(), label + " greedy tokens (prefill + 32 decode steps)");
+        if (tp == 1) {
+            RankRun nccl = run(ref, c, 1, "nccl").get(0);
+            assertArrayEquals(r0.tokens(), nccl.tokens(), label + " --comm nccl tokens");
+            for (int s = 0; s < r0.decode().length; s++) {
+                assertArrayEquals(r0.decode()[s], nccl.decode()[s], label + " --comm nccl decode step " + s + " bits");
+            }
+        }
+    }
+
+    /** Prints and checks one row; returns its relative error. */
+    static double compare(String what, float[] expected, float[] actual) {
+        assertEquals(expected.length, actual.length, what + ": vocabulary");
+        double maxRef = 0;
+        double maxAbs = 0;
+        for (int i = 0; i < expected.length; i++) {
+            maxRef = Math.max(maxRef, Math.abs(expected[i]));
+            maxAbs = Math.max(maxAbs, Math.abs((double) expected[i] - actual[i]));
+        }
+        double rel = maxRef == 0 ? maxAbs : maxAbs / maxRef;
+        System.out.printf(Locale.ROOT, "%s: max abs error %.6f, max |logit| %.4f, relative %.5f%n", what, maxAbs, maxRef,
+                rel);
+        assertTrue(rel <= TOLERANCE, what + ": max abs error " + maxAbs + " is more than " + TOLERANCE
+                + " of the largest |logit| " + maxRef);
+        return rel;
+    }
+
+    static List<RankRun> run(ReferenceModel ref, LlamaConfig c, int tp, String policy) {
+        TensorParallelLayout layout = new TensorParallelLayout(c, tp);
+        int p = ref.prompt().length;
+        int steps = ref.decodeLogits().length;
+        EngineSettings settings = new EngineSettings(layout, CONTEXT, p, DRAFT, true, true, 1);
+        try (ModelFolder folder = ModelFolder.open(ref.modelDir());
+             RankGroup group = RankGroup.threads(new int[tp], b -> b.nccl(tp == 1).algorithmPolicy(policy)
+                     .stagingBytes(settings.stagingBytes()))) {
+            LlamaTensors.check(folder, c);
+            List<RankEngine> engines = group.onEveryRank("open", STEP, (i, comm) -> RankEngine.open(comm, settings,
+                    folder, null));
+            try {
+                return group.onEveryRank("reference run", STEP, (i, comm) -> runRank(engines.get(i), ref, p, steps));
+            } finally {
+                group.onEveryRank("close", STEP, (i, comm) -> {
+                    engines.get(i).close();
+                    return null;
+                });
+            }
+        }
+    }
+
+    static RankRun runRank(RankEngine e, ReferenceModel ref, int p, int steps) {
+        int[] tokens = new int[steps + 1];
+        float[][] prefill = new float[p][];
+        tokens[0] = e.prefill(ref.prompt());
+        for (int r = 0; r < p; r++) {
+            prefill[r] = e.logits(r);
+        }
+        e.captureGraphs();
+        float[][] decode = new float[steps][];
+        for (int s = 0; s < steps; s++) {
+            // Teacher forcing: feed the reference's token, so that one flipped token does not derail the rest.
+            tokens[s + 1] = e.decode(ref.tokens()[s], p + s);
+            decode[s] = e.logits(0);
+        }
+        int rows = steps / DRAFT * DRAFT;
+        float[][] verify = new float[rows][];
+        int[] verifyTokens = new int[rows];
+        int[] next = new int[DRAFT];
+        for (int j = 0; j + DRAFT <= steps; j += DRAFT) {
+            e.verify(Arrays.copyOfRange(ref.tokens(), j, j + DRAFT), p + j, next);
+            for (int i = 0; i < DRAFT; i++) {
+                verify[j + i] = e.logits(i);
+                verifyTokens[j + i] = next[i];
+            }
+        }
+        return new RankRun(tokens, prefill, decode, verify, verifyTokens);
+    }
+}

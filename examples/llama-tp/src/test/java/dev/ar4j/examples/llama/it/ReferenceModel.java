@@ -1,0 +1,74 @@
+package dev.ar4j.examples.llama.it;
+
+import com.fasterxml.jackson.jr.ob.JSON;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One model of the reference that {@code reference/make_reference.py} writes: its Hugging Face
+ * folder, the prompt, the 33 greedy tokens, the rotary inverse frequencies, and the logits of
+ * every prompt position and of the 32 decode steps (decode step i feeds {@code tokens[i]} at
+ * position {@code prompt.length + i}).
+ */
+record ReferenceModel(String name, Path modelDir, int[] prompt, int[] tokens, float[] invFreq, float[][] prefillLogits,
+                      float[][] decodeLogits, boolean marginOk) {
+
+    /** The model names of {@code OUT_DIR/index.json}. */
+    @SuppressWarnings("unchecked")
+    static List<String> names(Path root) throws IOException {
+        Map<String, Object> index = JSON.std.mapFrom(Files.readString(root.resolve("index.json")));
+        return (List<String>) index.get("models");
+    }
+
+    @SuppressWarnings("unchecked")
+    static ReferenceModel read(Path root, String name) throws IOException {
+        Path dir = root.resolve(name);
+        Map<String, Object> ref = JSON.std.mapFrom(Files.readString(dir.resolve("reference.json")));
+        int[] prompt = ints((List<Object>) ref.get("prompt"));
+        int[] tokens = ints((List<Object>) ref.get("tokens"));
+        Map<String, Object> rope = (Map<String, Object>) ref.get("rope");
+        List<Object> inv = (List<Object>) rope.get("inv_freq");
+        float[] invFreq = new float[inv.size()];
+        for (int i = 0; i < invFreq.length; i++) {
+            invFreq[i] = ((Number) inv.get(i)).floatValue();
+        }
+        float[][] prefill = matrix(dir, (Map<String, Object>) ref.get("prefill_logits"));
+        float[][] decode = matrix(dir, (Map<String, Object>) ref.get("decode_logits"));
+        Object ok = ref.get("margin_ok");
+        return new ReferenceModel(name, dir.resolve((String) ref.getOrDefault("model_dir", "model")), prompt, tokens,
+                invFreq, prefill, decode, Boolean.TRUE.equals(ok));
+    }
+
+    private static int[] ints(List<Object> values) {
+        int[] out = new int[values.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = ((Number) values.get(i)).intValue();
+        }
+        return out;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static float[][] matrix(Path dir, Map<String, Object> meta) throws IOException {
+        List<Object> shape = (List<Object>) meta.get("shape");
+        int rows = ((Number) shape.get(0)).intValue();
+        int cols = ((Number) shape.get(1)).intValue();
+        byte[] bytes = Files.readAllBytes(dir.resolve((String) meta.get("file")));
+        if (bytes.length != 4L * rows * cols) {
+            throw new IOException(dir.resolve((String) meta.get("file")) + ": " + bytes.length + " bytes, expected "
+                    + 4L * rows * cols + " for float32 " + shape);
+        }
+        FloatBuffer f = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+        float[][] out = new float[rows][cols];
+        for (int r = 0; r < rows; r++) {
+            f.get(out[r]);
+        }
+        return out;
+    }
+}
