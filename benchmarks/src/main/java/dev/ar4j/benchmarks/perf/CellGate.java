@@ -48,7 +48,7 @@ final class CellGate {
             if (a.isAr4j()) {
                 DispatchConfig config = DispatchConfig.builder().environment(Map.of()).systemProperties(new Properties())
                         .algorithmPolicy(a.policy().orElseThrow()).forceCustomOnPcie(forceCustomOnPcie).build();
-                forced.put(a, new AllReduceDispatcher(topology, config, stagingBytes,
+                forced.put(a, AllReduceDispatcher.of(topology, config, stagingBytes,
                         AlgorithmThresholds.forWorldSize(topology.worldSize())));
             }
         }
