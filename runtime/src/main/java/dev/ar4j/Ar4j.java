@@ -70,8 +70,8 @@ public final class Ar4j {
      * unless {@code -Dar4j.kernels.variant} or {@code AR4J_KERNELS_VARIANT} ({@code cu12} or
      * {@code cu13}) forces one. Runs the availability probe first.
      *
-     * @return e.g. "the driver supports CUDA 12.8 (cuDriverGetVersion 12080): loading cu12 (CUDA 12.4,
-     *         driver >= 525.60.13) (cu13 (CUDA 13.0, driver >= 580) needs a newer driver)"; empty when
+     * @return e.g. {@code the driver supports CUDA 12.8 (cuDriverGetVersion 12080): loading cu12 (CUDA 12.4,
+     *         driver >= 525.60.13) (cu13 (CUDA 13.0, driver >= 580) needs a newer driver)}; empty when
      *         the kernels were loaded from an explicit path ({@code AR4J_CUSTOMAR_PATH}) or their jar is
      *         absent
      */
