@@ -19,8 +19,9 @@ final class DriverCudaVersion {
         try {
             NativeLibraries.cudaDriver();
         } catch (RuntimeException | LinkageError e) {
-            return KernelsVariantChoice.Driver.unknown("libcuda.so.1 did not load: no NVIDIA driver here, or set "
-                    + NativeLibraries.Library.CUDA_DRIVER.environmentVariable() + "; " + firstLine(e));
+            return KernelsVariantChoice.Driver.unknown("libcuda.so.1 was not found or did not load: no NVIDIA driver"
+                    + " here, or " + NativeLibraries.Library.CUDA_DRIVER.environmentVariable() + " must name it; "
+                    + e.getClass().getSimpleName());
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);

@@ -106,8 +106,8 @@ record KernelsVariantChoice(Optional<KernelsVariant> variant, String reason) {
         }
         if (driver.cudaVersion().isEmpty()) {
             KernelsVariant newest = held.iterator().next();
-            return new KernelsVariantChoice(Optional.of(newest), driver.describe() + ": loading the newest variant"
-                    + " in the jar, " + newest.describe() + ", which runs only on such a driver");
+            return new KernelsVariantChoice(Optional.of(newest), driver.describe() + ": loading " + newest.describe()
+                    + ", the newest variant in the jar (no kernel runs without a driver)");
         }
         int version = driver.cudaVersion().getAsInt();
         List<String> passedOver = new ArrayList<>();

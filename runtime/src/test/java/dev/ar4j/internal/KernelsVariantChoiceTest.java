@@ -72,8 +72,8 @@ class KernelsVariantChoiceTest {
     void withoutADriverTheNewestInTheJarIsLoaded() {
         KernelsVariantChoice choice = unforced(Driver.unknown("libcuda.so.1 did not load"), BOTH);
         assertEquals(Optional.of(CU13), choice.variant());
-        assertTrue(choice.reason().startsWith("the CUDA driver's version is unknown (libcuda.so.1 did not load):"
-                + " loading the newest variant in the jar, cu13"), choice.reason());
+        assertEquals("the CUDA driver's version is unknown (libcuda.so.1 did not load): loading cu13 (CUDA 13.0,"
+                + " driver >= 580), the newest variant in the jar (no kernel runs without a driver)", choice.reason());
         assertEquals(Optional.of(CU12), unforced(Driver.unknown("x"), EnumSet.of(CU12)).variant());
     }
 
