@@ -17,11 +17,16 @@ mkdir -p "$out/native" "$out/lib"
 
 # Native test program and library (all architectures, as shipped).
 make -s -C cuda BUILD_DIR="$PWD/$out/native" LIB_DIR="$PWD/$out/native" OBJ_DIR="$PWD/cuda/target/gpu-obj" all
+# The same with the cu12 variant (CUDA 12.4, from cuda/toolchains/cuda12.sh, cached), into
+# .gpu/native-cu12: gpu/run-native.sh and gpu/run-one-gpu-checks.sh take it with AR4J_KERNELS_VARIANT=cu12.
+nvcc12=$(cuda/toolchains/cuda12.sh)
+make -s -C cuda VARIANT=cu12 NVCC="$nvcc12" BUILD_DIR="$PWD/$out/native-cu12" LIB_DIR="$PWD/$out/native-cu12" \
+  OBJ_DIR="$PWD/cuda/target/gpu-obj-cu12" all
 [[ "$what" == native ]] && exit 0
 
 # Jars and test classes.
 # HEAD's id for the manifests, also when HEAD is a merge (see pom.xml, ar4j.git.commit.id).
-mvn -B -ntp -q -Dar4j.git.commit.id="$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+mvn -B -ntp -q -Dar4j.git.commit.id="$(git rev-parse HEAD 2>/dev/null || echo unknown)" -Dar4j.nvcc.cu12="$nvcc12" \
     -DskipTests -Dmaven.javadoc.skip=true -Dmaven.source.skip=true package
 rm -f "$out"/lib/ar4j-*-sources.jar "$out"/lib/ar4j-*-javadoc.jar
 version=$(ar4j_version)

@@ -6,4 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source gpu/lib.sh
-exec .gpu/native/ar4j_native_test "$@"
+# AR4J_KERNELS_VARIANT=cu12: the program and library built with CUDA 12.4 (.gpu/native-cu12).
+native_dir=.gpu/native
+[[ "${AR4J_KERNELS_VARIANT:-}" == cu12 ]] && native_dir=.gpu/native-cu12
+exec "$native_dir/ar4j_native_test" "$@"

@@ -32,6 +32,10 @@ version=$(ar4j_version) || exit 2
 jars=$(ar4j_jars) || exit 2
 steps=("$@")
 [[ ${#steps[@]} -eq 0 ]] && steps=(native exits fused rmsnorm its timing consumer)
+# AR4J_KERNELS_VARIANT=cu12: the native programs built with CUDA 12.4 (.gpu/native-cu12); the JVM
+# steps read the same variable and load the jar's cu12 kernels.
+native_dir=.gpu/native
+[[ "${AR4J_KERNELS_VARIANT:-}" == cu12 ]] && native_dir=.gpu/native-cu12
 failed=()
 step() {  # name seconds command...
   local name="$1" limit="$2"; shift 2
@@ -45,10 +49,10 @@ step() {  # name seconds command...
 }
 for s in "${steps[@]}"; do
   case "$s" in
-    native)   step native 150 .gpu/native/ar4j_native_test --gpus 1 --ranks 2 --quick ;;
-    exits)    step exits 90 .gpu/native/ar4j_native_test --gpus 1 --ranks 4 --exits-only ;;
-    fused)    step fused 120 .gpu/native/ar4j_fused_test --ranks 2 --quick ;;
-    rmsnorm)  step rmsnorm 60 .gpu/native/ar4j_rmsnorm_test ;;
+    native)   step native 150 "$native_dir"/ar4j_native_test --gpus 1 --ranks 2 --quick ;;
+    exits)    step exits 90 "$native_dir"/ar4j_native_test --gpus 1 --ranks 4 --exits-only ;;
+    fused)    step fused 120 "$native_dir"/ar4j_fused_test --ranks 2 --quick ;;
+    rmsnorm)  step rmsnorm 60 "$native_dir"/ar4j_rmsnorm_test ;;
     its)      # The race step runs the 10,000 close-race rounds; here FailureContainmentOneJvmIT's own
               # race runs 400 (its default of 10,000 alone outlasts the step's limit).
               AR4J_IT_JAVA_OPTS="${AR4J_IT_JAVA_OPTS:--Dar4j.race.rounds=400 -Dar4j.race.seconds=120}" \

@@ -11,6 +11,13 @@
 #include "fused_kernels.cuh"
 #include "fused_one_stage.cuh"
 
+// The oldest toolkit the launches compile with: cudaLaunchKernelEx with the programmatic stream
+// serialization attribute (PDL) and griddepcontrol are in CUDA 12.0 (the cu12 variant is built
+// with 12.4, which has all of it, so neither variant lacks a feature the other has).
+#if !defined(CUDART_VERSION) || CUDART_VERSION < 12000
+#error "ar4j's kernels need a CUDA 12.0 or newer toolkit (cudaLaunchKernelEx, programmatic stream serialization)"
+#endif
+
 using namespace ar4j::host;
 
 namespace {

@@ -77,6 +77,23 @@ public final class Ar4j {
         return AvailabilityProbe.result();
     }
 
+    /**
+     * Which build of ar4j's kernels this JVM loaded from the {@code ar4j-cuda} jar, and why: the
+     * jar holds one per CUDA major ({@code cu13}: CUDA 13.0, NVIDIA driver 580 or newer;
+     * {@code cu12}: CUDA 12.4, driver 525.60.13 or newer), and the newest the driver runs is loaded,
+     * unless {@code -Dar4j.kernels.variant} or {@code AR4J_KERNELS_VARIANT} ({@code cu12} or
+     * {@code cu13}) forces one. Runs the availability probe first.
+     *
+     * @return e.g. {@code the driver supports CUDA 12.8 (cuDriverGetVersion 12080): loading cu12 (CUDA 12.4,
+     *         driver >= 525.60.13) (cu13 (CUDA 13.0, driver >= 580) needs a newer driver)}; empty when
+     *         the kernels were loaded from an explicit path ({@code AR4J_CUSTOMAR_PATH}) or their jar is
+     *         absent
+     */
+    public static Optional<String> kernelsVariant() {
+        AvailabilityProbe.result();
+        return dev.ar4j.internal.NativeLibraries.kernelsVariantChoice();
+    }
+
     /** The probe, run once. */
     private static final class AvailabilityProbe {
         private static final Optional<Throwable> RESULT = run();

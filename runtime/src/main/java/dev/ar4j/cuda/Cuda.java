@@ -245,8 +245,10 @@ public final class Cuda {
             MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
             int status = cuda_runtime_api_h.cudaDeviceGetP2PAttribute(out, attribute.code(), sourceDevice, destinationDevice);
             if (status != 0) {
+                String newInCuda13 = attribute == P2PAttribute.ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED
+                        ? "; this attribute is new in CUDA 13.0, unknown to a CUDA 12 runtime" : "";
                 throw CudaErrors.exception(status, "cudaDeviceGetP2PAttribute(" + attribute + ", " + sourceDevice
-                        + " -> " + destinationDevice + ")");
+                        + " -> " + destinationDevice + ")" + newInCuda13);
             }
             return out.get(ValueLayout.JAVA_INT, 0);
         }

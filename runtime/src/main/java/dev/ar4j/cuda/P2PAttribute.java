@@ -15,7 +15,11 @@ public enum P2PAttribute {
     NATIVE_ATOMIC_SUPPORTED(cuda_runtime_api_h.cudaDevP2PAttrNativeAtomicSupported()),
     /** 1 if CUDA arrays can be accessed over the link. */
     CUDA_ARRAY_ACCESS_SUPPORTED(cuda_runtime_api_h.cudaDevP2PAttrCudaArrayAccessSupported()),
-    /** 1 if only some native atomic operations are supported over the link. */
+    /**
+     * 1 if only some native atomic operations are supported over the link. New in CUDA 13.0: a
+     * CUDA 12 runtime does not know it and {@link Cuda#p2pAttribute} then throws a
+     * {@link CudaException} that says so.
+     */
     ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED(cuda_runtime_api_h.cudaDevP2PAttrOnlyPartialNativeAtomicSupported());
 
     private final int code;

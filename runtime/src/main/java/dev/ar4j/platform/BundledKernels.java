@@ -9,19 +9,25 @@ import java.net.URL;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.CodeSource;
+import java.util.EnumSet;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.Set;
 
 /**
- * The kernels library inside the {@code ar4j-cuda} jar (module {@code dev.ar4j.cuda}): finds it
- * for this platform, with the right diagnosis when the jar is absent (class path or module path),
- * puts it in the {@link NativeCache} and loads it from there. Where the cache cannot be used (not
+ * The kernels library inside the {@code ar4j-cuda} jar (module {@code dev.ar4j.cuda}): finds the
+ * variants it holds for this platform, with the right diagnosis when the jar is absent (class path
+ * or module path), chooses one by the driver's CUDA version ({@link KernelsVariantChoice}), puts it
+ * in the {@link NativeCache} and loads it from there. Where the cache cannot be used (not
  * writable, or on a file system mounted {@code noexec}), it loads a temporary copy that is deleted
  * right after {@code dlopen}, so that nothing is left behind either way.
  */
 final class BundledKernels {
 
     private static final System.Logger LOG = System.getLogger(BundledKernels.class.getName());
+
+    /** The last choice of a variant (the driver's version, the variant and why), for {@code Ar4j}. */
+    private static volatile String lastChoice;
 
     private BundledKernels() {
     }
@@ -53,11 +59,28 @@ final class BundledKernels {
                     + " there) only; this JVM runs on " + osName + "/" + osArch);
             return null;
         }
-        Optional<URL> resource = find(platform.get(), attempts);
-        if (resource.isEmpty()) {
+        Optional<Set<KernelsVariant>> bundled = find(platform.get(), attempts);
+        if (bundled.isEmpty()) {
             return null;
         }
-        String place = "ar4j-cuda jar resource " + BundledLibraries.kernelsResourceName(platform.get());
+        KernelsVariantChoice choice = KernelsVariantChoice.choose(
+                KernelsVariantChoice.Forced.from(System.getProperty(KernelsVariantChoice.PROPERTY),
+                        System.getenv(KernelsVariantChoice.ENVIRONMENT_VARIABLE)),
+                DriverCudaVersion.read(), bundled.get());
+        attempts.note("the kernels variant", choice.reason());
+        lastChoice = choice.reason();
+        if (choice.variant().isEmpty()) {
+            return null;
+        }
+        LOG.log(System.Logger.Level.INFO, "ar4j kernels: " + choice.reason());
+        String variant = choice.variant().get().directory();
+        Optional<URL> resource = BundledLibraries.kernels(platform.get(), variant);
+        if (resource.isEmpty()) {
+            attempts.note("the ar4j-cuda jar", BundledLibraries.kernelsResourceName(platform.get(), variant)
+                    + " vanished after it was listed");
+            return null;
+        }
+        String place = "ar4j-cuda jar resource " + BundledLibraries.kernelsResourceName(platform.get(), variant);
         NativeCache cache;
         try {
             cache = NativeCache.configured(System::getProperty, System::getenv);
@@ -80,25 +103,39 @@ final class BundledKernels {
     }
 
     /**
-     * The resource, or empty after noting why it is missing: the jar is not there (and where it
-     * should be), or it carries no library for this platform.
+     * The last choice of a kernels variant in this JVM: the driver's version, the variant loaded
+     * (or why none could be) and why.
+     *
+     * @return the choice's reason, or empty when the kernels were not loaded from the jar
      */
-    private static Optional<URL> find(String platform, LibrarySearch.Attempts attempts) {
-        String name = BundledLibraries.KERNELS_FILE_NAME;
-        Optional<URL> url;
+    static Optional<String> lastChoice() {
+        return Optional.ofNullable(lastChoice);
+    }
+
+    /**
+     * The variants the jar holds for this platform, or empty after noting why there are none:
+     * the jar is not there (and where it should be), or it carries no library for this platform.
+     */
+    private static Optional<Set<KernelsVariant>> find(String platform, LibrarySearch.Attempts attempts) {
+        Set<KernelsVariant> held = EnumSet.noneOf(KernelsVariant.class);
         try {
-            url = BundledLibraries.kernels(platform);
+            for (KernelsVariant variant : KernelsVariant.values()) {
+                if (BundledLibraries.kernels(platform, variant.directory()).isPresent()) {
+                    held.add(variant);
+                }
+            }
         } catch (NoClassDefFoundError e) {
             attempts.note("the ar4j-cuda jar (module dev.ar4j.cuda)", missingJar());
             return Optional.empty();
         }
-        if (url.isEmpty()) {
+        if (held.isEmpty()) {
             attempts.note("the ar4j-cuda jar (module dev.ar4j.cuda) at " + location(),
-                    "it carries no " + BundledLibraries.kernelsResourceName(platform) + " (built with"
-                            + " -Dar4j.native.skip=true, or for another platform than " + platform + "); "
-                            + name + " is not in it");
+                    "it carries no " + BundledLibraries.kernelsResourceName(platform, "<cu13|cu12>") + " (built"
+                            + " with -Dar4j.native.skip=true, or for another platform than " + platform + "); "
+                            + BundledLibraries.KERNELS_FILE_NAME + " is not in it");
+            return Optional.empty();
         }
-        return url;
+        return Optional.of(held);
     }
 
     /** Why the {@code dev.ar4j.natives} classes are not visible here, for the deployment at hand. */

@@ -47,7 +47,10 @@ import java.util.Set;
  *       run).</li>
  * </ol>
  * {@code libar4j_custom_ar} has no search: an explicit path, else the copy inside the
- * {@code ar4j-cuda} jar (module {@code dev.ar4j.cuda}), extracted into a content-addressed cache
+ * {@code ar4j-cuda} jar (module {@code dev.ar4j.cuda}) of the newest variant the driver runs
+ * ({@code cu13}: CUDA 13.0, driver 580 or newer; {@code cu12}: CUDA 12.4, driver 525.60.13 or
+ * newer; {@code ar4j.kernels.variant} or {@code AR4J_KERNELS_VARIANT} {@code =cu12|cu13} forces
+ * one; the choice is logged and {@link #kernelsVariantChoice()}), extracted into a content-addressed cache
  * directory ({@link NativeCache}: {@code ar4j.native.cacheDir}, {@code AR4J_NATIVE_CACHE_DIR},
  * default {@code ${XDG_CACHE_HOME:-~/.cache}/ar4j/native/<sha256>/}) and reused by later JVMs; where
  * that directory cannot be used, into a temporary file deleted right after it is loaded.
@@ -68,10 +71,11 @@ import java.util.Set;
 public final class NativeLibraries {
 
     /**
-     * Class-path resource of the bundled kernels in the {@code ar4j-cuda} jar on linux-x86_64
-     * (the platform built and tested; {@link BundledKernels} picks the one for this JVM).
+     * Class-path resource of the bundled kernels' cu13 variant in the {@code ar4j-cuda} jar on
+     * linux-x86_64 (the platform built and tested; {@link BundledKernels} picks the platform and
+     * variant for this JVM).
      */
-    public static final String CUSTOM_AR_RESOURCE = "META-INF/native/linux-x86_64/libar4j_custom_ar.so";
+    public static final String CUSTOM_AR_RESOURCE = "META-INF/native/linux-x86_64/cu13/libar4j_custom_ar.so";
 
     private static final System.Logger LOG = System.getLogger(NativeLibraries.class.getName());
 
@@ -225,6 +229,18 @@ public final class NativeLibraries {
     public static LoadedLibrary customAllReduce() {
         LoadedLibrary loaded = customAllReduce;
         return loaded != null ? loaded : load(Library.CUSTOM_ALL_REDUCE);
+    }
+
+    /**
+     * Which variant of the kernels was chosen from the {@code ar4j-cuda} jar, and why: the driver's
+     * CUDA version, the variant ({@code cu13} or {@code cu12}) and the reason, or why none could
+     * be loaded.
+     *
+     * @return the choice, or empty when the kernels have not been loaded from the jar (not yet, or
+     *         from an explicit path)
+     */
+    public static Optional<String> kernelsVariantChoice() {
+        return BundledKernels.lastChoice();
     }
 
     /**

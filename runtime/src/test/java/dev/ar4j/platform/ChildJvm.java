@@ -107,7 +107,7 @@ public final class ChildJvm {
             entries.add(toPath(URI.create(jar.substring(0, jar.indexOf("!/"))).toString()));
         } else if (kernels != null && kernels.getProtocol().equals("file")) {
             Path file = Path.of(URI.create(kernels.toString()));
-            entries.add(file.getRoot().resolve(file.subpath(0, file.getNameCount() - 4)).toString()); // strip META-INF/native/linux-x86_64/x.so
+            entries.add(file.getRoot().resolve(file.subpath(0, file.getNameCount() - 5)).toString()); // strip META-INF/native/linux-x86_64/cu13/x.so
         }
         return String.join(File.pathSeparator, entries);
     }

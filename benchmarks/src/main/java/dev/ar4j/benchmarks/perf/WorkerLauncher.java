@@ -53,7 +53,7 @@ final class WorkerLauncher {
      * Where the ar4j-cuda jar keeps the kernels library; the workers' class path gets that jar
      * when it is a jar of its own (a Maven or IDE class path rather than the shaded jar).
      */
-    static final String KERNELS_RESOURCE = "META-INF/native/linux-x86_64/libar4j_custom_ar.so";
+    static final String KERNELS_RESOURCE = "META-INF/native/linux-x86_64/cu13/libar4j_custom_ar.so";
 
     /**
      * Why {@code --share-gpu} refuses one JVM per rank ({@code --no-threads}). Measured on one H200
