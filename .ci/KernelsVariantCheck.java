@@ -1,4 +1,4 @@
-import dev.ar4j.internal.NativeLibraries;
+import dev.ar4j.platform.NativeLibraries;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,7 +20,7 @@ public class KernelsVariantCheck {
         String jar = args[0];
         String expected = args[1];
         String phrase = args[2];
-        int abi = dev.ar4j.kernels.CustomAllReduceKernels.abiVersion();
+        int abi = dev.ar4j.Ar4j.kernelsAbiVersion();
         String reason = dev.ar4j.Ar4j.kernelsVariant().orElse("");
         require(reason.contains("loading " + expected + " ("), "the reason names " + expected + ": " + reason);
         require(reason.contains(phrase), "the reason holds '" + phrase + "': " + reason);

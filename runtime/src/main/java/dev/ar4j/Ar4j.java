@@ -91,7 +91,7 @@ public final class Ar4j {
      */
     public static Optional<String> kernelsVariant() {
         AvailabilityProbe.result();
-        return dev.ar4j.internal.NativeLibraries.kernelsVariantChoice();
+        return dev.ar4j.platform.NativeLibraries.kernelsVariantChoice();
     }
 
     /** The probe, run once. */

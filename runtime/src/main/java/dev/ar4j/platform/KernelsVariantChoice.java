@@ -1,4 +1,4 @@
-package dev.ar4j.internal;
+package dev.ar4j.platform;
 
 import java.util.ArrayList;
 import java.util.EnumSet;

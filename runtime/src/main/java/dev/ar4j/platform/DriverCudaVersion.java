@@ -1,4 +1,4 @@
-package dev.ar4j.internal;
+package dev.ar4j.platform;
 
 import dev.ar4j.bindings.cudadrv.cuda_h;
 import java.lang.foreign.Arena;

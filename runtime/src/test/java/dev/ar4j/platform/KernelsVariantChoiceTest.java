@@ -1,15 +1,15 @@
-package dev.ar4j.internal;
+package dev.ar4j.platform;
 
-import dev.ar4j.internal.KernelsVariantChoice.Driver;
-import dev.ar4j.internal.KernelsVariantChoice.Forced;
+import dev.ar4j.platform.KernelsVariantChoice.Driver;
+import dev.ar4j.platform.KernelsVariantChoice.Forced;
 import org.junit.jupiter.api.Test;
 
 import java.util.EnumSet;
 import java.util.Optional;
 import java.util.Set;
 
-import static dev.ar4j.internal.KernelsVariant.CU12;
-import static dev.ar4j.internal.KernelsVariant.CU13;
+import static dev.ar4j.platform.KernelsVariant.CU12;
+import static dev.ar4j.platform.KernelsVariant.CU13;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
