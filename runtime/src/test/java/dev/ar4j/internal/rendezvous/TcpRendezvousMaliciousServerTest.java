@@ -126,7 +126,8 @@ class TcpRendezvousMaliciousServerTest {
     void aServerThatIsAlwaysBusyIsRetriedWithBackOffAndNamedAtTheDeadline() throws Exception {
         java.util.concurrent.atomic.AtomicInteger connections = new java.util.concurrent.atomic.AtomicInteger();
         try (ServerSocket listener = new ServerSocket(0, 64, InetAddress.getLoopbackAddress())) {
-            Thread fake = Thread.ofVirtual().start(() -> {
+            // A platform thread: the answer must not wait for a carrier thread on a loaded machine.
+            Thread fake = Thread.ofPlatform().daemon().start(() -> {
                 while (!listener.isClosed()) {
                     try (Socket socket = listener.accept()) {
                         connections.incrementAndGet();
@@ -143,15 +144,15 @@ class TcpRendezvousMaliciousServerTest {
             long start = System.nanoTime();
             RendezvousTimeoutException e = assertThrows(RendezvousTimeoutException.class, () -> TcpRendezvous.builder()
                     .rank(1).worldSize(2).serve(false).serverPort(listener.getLocalPort()).token(TOKEN)
-                    .connectTimeout(Duration.ofMillis(1_500)).connect());
+                    .connectTimeout(Duration.ofMillis(4_000)).connect());
             long elapsed = System.nanoTime() - start;
             listener.close();
             fake.join(Duration.ofSeconds(5));
             assertTrue(e.getMessage().contains("the server is busy"), e.getMessage());
             assertTrue(e.getMessage().contains("ar4j.rdzv.maxPendingConnections"), e.getMessage());
-            // Jittered back-off from 20 ms doubling to 1 s: several attempts in 1.5 s, not hundreds.
-            assertTrue(connections.get() >= 3 && connections.get() <= 40, connections.get() + " connections");
-            assertTrue(elapsed >= TimeUnit.MILLISECONDS.toNanos(1_400) && elapsed < TimeUnit.SECONDS.toNanos(4),
+            // Jittered back-off from 20 ms doubling to 1 s: several attempts in 4 s, not hundreds.
+            assertTrue(connections.get() >= 3 && connections.get() <= 60, connections.get() + " connections");
+            assertTrue(elapsed >= TimeUnit.MILLISECONDS.toNanos(3_900) && elapsed < TimeUnit.SECONDS.toNanos(10),
                     "gave up after " + elapsed / 1_000_000 + " ms");
         }
     }
