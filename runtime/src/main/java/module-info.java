@@ -12,7 +12,6 @@ module dev.ar4j.runtime {
     exports dev.ar4j;
     exports dev.ar4j.cuda;
     exports dev.ar4j.dispatch;
-    exports dev.ar4j.internal.kernels;
     exports dev.ar4j.nccl;
     exports dev.ar4j.rendezvous;
     // dev.ar4j.internal.peer and dev.ar4j.internal are implementation: not exported.
