@@ -12,8 +12,9 @@ module dev.ar4j.runtime {
     exports dev.ar4j;
     exports dev.ar4j.cuda;
     exports dev.ar4j.dispatch;
-    exports dev.ar4j.internal.kernels;
     exports dev.ar4j.nccl;
     exports dev.ar4j.rendezvous;
-    // dev.ar4j.internal.peer and dev.ar4j.internal are implementation: not exported.
+    // Not exported: dev.ar4j.internal.* (the engine behind Communicator: group setup, the
+    // custom-kernel path, peer memory, the rendezvous server and wire protocol) and
+    // dev.ar4j.platform (native library loading, build information).
 }

@@ -2,6 +2,7 @@ package dev.ar4j.internal.peer;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 
 /**
@@ -13,7 +14,7 @@ final class FakeIpc {
 
     static final long ALLOCATION_BYTES = 1 << 20;
 
-    final List<String> events = new ArrayList<>();
+    final List<String> events = Collections.synchronizedList(new ArrayList<>());  // both ranks' threads open
 
     static long base(int rank, int allocation) {
         return 0x10_0000_0000L * (rank + 1) + allocation * 0x1000_0000L;
