@@ -103,7 +103,17 @@ final class ServerDialer {
             if (last != null && System.nanoTime() - deadline >= 0) {
                 throw handshakeTimeout(rank, description, connectTimeout, refusals, busy, last);
             }
-            Socket socket = connectWithRetry(rank, host, port, description, deadline, connectTimeout);
+            Socket socket;
+            try {
+                socket = connectWithRetry(rank, host, port, description, deadline, connectTimeout);
+            } catch (RendezvousTimeoutException e) {
+                if (last == null) {
+                    throw e;
+                }
+                // The deadline ran out while reconnecting after a handshake that was turned away: that
+                // handshake (a busy server, most often) is the cause to name, not the last connect.
+                throw handshakeTimeout(rank, description, connectTimeout, refusals, busy, last);
+            }
             try {
                 socket.setTcpNoDelay(true);
                 socket.setKeepAlive(true);
