@@ -31,9 +31,9 @@ final class Runner {
     static final Duration LOAD_TIMEOUT = Duration.ofMinutes(30);
     static final Duration STEP_TIMEOUT = Duration.ofMinutes(10);
 
-    /** Why {@code --comm nccl-symm} is not offered yet (the public API lacks what it needs). */
-    static final String NCCL_SYMM_GAP = "needs NCCL window registration (ncclCommWindowRegister) and a residual + "
-            + "RMSNorm without an all-reduce, neither of which ar4j's public API has yet";
+    /** Why {@code --comm nccl-symm} is not offered yet. */
+    static final String NCCL_SYMM_GAP = "is not implemented yet: the engine does not register its buffers as NCCL "
+            + "windows (NcclCollectives.registerWindow) nor run the separate residual + RMSNorm (RmsNorm)";
 
     private Runner() {
     }
