@@ -156,8 +156,8 @@ AR4J_API int ar4j_set_launch_config(ar4j_context *ctx, int32_t max_blocks, int32
         (threads % 32) != 0) {
         return AR4J_ERROR_LAUNCH_CONFIG;
     }
-    CallGuard guard(ctx);
-    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    ContextUse use(ctx);
+    if (!use.owned) return AR4J_ERROR_CONCURRENT_USE;
     if (ctx->launched || ctx->geometry_state.load() != 0) return AR4J_ERROR_ALREADY_LAUNCHED;
     ctx->max_blocks = max_blocks;
     ctx->threads = threads;
@@ -169,8 +169,8 @@ AR4J_API int ar4j_set_launch_config(ar4j_context *ctx, int32_t max_blocks, int32
 AR4J_API int ar4j_set_pdl(ar4j_context *ctx, int32_t enabled) {
     if (ctx == nullptr) return AR4J_ERROR_NULL_POINTER;
     if (enabled != 0 && enabled != 1) return AR4J_ERROR_INVALID_ARGUMENT;
-    CallGuard guard(ctx);
-    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    ContextUse use(ctx);
+    if (!use.owned) return AR4J_ERROR_CONCURRENT_USE;
     ctx->pdl = enabled == 1;
     return AR4J_SUCCESS;
 }
@@ -183,8 +183,8 @@ AR4J_API int ar4j_pdl_active(const ar4j_context *ctx, int32_t *out) {
 
 AR4J_API int ar4j_debug_seed_push_generation(ar4j_context *ctx, uint64_t generation) {
     if (ctx == nullptr) return AR4J_ERROR_NULL_POINTER;
-    CallGuard guard(ctx);
-    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    ContextUse use(ctx);
+    if (!use.owned) return AR4J_ERROR_CONCURRENT_USE;
     if (ctx->launched) return AR4J_ERROR_ALREADY_LAUNCHED;
     std::vector<ar4j::PushState> state(kMaxBlocks);
     for (auto &st : state) {

@@ -139,11 +139,11 @@ struct DeviceScope {
 
 // Marks an entry point that changes the context as running; a second one at the same time
 // (another host thread) is refused with AR4J_ERROR_CONCURRENT_USE instead of racing.
-struct CallGuard {
+struct ContextUse {
     ar4j_context *ctx;
     bool owned;
-    explicit CallGuard(ar4j_context *c) : ctx(c), owned(!c->in_call.exchange(true, std::memory_order_acquire)) {}
-    ~CallGuard() {
+    explicit ContextUse(ar4j_context *c) : ctx(c), owned(!c->in_call.exchange(true, std::memory_order_acquire)) {}
+    ~ContextUse() {
         if (owned) ctx->in_call.store(false, std::memory_order_release);
     }
 };
@@ -168,7 +168,7 @@ int cuda_failed(ar4j_context *ctx, cudaError_t e);
 // Publishes this context's launch geometry word in its Signal (the side channel).
 cudaError_t publish_geometry(ar4j_context *ctx);
 
-// What every launch checks first, with the CallGuard held (see failure.cpp).
+// What every launch checks first, with the ContextUse held (see failure.cpp).
 int launch_failure(ar4j_context *ctx);
 
 // --- context.cpp -----------------------------------------------------------------------------

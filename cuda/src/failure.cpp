@@ -115,7 +115,7 @@ static int known_failure(ar4j_context *ctx) {
     return AR4J_SUCCESS;
 }
 
-// Compares every peer's published geometry with this context's, once. Caller holds the CallGuard.
+// Compares every peer's published geometry with this context's, once. Caller holds the ContextUse.
 static int check_geometry(ar4j_context *ctx) {
     const int state = ctx->geometry_state.load();
     if (state == 1) return AR4J_SUCCESS;
@@ -158,7 +158,7 @@ static int check_geometry(ar4j_context *ctx) {
 
 namespace ar4j::host {
 
-// What every launch checks first, with the CallGuard held: a geometry mismatch (named as such
+// What every launch checks first, with the ContextUse held: a geometry mismatch (named as such
 // on every call; it also poisoned the group), a failure this rank already knows of, and the
 // peers' geometry on the first call.
 int launch_failure(ar4j_context *ctx) {
@@ -173,8 +173,8 @@ int launch_failure(ar4j_context *ctx) {
 
 AR4J_API int ar4j_check_geometry(ar4j_context *ctx) {
     if (ctx == nullptr) return AR4J_ERROR_NULL_POINTER;
-    CallGuard guard(ctx);
-    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    ContextUse use(ctx);
+    if (!use.owned) return AR4J_ERROR_CONCURRENT_USE;
     return check_geometry(ctx);
 }
 

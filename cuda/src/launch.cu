@@ -161,8 +161,8 @@ AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype
     const uintptr_t ia = reinterpret_cast<uintptr_t>(in), oa = reinterpret_cast<uintptr_t>(out);
     const bool in_place = ia == oa;
     if (!in_place && ia < oa + bytes && oa < ia + bytes) return AR4J_ERROR_INVALID_ARGUMENT;
-    CallGuard guard(ctx);
-    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    ContextUse use(ctx);
+    if (!use.owned) return AR4J_ERROR_CONCURRENT_USE;
     int failure = launch_failure(ctx);
     if (failure != AR4J_SUCCESS) return failure;
     if (algorithm == AR4J_ALGO_TWO_STAGE && bytes > ctx->max_bytes) return AR4J_ERROR_TOO_LARGE;
@@ -287,8 +287,8 @@ AR4J_API int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorit
             return AR4J_ERROR_INVALID_ARGUMENT;
         }
     }
-    CallGuard guard(ctx);
-    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    ContextUse use(ctx);
+    if (!use.owned) return AR4J_ERROR_CONCURRENT_USE;
     int status = launch_failure(ctx);
     if (status != AR4J_SUCCESS) return status;
     status = check_device(ctx);

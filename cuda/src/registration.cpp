@@ -116,8 +116,8 @@ AR4J_API int ar4j_register_buffer(ar4j_context *ctx, const void *const *ptrs, si
         if (!aligned16(ptrs[r])) return AR4J_ERROR_MISALIGNED;
     }
     if (bytes == 0) return AR4J_ERROR_EMPTY;
-    CallGuard guard(ctx);
-    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    ContextUse use(ctx);
+    if (!use.owned) return AR4J_ERROR_CONCURRENT_USE;
     const uintptr_t base = reinterpret_cast<uintptr_t>(ptrs[ctx->rank]);
     if (base + bytes < base) return AR4J_ERROR_TOO_LARGE;
     for (const Registration &r : ctx->registrations) {
@@ -135,8 +135,8 @@ AR4J_API int ar4j_register_buffer(ar4j_context *ctx, const void *const *ptrs, si
 
 AR4J_API int ar4j_unregister_buffer(ar4j_context *ctx, const void *local) {
     if (ctx == nullptr || local == nullptr) return AR4J_ERROR_NULL_POINTER;
-    CallGuard guard(ctx);
-    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    ContextUse use(ctx);
+    if (!use.owned) return AR4J_ERROR_CONCURRENT_USE;
     const uintptr_t base = reinterpret_cast<uintptr_t>(local);
     auto it = std::find_if(ctx->registrations.begin(), ctx->registrations.end(),
                            [base](const Registration &r) { return r.base == base; });
@@ -159,7 +159,7 @@ namespace ar4j::host {
 // through it): the registration holding in (AR4J_ERROR_TOO_LARGE if [in, in + bytes) runs past its
 // end), or, while the stream captures a graph, a new slot recorded as a graph input (its pointers
 // come with ar4j_register_graph_inputs; NULL until then); else AR4J_ERROR_NOT_REGISTERED. Caller
-// holds the CallGuard and calls finish_input after the launch, whatever its outcome.
+// holds the ContextUse and calls finish_input after the launch, whatever its outcome.
 int resolve_input(ar4j_context *ctx, const void *in, size_t bytes, cudaStream_t stream, ResolvedInput *out) {
     *out = ResolvedInput{};
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -224,8 +224,8 @@ AR4J_API int ar4j_graph_pending_inputs(const ar4j_context *ctx, void **out, int3
 
 AR4J_API int ar4j_register_graph_inputs(ar4j_context *ctx, const void *const *ptrs, int32_t n) {
     if (ctx == nullptr || ptrs == nullptr) return AR4J_ERROR_NULL_POINTER;
-    CallGuard guard(ctx);
-    if (!guard.owned) return AR4J_ERROR_CONCURRENT_USE;
+    ContextUse use(ctx);
+    if (!use.owned) return AR4J_ERROR_CONCURRENT_USE;
     if (n < 0 || static_cast<size_t>(n) != ctx->pending.size()) return AR4J_ERROR_GRAPH_COUNT;
     const int ws = ctx->world_size;
     for (int32_t i = 0; i < n; ++i) {

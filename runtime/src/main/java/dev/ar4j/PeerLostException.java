@@ -2,8 +2,11 @@ package dev.ar4j;
 
 /**
  * A rank of the group is gone, or the group as a whole failed: the rendezvous saw a rank's
- * connection drop or its heartbeat stop, NCCL reported an asynchronous error, or the group was
- * aborted. The communicator that threw it is failed: close it and build a new group.
+ * connection drop or its heartbeat stop, a rank left before contributing or joined again as a new
+ * incarnation, the rendezvous server itself is gone, NCCL reported an asynchronous error, or the
+ * group was aborted. A rendezvous wait that needs the lost rank ends with it at once; a
+ * communicator that threw it is failed. Either way: close it and build a new group (restart every
+ * rank).
  */
 public final class PeerLostException extends Ar4jException {
     private static final long serialVersionUID = 1L;

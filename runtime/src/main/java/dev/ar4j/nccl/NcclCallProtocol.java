@@ -12,8 +12,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * communicator is closing or failed, or while another thread is inside a call on it), the native
  * call, settle (an {@code ncclInProgress} waited out, bounded by the communicator's timeout, ended
  * by an abort), exit, fail (a timeout aborts the communicator; a fatal NCCL error marks it failed).
- * Holds the communicator's first failure and the thread inside a call; the {@link CallGuard} is the
- * communicator's.
+ * Holds the communicator's first failure and the thread inside a call; the {@link NcclCallsInFlight}
+ * is the communicator's.
  */
 final class NcclCallProtocol {
     private final NcclCommunicator owner;
@@ -23,13 +23,13 @@ final class NcclCallProtocol {
     private final int nranks;
     private final Duration timeout;
     private final long timeoutNanos;
-    private final CallGuard guard;
+    private final NcclCallsInFlight inFlight;
     /** The thread inside a (non-observing) call, or null: NCCL takes one thread's calls at a time per communicator. */
     private final AtomicReference<Thread> caller = new AtomicReference<>();
     private volatile NcclException failure;
 
     NcclCallProtocol(NcclCommunicator owner, NcclCalls calls, MemorySegment comm, int rank, int nranks,
-                     Duration timeout, CallGuard guard) {
+                     Duration timeout, NcclCallsInFlight inFlight) {
         this.owner = owner;
         this.calls = calls;
         this.comm = comm;
@@ -37,7 +37,7 @@ final class NcclCallProtocol {
         this.nranks = nranks;
         this.timeout = timeout;
         this.timeoutNanos = NcclTiming.toNanos(timeout);
-        this.guard = guard;
+        this.inFlight = inFlight;
     }
 
     /** The first fatal failure, or null while the communicator has not failed. */
@@ -76,20 +76,20 @@ final class NcclCallProtocol {
 
     /** Counts a call in (and into the thread's open {@link NcclGroup}), or throws if closed or failed. */
     void enter(String call) {
-        if (!guard.enter()) {
+        if (!inFlight.enter()) {
             throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + ": the communicator is closed"
                     + " or aborted" + (failure == null ? "" : " after " + failure.getMessage()), failure);
         }
         NcclException failed = failure;
         if (failed != null) {
-            guard.exit();
+            inFlight.exit();
             throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + ": the communicator failed"
                     + " earlier and must be aborted (close() does that) and made again: " + failed.getMessage(), failed);
         }
         Thread me = Thread.currentThread();
         Thread holder = caller.compareAndExchange(null, me);
         if (holder != null && holder != me) {
-            guard.exit();
+            inFlight.exit();
             throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + " from thread '" + me.getName()
                     + "' while thread '" + holder.getName() + "' is inside an NCCL call on this communicator: NCCL"
                     + " takes the calls on one communicator from one thread at a time; serialise them, or give each"
@@ -103,20 +103,20 @@ final class NcclCallProtocol {
 
     /** Counts an observing call in (an {@link #asyncError()} from a watchdog): no claim on the thread, no group. */
     private void enterObserver(String call) {
-        if (!guard.enter()) {
+        if (!inFlight.enter()) {
             throw new IllegalStateException(call + ": the communicator is closed or aborted", failure);
         }
     }
 
     /** Counts a call in unless the communicator is closing (then false, not counted); no group join. */
     boolean enterIfOpen() {
-        return guard.enter();
+        return inFlight.enter();
     }
 
     /** Counts a call out (and releases the calling thread's claim, if it holds it). */
     void exit() {
         caller.compareAndSet(Thread.currentThread(), null);
-        guard.exit();
+        inFlight.exit();
     }
 
     /**
@@ -137,7 +137,7 @@ final class NcclCallProtocol {
     /** Waits out the {@code ncclInProgress} of a group that used this communicator, once the group has ended. */
     void settleGroup() {
         String call = "ncclGroupEnd";
-        if (!guard.enter()) {
+        if (!inFlight.enter()) {
             throw new IllegalStateException(call + " on rank " + rank + " of " + nranks + ": the communicator was closed"
                     + " or aborted while the group was open");
         }
@@ -155,7 +155,7 @@ final class NcclCallProtocol {
     /** Polls the state until it settles; between {@link #enter} and {@link #exit}. */
     int awaitState() {
         try (Arena arena = Arena.ofConfined()) {
-            AsyncStateWait.Result wait = AsyncStateWait.await(calls, comm, timeoutNanos, guard::isClosing,
+            AsyncStateWait.Result wait = AsyncStateWait.await(calls, comm, timeoutNanos, inFlight::isClosing,
                     arena.allocate(ValueLayout.JAVA_INT));
             return switch (wait.outcome()) {
                 case SETTLED -> wait.state();

@@ -17,9 +17,9 @@ final class NcclCommSplit {
     private NcclCommSplit() {
     }
 
-    /** Splits {@code parent} (whose native calls go to {@code calls} and whose guard is {@code guard}). */
-    static Optional<NcclCommunicator> split(NcclCommunicator parent, NcclCalls calls, CallGuard guard, int color,
-                                            int key) {
+    /** Splits {@code parent}; native calls go to {@code calls}, {@code inFlight} counts its calls in flight. */
+    static Optional<NcclCommunicator> split(NcclCommunicator parent, NcclCalls calls, NcclCallsInFlight inFlight,
+                                            int color, int key) {
         MemorySegment comm = parent.comm();
         int rank = parent.rank();
         boolean blocking = parent.isBlocking();
@@ -53,7 +53,7 @@ final class NcclCommSplit {
             }
             if (result == NcclErrors.IN_PROGRESS) {
                 MemorySegment watched = child.address() != 0 ? child : comm;
-                AsyncStateWait.Result wait = AsyncStateWait.await(calls, watched, timeoutNanos, guard::isClosing,
+                AsyncStateWait.Result wait = AsyncStateWait.await(calls, watched, timeoutNanos, inFlight::isClosing,
                         arena.allocate(ValueLayout.JAVA_INT));
                 result = switch (wait.outcome()) {
                     case SETTLED -> wait.state();

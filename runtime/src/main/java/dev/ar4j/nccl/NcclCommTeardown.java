@@ -4,9 +4,9 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 
 /**
- * How an {@link NcclCommunicator} ends, exactly once: the one closer wins the {@link CallGuard},
- * waits (bounded) for the calls on other threads to leave, then aborts ({@code ncclCommAbort}),
- * destroys a blocking communicator ({@code ncclCommDestroy}), or finalizes a non-blocking one
+ * How an {@link NcclCommunicator} ends, exactly once: the one closer wins the
+ * {@link NcclCallsInFlight}, waits (bounded) for the calls on other threads to leave, then aborts
+ * ({@code ncclCommAbort}), destroys a blocking communicator ({@code ncclCommDestroy}), or finalizes a non-blocking one
  * ({@link NcclFinalize}: finalize, then destroy, or abort if that fails or an abort is asked for).
  */
 final class NcclCommTeardown {
@@ -21,12 +21,12 @@ final class NcclCommTeardown {
     private final int nranks;
     private final boolean blocking;
     private final Duration timeout;
-    private final CallGuard guard;
+    private final NcclCallsInFlight inFlight;
     private final NcclCallProtocol protocol;
     private volatile boolean abortRequested;
 
     NcclCommTeardown(NcclCommunicator owner, NcclCalls calls, MemorySegment comm, int rank, int nranks,
-                     boolean blocking, Duration timeout, CallGuard guard, NcclCallProtocol protocol) {
+                     boolean blocking, Duration timeout, NcclCallsInFlight inFlight, NcclCallProtocol protocol) {
         this.owner = owner;
         this.calls = calls;
         this.comm = comm;
@@ -34,14 +34,14 @@ final class NcclCommTeardown {
         this.nranks = nranks;
         this.blocking = blocking;
         this.timeout = timeout;
-        this.guard = guard;
+        this.inFlight = inFlight;
         this.protocol = protocol;
     }
 
     /** {@link NcclCommunicator#abort()}. */
     void abort() {
         abortRequested = true;
-        if (!guard.beginClose()) {
+        if (!inFlight.beginClose()) {
             return;
         }
         free(true);
@@ -49,16 +49,16 @@ final class NcclCommTeardown {
 
     /** {@link NcclCommunicator#destroyOrAbort(boolean)}. */
     void destroyOrAbort(boolean groupFailed) {
-        if (!guard.beginClose()) {
+        if (!inFlight.beginClose()) {
             return;
         }
         free(groupFailed || protocol.failure() != null || abortRequested);
     }
 
     private void free(boolean abort) {
-        if (!guard.awaitQuiescent(QUIESCE_NANOS)) {
-            guard.closed();
-            String message = owner + ": " + guard.inside() + " call(s) on other threads are still inside NCCL after "
+        if (!inFlight.awaitQuiescent(QUIESCE_NANOS)) {
+            inFlight.closed();
+            String message = owner + ": " + inFlight.inside() + " call(s) on other threads are still inside NCCL after "
                     + NcclTiming.formatNanos(QUIESCE_NANOS) + "; the communicator is left allocated (leaked) rather than"
                     + " freed under them. Only a blocking communicator can get here: prefer the non-blocking init";
             LOG.log(System.Logger.Level.WARNING, message);
@@ -73,7 +73,7 @@ final class NcclCommTeardown {
                 NcclFinalize.thenDestroy(calls, comm, rank, nranks, timeout, () -> abortRequested);
             }
         } finally {
-            guard.closed();
+            inFlight.closed();
         }
     }
 

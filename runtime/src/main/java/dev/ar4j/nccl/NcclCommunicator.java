@@ -48,7 +48,7 @@ public final class NcclCommunicator implements AutoCloseable {
     private final boolean blocking;
     private final Duration timeout;
     private final NcclSupport support;
-    private final CallGuard guard = new CallGuard();
+    private final NcclCallsInFlight inFlight = new NcclCallsInFlight();
     private final NcclCallProtocol protocol;
     private final NcclCommTeardown teardown;
     private final NcclCollectives collectives;
@@ -66,8 +66,8 @@ public final class NcclCommunicator implements AutoCloseable {
         this.timeout = timeout;
         this.support = support;
         this.site = NcclArguments.site(rank, nranks);
-        this.protocol = new NcclCallProtocol(this, calls, comm, rank, nranks, timeout, guard);
-        this.teardown = new NcclCommTeardown(this, calls, comm, rank, nranks, blocking, timeout, guard, protocol);
+        this.protocol = new NcclCallProtocol(this, calls, comm, rank, nranks, timeout, inFlight);
+        this.teardown = new NcclCommTeardown(this, calls, comm, rank, nranks, blocking, timeout, inFlight, protocol);
         this.collectives = new NcclCollectives(this);
     }
 
@@ -215,7 +215,7 @@ public final class NcclCommunicator implements AutoCloseable {
      * @return {@code true} until close or abort begins
      */
     public boolean isOpen() {
-        return !guard.isClosing();
+        return !inFlight.isClosing();
     }
 
     /**
@@ -312,7 +312,7 @@ public final class NcclCommunicator implements AutoCloseable {
      * @throws NcclException if NCCL fails the split
      */
     public Optional<NcclCommunicator> split(int color, int key) {
-        return NcclCommSplit.split(this, calls, guard, color, key);
+        return NcclCommSplit.split(this, calls, inFlight, color, key);
     }
 
     /**
@@ -339,7 +339,7 @@ public final class NcclCommunicator implements AutoCloseable {
     }
 
     void ensureOpen() {
-        if (guard.isClosing()) {
+        if (inFlight.isClosing()) {
             throw new IllegalStateException(this + " is closed or aborted");
         }
     }

@@ -60,7 +60,7 @@ public interface Rendezvous extends AutoCloseable {
      * @return one array per rank, indexed by rank, each a copy
      * @throws RendezvousTimeoutException naming the ranks that had not contributed in time
      * @throws IllegalArgumentException   if the key is empty or too long, or the value too large
-     * @throws RankLostException if a rank that has not contributed is lost
+     * @throws dev.ar4j.PeerLostException if a rank that has not contributed is lost
      */
     byte[][] allGather(String key, byte[] mine, Duration timeout);
 
@@ -78,7 +78,7 @@ public interface Rendezvous extends AutoCloseable {
      * @throws RendezvousTimeoutException naming {@code root} if its value did not come in time
      * @throws IllegalArgumentException   if {@code root} is out of range, or this rank is the root
      *                                    and the value is null
-     * @throws RankLostException if the root is lost before its value came
+     * @throws dev.ar4j.PeerLostException if the root is lost before its value came
      */
     byte[] broadcast(String key, int root, byte[] valueOrNullIfNotRoot, Duration timeout);
 
@@ -89,7 +89,7 @@ public interface Rendezvous extends AutoCloseable {
      * @param timeout how long to wait for the other ranks; positive
      * @throws RendezvousTimeoutException naming the ranks that had not entered in time
      * @throws IllegalArgumentException if the key is empty or too long
-     * @throws RankLostException if a rank that has not entered is lost
+     * @throws dev.ar4j.PeerLostException if a rank that has not entered is lost
      */
     void barrier(String key, Duration timeout);
 

@@ -11,7 +11,8 @@
  *       group of one rank or {@code Communicator.localGroup}); an application may pass its own
  *       implementation to {@code Communicator.Builder.rendezvous}.</li>
  *   <li>{@link dev.ar4j.rendezvous.RendezvousException} and its subtypes say why ranks could not
- *       meet: a timeout, a refusal, a failed authentication, a lost rank.</li>
+ *       meet: a timeout, a refusal, a failed authentication. A lost rank is a
+ *       {@link dev.ar4j.PeerLostException}, the same exception a communicator throws for it.</li>
  * </ul>
  */
 package dev.ar4j.rendezvous;

@@ -1,5 +1,6 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.PeerLostException;
 import dev.ar4j.internal.rendezvous.SplitPlan;
 import dev.ar4j.internal.engine.FailureState.Failure;
 import dev.ar4j.internal.engine.FailureState.Kind;
@@ -97,8 +98,8 @@ final class CollectiveCalls {
             step.run();
         } catch (IllegalArgumentException e) {
             throw e;
-        } catch (dev.ar4j.rendezvous.RankLostException e) {
-            Failure lost = new Failure(Kind.PEER_LOST, e.rank(), "rank " + group.rank + ": " + call + " failed: "
+        } catch (PeerLostException e) {
+            Failure lost = new Failure(Kind.PEER_LOST, e.peer(), "rank " + group.rank + ": " + call + " failed: "
                     + e.getMessage() + "; this communicator is failed: close it and build a new group", e);
             containment.contain(lost);
             throw lost.toException();

@@ -1,6 +1,6 @@
 package dev.ar4j.internal.rendezvous;
 
-import dev.ar4j.rendezvous.RankLostException;
+import dev.ar4j.PeerLostException;
 import dev.ar4j.rendezvous.RendezvousException;
 import dev.ar4j.rendezvous.RendezvousAuthenticationException;
 import dev.ar4j.rendezvous.RendezvousRefusedException;
@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
  * read by a reader thread that also takes the server's heartbeats and peer-loss notices; a
  * heartbeat thread keeps the server told this rank is alive. When the server goes silent for the
  * heartbeat timeout or the connection ends, the waiting request fails at once with a
- * {@link RankLostException} and the listeners are told (rank -1). Nothing the server sends can make
+ * {@link PeerLostException} and the listeners are told (rank -1). Nothing the server sends can make
  * an {@link Error} escape: replies are bounded by what the request can legitimately return.
  */
 final class ClientConnection {
@@ -101,7 +101,7 @@ final class ClientConnection {
             String message = "the rendezvous server at " + serverDescription + " refused " + operation + " from rank "
                     + rank + ": " + refusal.message();
             throw switch (refusal.code()) {
-                case RendezvousProtocol.CODE_RANK_LOST -> new RankLostException(refusal.rank(), message);
+                case RendezvousProtocol.CODE_RANK_LOST -> new PeerLostException(message, refusal.rank(), null);
                 case RendezvousProtocol.CODE_AUTH -> new RendezvousAuthenticationException(message);
                 default -> new RendezvousRefusedException(message);
             };
@@ -136,8 +136,8 @@ final class ClientConnection {
         }
     }
 
-    private RankLostException failure(String message, Throwable cause) {
-        return new RankLostException(-1, message, cause);
+    private PeerLostException failure(String message, Throwable cause) {
+        return new PeerLostException(message, -1, cause);
     }
 
     private void readLoop() {

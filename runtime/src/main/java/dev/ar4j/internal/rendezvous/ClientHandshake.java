@@ -1,6 +1,6 @@
 package dev.ar4j.internal.rendezvous;
 
-import dev.ar4j.rendezvous.RankLostException;
+import dev.ar4j.PeerLostException;
 import dev.ar4j.rendezvous.RendezvousException;
 import dev.ar4j.rendezvous.RendezvousAuthenticationException;
 import dev.ar4j.rendezvous.RendezvousRefusedException;
@@ -45,7 +45,7 @@ final class ClientHandshake {
      * Runs the handshake on {@code socket} and returns the established channel.
      *
      * @throws RendezvousAuthenticationException if either side does not know the other's token
-     * @throws RankLostException                 if the server refuses a restarted rank (the group failed)
+     * @throws PeerLostException                 if the server refuses a restarted rank (the group failed)
      * @throws RendezvousRefusedException        for another refusal (rank taken, world size, range)
      * @throws RendezvousException               if the peer does not speak the protocol
      * @throws Retry                             if the server is busy, closed the connection or went silent
@@ -120,7 +120,7 @@ final class ClientHandshake {
             String message = "rank " + rank + " was refused by the rendezvous server at " + description + ": " + said;
             throw switch (refusal.code()) {
                 case RendezvousProtocol.CODE_AUTH -> new RendezvousAuthenticationException(message);
-                case RendezvousProtocol.CODE_RANK_LOST -> new RankLostException(refusal.rank(), message);
+                case RendezvousProtocol.CODE_RANK_LOST -> new PeerLostException(message, refusal.rank(), null);
                 case RendezvousProtocol.CODE_REFUSED -> new RendezvousRefusedException(message);
                 default -> new RendezvousException(message);
             };

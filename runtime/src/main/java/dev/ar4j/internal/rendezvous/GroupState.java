@@ -2,7 +2,7 @@ package dev.ar4j.internal.rendezvous;
 import dev.ar4j.rendezvous.RendezvousRefusedException;
 
 import dev.ar4j.rendezvous.PeerLossListener;
-import dev.ar4j.rendezvous.RankLostException;
+import dev.ar4j.PeerLostException;
 import dev.ar4j.rendezvous.RendezvousException;
 import dev.ar4j.rendezvous.RendezvousSettings;
 import dev.ar4j.platform.Durations;
@@ -243,7 +243,7 @@ final class GroupState {
     }
 
     /**
-     * Waits for {@code keys}; ends early with a {@link RankLostException} if a missing key's owner
+     * Waits for {@code keys}; ends early with a {@link PeerLostException} if a missing key's owner
      * was lost or left, and with a {@link RendezvousException} if {@code session} ended.
      */
     AwaitResult await(List<String> keys, long timeoutNanos, ServerSession session) throws InterruptedException {
@@ -269,11 +269,11 @@ final class GroupState {
             }
             String loss = lostReason(owner);
             if (loss != null) {
-                return new RankLostException(owner, loss + "; it never published '" + shorten(keys.get(index)) + "'");
+                return new PeerLostException(loss + "; it never published '" + shorten(keys.get(index)) + "'", owner, null);
             }
             if (hasDeparted(owner)) {
-                return new RankLostException(owner, "rank " + owner + " left the group (closed its rendezvous) without"
-                        + " publishing '" + shorten(keys.get(index)) + "'; do all ranks make the same collective calls?");
+                return new PeerLostException("rank " + owner + " left the group (closed its rendezvous) without"
+                        + " publishing '" + shorten(keys.get(index)) + "'; do all ranks make the same collective calls?", owner, null);
             }
         }
         return null;

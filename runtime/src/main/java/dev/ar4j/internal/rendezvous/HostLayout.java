@@ -61,7 +61,7 @@ public final class HostLayout {
      * @return the layout, the same on every rank
      * @throws RendezvousTimeoutException naming the ranks that did not take part in time
      * @throws IllegalArgumentException   if a rank sent something that is not a host identity
-     * @throws RankLostException if a rank is lost before it took part
+     * @throws dev.ar4j.PeerLostException if a rank is lost before it took part
      */
     public static HostLayout exchange(Rendezvous rendezvous, String key, Duration timeout) {
         byte[][] gathered = rendezvous.allGather(key, HostIdentity.local().toBytes(), timeout);

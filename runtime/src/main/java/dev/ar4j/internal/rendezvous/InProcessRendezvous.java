@@ -2,7 +2,7 @@ package dev.ar4j.internal.rendezvous;
 
 import dev.ar4j.rendezvous.Rendezvous;
 import dev.ar4j.rendezvous.PeerLossListener;
-import dev.ar4j.rendezvous.RankLostException;
+import dev.ar4j.PeerLostException;
 import dev.ar4j.rendezvous.RendezvousException;
 import dev.ar4j.platform.Durations;
 
@@ -29,7 +29,7 @@ import java.util.List;
  * lives in one JVM.
  *
  * <p>Liveness: a wait that needs a key of a rank whose view was closed, or that was
- * {@linkplain #abort aborted}, fails at once with a {@link RankLostException}; an abort is also
+ * {@linkplain #abort aborted}, fails at once with a {@link PeerLostException}; an abort is also
  * reported to every view's {@linkplain Rendezvous#onPeerLost peer-loss listeners}. Closing a view
  * is a normal departure and is not reported.
  */
@@ -91,7 +91,7 @@ public final class InProcessRendezvous {
 
     /**
      * Declares {@code rank} lost (its thread failed, say): every wait that needs one of its missing
-     * keys fails at once with a {@link RankLostException}, and every view's listeners are told.
+     * keys fails at once with a {@link PeerLostException}, and every view's listeners are told.
      *
      * @param rank the lost rank, 0 to {@link #worldSize()} - 1
      * @param reason what happened, for the messages and the listeners
@@ -118,11 +118,11 @@ public final class InProcessRendezvous {
             }
             String loss = lost.get(owner);
             if (loss != null) {
-                return new RankLostException(owner, loss + "; it never published '" + keys.get(index) + "'");
+                return new PeerLostException(loss + "; it never published '" + keys.get(index) + "'", owner, null);
             }
             if (departed.get(owner)) {
-                return new RankLostException(owner, "rank " + owner + " closed its rendezvous without publishing '"
-                        + keys.get(index) + "'; do all ranks make the same collective calls?");
+                return new PeerLostException("rank " + owner + " closed its rendezvous without publishing '"
+                        + keys.get(index) + "'; do all ranks make the same collective calls?", owner, null);
             }
         }
         return null;

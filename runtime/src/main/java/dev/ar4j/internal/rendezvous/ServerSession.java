@@ -1,7 +1,7 @@
 package dev.ar4j.internal.rendezvous;
 import dev.ar4j.rendezvous.RendezvousRefusedException;
 
-import dev.ar4j.rendezvous.RankLostException;
+import dev.ar4j.PeerLostException;
 import dev.ar4j.rendezvous.RendezvousException;
 import dev.ar4j.rendezvous.RendezvousSettings;
 import dev.ar4j.platform.Durations;
@@ -302,10 +302,10 @@ final class ServerSession {
                 }
                 case Missing(int[] indices) -> channel.send(RendezvousProtocol.TIMEOUT, RendezvousProtocol.missing(indices));
             }
-        } catch (RankLostException lost) {
+        } catch (PeerLostException lost) {
             getPending = false;
             sendQuietly(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_RANK_LOST,
-                    lost.rank(), lost.getMessage()));
+                    lost.peer(), lost.getMessage()));
         } catch (RendezvousRefusedException groupFailed) {
             getPending = false;
             sendQuietly(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_REFUSED, rank,
@@ -335,7 +335,7 @@ final class ServerSession {
             Thread.ofVirtual().name("ar4j-rendezvous-peer-lost").start(
                     () -> sendQuietly(RendezvousProtocol.PEER_LOST, RendezvousProtocol.peerLost(lostRank, reason)));
         } catch (Throwable failure) {
-            // the rank's own waits still end with RankLostException; only the early notice is lost
+            // the rank's own waits still end with PeerLostException; only the early notice is lost
             server.warn("rendezvous server could not tell rank " + rank + " that rank " + lostRank + " is lost: " + failure);
         }
     }

@@ -1,7 +1,7 @@
 package dev.ar4j.internal.rendezvous;
 
 import dev.ar4j.rendezvous.PeerLossListener;
-import dev.ar4j.rendezvous.RankLostException;
+import dev.ar4j.PeerLostException;
 import dev.ar4j.rendezvous.Rendezvous;
 import dev.ar4j.rendezvous.RendezvousException;
 import dev.ar4j.rendezvous.RendezvousTimeoutException;
@@ -365,12 +365,12 @@ public final class SubGroupRendezvous implements Rendezvous {
 
     /** A parent failure in sub-group terms: a lost parent rank becomes its sub-rank. */
     private RuntimeException translate(RuntimeException e, String operation) {
-        if (e instanceof RankLostException lost) {
-            int sub = lost.rank() < 0 ? -1 : subRankOf(lost.rank());
-            String who = lost.rank() < 0 ? "the parent group failed" : sub >= 0 ? "sub-rank " + sub + " (parent rank "
-                    + lost.rank() + ") is lost" : "parent rank " + lost.rank() + " is lost";
-            return new RankLostException(sub, label + ": " + operation + " failed: " + who + " (" + e.getMessage()
-                    + ")", e);
+        if (e instanceof PeerLostException lost) {
+            int sub = lost.peer() < 0 ? -1 : subRankOf(lost.peer());
+            String who = lost.peer() < 0 ? "the parent group failed" : sub >= 0 ? "sub-rank " + sub + " (parent rank "
+                    + lost.peer() + ") is lost" : "parent rank " + lost.peer() + " is lost";
+            return new PeerLostException(label + ": " + operation + " failed: " + who + " (" + e.getMessage()
+                    + ")", sub, e);
         }
         if (e instanceof IllegalStateException && !closed && abortedBecause == null
                 && String.valueOf(e.getMessage()).contains("is closed")) {
@@ -440,7 +440,7 @@ public final class SubGroupRendezvous implements Rendezvous {
         }
         String aborted = abortedBecause;
         if (aborted != null) {
-            throw new RankLostException(rank, label + " was aborted (" + aborted + "); close it");
+            throw new PeerLostException(label + " was aborted (" + aborted + "); close it", rank, null);
         }
     }
 

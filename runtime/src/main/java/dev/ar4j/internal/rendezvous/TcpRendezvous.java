@@ -36,7 +36,7 @@ import java.util.Objects;
  * every frame after that carries a MAC. Without a token the server serves loopback only. Each end
  * sends a heartbeat every {@link RendezvousSettings#heartbeatInterval()}; a rank that disconnects
  * without goodbye, or is silent for the heartbeat timeout, makes every wait that needs it fail at
- * once with a {@link RankLostException}, and {@link #onPeerLost} listeners are told. It is not
+ * once with a {@link dev.ar4j.PeerLostException}, and {@link #onPeerLost} listeners are told. It is not
  * encryption: keep the rendezvous on a trusted network.
  *
  * <p>Closing the serving rank's rendezvous waits (up to the close linger) until every rank has

@@ -3,7 +3,7 @@ package dev.ar4j.internal.rendezvous;
 import dev.ar4j.rendezvous.*;
 
 import dev.ar4j.rendezvous.Rendezvous;
-import dev.ar4j.rendezvous.RankLostException;
+import dev.ar4j.PeerLostException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -26,14 +26,14 @@ class InProcessRendezvousLivenessTest {
     void aRankThatClosesBeforeContributingFailsTheWaitersAtOnce() throws Exception {
         InProcessRendezvous group = InProcessRendezvous.create(2);
         Rendezvous rank0 = group.forRank(0);
-        CompletableFuture<RankLostException> waiter = CompletableFuture.supplyAsync(
-                () -> assertThrows(RankLostException.class, () -> rank0.allGather("x", new byte[] {0}, LONG)));
+        CompletableFuture<PeerLostException> waiter = CompletableFuture.supplyAsync(
+                () -> assertThrows(PeerLostException.class, () -> rank0.allGather("x", new byte[] {0}, LONG)));
         Thread.sleep(50);
         long start = System.nanoTime();
         group.forRank(1).close();
-        RankLostException e = waiter.get(5, TimeUnit.SECONDS);
+        PeerLostException e = waiter.get(5, TimeUnit.SECONDS);
         assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(1));
-        assertEquals(1, e.rank());
+        assertEquals(1, e.peer());
         assertTrue(e.getMessage().contains("rank 1 closed its rendezvous without publishing"), e.getMessage());
     }
 
@@ -51,12 +51,12 @@ class InProcessRendezvousLivenessTest {
         InProcessRendezvous group = InProcessRendezvous.create(3);
         CompletableFuture<String> told = new CompletableFuture<>();
         group.forRank(0).onPeerLost((rank, reason) -> told.complete(rank + ": " + reason));
-        CompletableFuture<RankLostException> waiter = CompletableFuture.supplyAsync(
-                () -> assertThrows(RankLostException.class, () -> group.forRank(1).barrier("b", LONG)));
+        CompletableFuture<PeerLostException> waiter = CompletableFuture.supplyAsync(
+                () -> assertThrows(PeerLostException.class, () -> group.forRank(1).barrier("b", LONG)));
         Thread.sleep(50);
         group.abort(2, "its thread died");
         assertEquals("2: rank 2 aborted: its thread died", told.get(5, TimeUnit.SECONDS));
-        assertEquals(2, waiter.get(5, TimeUnit.SECONDS).rank());
+        assertEquals(2, waiter.get(5, TimeUnit.SECONDS).peer());
         CompletableFuture<String> late = new CompletableFuture<>();
         group.forRank(1).onPeerLost((rank, reason) -> late.complete(rank + ": " + reason));
         assertEquals("2: rank 2 aborted: its thread died", late.getNow("not told at once"), "a late listener is told at once");

@@ -2,7 +2,7 @@ package dev.ar4j.internal.rendezvous;
 
 import dev.ar4j.rendezvous.*;
 
-import dev.ar4j.rendezvous.RankLostException;
+import dev.ar4j.PeerLostException;
 import java.time.Duration;
 
 /**
@@ -36,8 +36,8 @@ public final class LivenessChild {
                 rendezvous.allGather("x", new byte[] {(byte) rank}, Duration.ofSeconds(30));
                 print("GATHERED");
             }
-        } catch (RankLostException e) {
-            print("LOST rank=" + e.rank() + " at=" + System.currentTimeMillis() + " | " + e.getMessage());
+        } catch (PeerLostException e) {
+            print("LOST rank=" + e.peer() + " at=" + System.currentTimeMillis() + " | " + e.getMessage());
             exitCode = 5;
         } catch (RuntimeException e) {
             print("ERROR " + e);

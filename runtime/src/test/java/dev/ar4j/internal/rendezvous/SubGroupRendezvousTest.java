@@ -4,7 +4,7 @@ import dev.ar4j.rendezvous.*;
 
 import dev.ar4j.internal.rendezvous.DroppableRank;
 import dev.ar4j.internal.rendezvous.InProcessRendezvous;
-import dev.ar4j.rendezvous.RankLostException;
+import dev.ar4j.PeerLostException;
 import dev.ar4j.rendezvous.Rendezvous;
 import dev.ar4j.rendezvous.RendezvousTimeoutException;
 import dev.ar4j.internal.rendezvous.TcpRendezvous;
@@ -280,14 +280,14 @@ class SubGroupRendezvousTest {
         // Parent rank 1 (sub-rank 1 of color 1; rank 3 is its sub-rank 0) waits for rank 3.
         ExecutorService pool = Executors.newSingleThreadExecutor();
         try {
-            Future<RankLostException> waiter = pool.submit(() -> assertThrows(RankLostException.class,
+            Future<PeerLostException> waiter = pool.submit(() -> assertThrows(PeerLostException.class,
                     () -> views.get(1).allGather("never", new byte[0], WAIT)));
             Thread.sleep(200);
             long abortedAt = System.nanoTime();
             group.abort(3, "test kill");
-            RankLostException e = waiter.get(5, TimeUnit.SECONDS);
+            PeerLostException e = waiter.get(5, TimeUnit.SECONDS);
             assertTrue(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - abortedAt) < 2_000, "the wait did not end at once");
-            assertEquals(0, e.rank(), "the lost rank in sub-group terms: " + e.getMessage());
+            assertEquals(0, e.peer(), "the lost rank in sub-group terms: " + e.getMessage());
             assertTrue(e.getMessage().contains("parent rank 3"), e.getMessage());
         } finally {
             pool.shutdownNow();
@@ -329,15 +329,15 @@ class SubGroupRendezvousTest {
                     p.listen(ranks.get(r));
                     parentLosses.add(p);
                 }
-                Future<RankLostException> waiter = pool.submit(() -> assertThrows(RankLostException.class,
+                Future<PeerLostException> waiter = pool.submit(() -> assertThrows(PeerLostException.class,
                         () -> views.get(1).allGather("never", new byte[0], WAIT)));
                 Thread.sleep(200);
                 long droppedAt = System.nanoTime();
                 rank3.drop();
-                RankLostException e = waiter.get(8, TimeUnit.SECONDS);
+                PeerLostException e = waiter.get(8, TimeUnit.SECONDS);
                 assertTrue(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - droppedAt) < 5_000,
                         "the wait did not end at the loss");
-                assertEquals(0, e.rank(), "parent rank 3 is sub-rank 0 of color 1: " + e.getMessage());
+                assertEquals(0, e.peer(), "parent rank 3 is sub-rank 0 of color 1: " + e.getMessage());
                 assertTrue(losses.get(1).once.await(8, TimeUnit.SECONDS), "color 1 was not told");
                 assertTrue(losses.get(1).told.get(0).startsWith("0: "), losses.get(1).told.toString());
                 for (int r : new int[] {0, 2}) {
@@ -366,8 +366,8 @@ class SubGroupRendezvousTest {
         sub.abortRank("user abort");
         assertEquals(1, l.told.size());
         assertTrue(l.told.get(0).startsWith("1: ") && l.told.get(0).contains("user abort"), l.told.toString());
-        RankLostException e = assertThrows(RankLostException.class, () -> sub.barrier("after", WAIT));
-        assertEquals(1, e.rank());
+        PeerLostException e = assertThrows(PeerLostException.class, () -> sub.barrier("after", WAIT));
+        assertEquals(1, e.peer());
         Losses late = new Losses();
         late.listen(sub);
         assertEquals(1, late.told.size(), "a listener added after the loss is told at once");

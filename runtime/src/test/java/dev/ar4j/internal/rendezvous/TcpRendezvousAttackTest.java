@@ -2,7 +2,7 @@ package dev.ar4j.internal.rendezvous;
 
 import dev.ar4j.rendezvous.*;
 
-import dev.ar4j.rendezvous.RankLostException;
+import dev.ar4j.PeerLostException;
 import dev.ar4j.rendezvous.RendezvousAuthenticationException;
 import dev.ar4j.rendezvous.RendezvousRefusedException;
 import dev.ar4j.rendezvous.RendezvousSettings;
@@ -267,8 +267,8 @@ class TcpRendezvousAttackTest {
             assertContains(WireClient.refusal(forger.receive()).message(), "a key without an owner rank prefix");
         }
         try (TcpRendezvous rank0 = rank(0).connect()) {
-            RankLostException e = assertThrows(RankLostException.class, () -> rank0.allGather("ids", new byte[] {10}, WAIT));
-            assertEquals(1, e.rank(), "rank 1 (the forger) left; its key is missing, rank 0's value was not replaced");
+            PeerLostException e = assertThrows(PeerLostException.class, () -> rank0.allGather("ids", new byte[] {10}, WAIT));
+            assertEquals(1, e.peer(), "rank 1 (the forger) left; its key is missing, rank 0's value was not replaced");
         }
     }
 
@@ -314,14 +314,14 @@ class TcpRendezvousAttackTest {
             gather.get(10, TimeUnit.SECONDS);
             first.close();
             long start = System.nanoTime();
-            RankLostException e = assertThrows(RankLostException.class, () -> rank(1).connect());
+            PeerLostException e = assertThrows(PeerLostException.class, () -> rank(1).connect());
             measured("restarted rank (rank 1 joins again, new incarnation)", "1 connection",
                     "refused, group failed: \"joined again as a new incarnation\"", System.nanoTime() - start);
-            assertEquals(1, e.rank());
+            assertEquals(1, e.peer());
             assertContains(e.getMessage(), "rank 1 joined again as a new incarnation");
-            RankLostException survivor = assertThrows(RankLostException.class,
+            PeerLostException survivor = assertThrows(PeerLostException.class,
                     () -> rank0.allGather("ids", new byte[] {0}, WAIT));
-            assertEquals(1, survivor.rank());
+            assertEquals(1, survivor.peer());
         }
     }
 
@@ -331,20 +331,20 @@ class TcpRendezvousAttackTest {
             CompletableFuture<String> told = new CompletableFuture<>();
             rank0.onPeerLost((r, reason) -> told.complete(r + ": " + reason));
             WireClient rank1 = WireClient.joined(server, 1, TOKEN);
-            CompletableFuture<RankLostException> waiter = CompletableFuture.supplyAsync(
-                    () -> assertThrows(RankLostException.class, () -> rank0.allGather("ids", new byte[] {0}, WAIT)));
+            CompletableFuture<PeerLostException> waiter = CompletableFuture.supplyAsync(
+                    () -> assertThrows(PeerLostException.class, () -> rank0.allGather("ids", new byte[] {0}, WAIT)));
             Thread.sleep(100);
             long start = System.nanoTime();
             rank1.socket.setSoLinger(true, 0);
             rank1.close();
-            RankLostException e = waiter.get(5, TimeUnit.SECONDS);
+            PeerLostException e = waiter.get(5, TimeUnit.SECONDS);
             long elapsed = System.nanoTime() - start;
-            assertEquals(1, e.rank());
+            assertEquals(1, e.peer());
             assertContains(e.getMessage(), "rank 1 disconnected");
             assertContains(told.get(5, TimeUnit.SECONDS), "1: rank 1 disconnected");
             assertTrue(elapsed < TimeUnit.SECONDS.toNanos(1), "took " + elapsed / 1_000_000 + " ms");
             measured("rank connection dropped during an all-gather (in-JVM)", "1 connection",
-                    "RankLostException(1) \"rank 1 disconnected\"", elapsed);
+                    "PeerLostException(1) \"rank 1 disconnected\"", elapsed);
         }
     }
 
@@ -353,15 +353,15 @@ class TcpRendezvousAttackTest {
         try (TcpRendezvous rank0 = rank(0).connect();
              WireClient silent = WireClient.joined(server, 1, TOKEN)) {
             long start = System.nanoTime();
-            RankLostException e = assertThrows(RankLostException.class, () -> rank0.allGather("ids", new byte[] {0}, WAIT));
+            PeerLostException e = assertThrows(PeerLostException.class, () -> rank0.allGather("ids", new byte[] {0}, WAIT));
             long elapsed = System.nanoTime() - start;
-            assertEquals(1, e.rank());
+            assertEquals(1, e.peer());
             assertContains(e.getMessage(), "rank 1's heartbeat stopped");
             assertTrue(elapsed >= TimeUnit.MILLISECONDS.toNanos(900) && elapsed < TimeUnit.MILLISECONDS.toNanos(2_500),
                     "took " + elapsed / 1_000_000 + " ms with a 1 s heartbeat timeout");
             assertTrue(silent.socket.isConnected());
             measured("silent rank (joined, never sends a heartbeat)", "1 connection",
-                    "RankLostException(1) \"heartbeat stopped\" (timeout 1 s)", elapsed);
+                    "PeerLostException(1) \"heartbeat stopped\" (timeout 1 s)", elapsed);
         }
     }
 }

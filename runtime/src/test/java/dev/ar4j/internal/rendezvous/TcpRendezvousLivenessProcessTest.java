@@ -2,7 +2,7 @@ package dev.ar4j.internal.rendezvous;
 
 import dev.ar4j.rendezvous.*;
 
-import dev.ar4j.rendezvous.RankLostException;
+import dev.ar4j.PeerLostException;
 import dev.ar4j.rendezvous.RendezvousSettings;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -31,7 +31,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * A rank JVM killed with SIGKILL or stopped with SIGSTOP while the others wait in an all-gather:
- * every survivor raises a {@link RankLostException} naming it, within 1 s of the kill and within
+ * every survivor raises a {@link PeerLostException} naming it, within 1 s of the kill and within
  * the heartbeat timeout of the stop. The server runs in the test JVM; ranks are child JVMs
  * ({@link LivenessChild}).
  */
@@ -122,7 +122,7 @@ class TcpRendezvousLivenessProcessTest {
                         + " did not end; it printed:\n" + survivor.text());
                 String text = survivor.text();
                 Matcher lost = LOST.matcher(text);
-                assertTrue(lost.find(), "rank " + survivor.rank() + " raised no RankLostException:\n" + text);
+                assertTrue(lost.find(), "rank " + survivor.rank() + " raised no PeerLostException:\n" + text);
                 assertEquals(2, Integer.parseInt(lost.group(1)), "the lost rank named by rank " + survivor.rank());
                 worst = Math.max(worst, Long.parseLong(lost.group(2)) - hurtAt);
                 assertEquals(5, survivor.process().exitValue());
@@ -138,7 +138,7 @@ class TcpRendezvousLivenessProcessTest {
     void killMinus9OfARankFailsEverySurvivorWithinOneSecond() throws Exception {
         long worst = survivorsFailNaming("KILL");
         TcpRendezvousAttackTest.measured("kill -9 of rank 2 during an all-gather (3 rank JVMs)", "1 process",
-                "both survivors: RankLostException(2) \"rank 2 disconnected\"", TimeUnit.MILLISECONDS.toNanos(worst));
+                "both survivors: PeerLostException(2) \"rank 2 disconnected\"", TimeUnit.MILLISECONDS.toNanos(worst));
         assertTrue(worst <= 1_000, "a survivor raised its error " + worst + " ms after the kill");
     }
 
@@ -146,7 +146,7 @@ class TcpRendezvousLivenessProcessTest {
     void sigstopOfARankFailsEverySurvivorWithinTheHeartbeatTimeout() throws Exception {
         long worst = survivorsFailNaming("STOP");
         TcpRendezvousAttackTest.measured("SIGSTOP of rank 2 during an all-gather (3 rank JVMs, heartbeat 100 ms / 1 s)",
-                "1 process", "both survivors: RankLostException(2) \"heartbeat stopped\"", TimeUnit.MILLISECONDS.toNanos(worst));
+                "1 process", "both survivors: PeerLostException(2) \"heartbeat stopped\"", TimeUnit.MILLISECONDS.toNanos(worst));
         // The server declares the rank lost at most one heartbeat timeout after the last frame it heard.
         assertTrue(worst <= HEARTBEAT_TIMEOUT_MS + 500, "a survivor raised its error " + worst + " ms after SIGSTOP");
     }

@@ -2,7 +2,7 @@ package dev.ar4j.internal.rendezvous;
 
 import dev.ar4j.rendezvous.*;
 
-import dev.ar4j.rendezvous.RankLostException;
+import dev.ar4j.PeerLostException;
 import dev.ar4j.rendezvous.RendezvousException;
 import dev.ar4j.rendezvous.RendezvousAuthenticationException;
 import dev.ar4j.internal.rendezvous.RendezvousProtocol.Frame;
@@ -89,12 +89,12 @@ class TcpRendezvousMaliciousServerTest {
 
     @Test
     void aSetReplyAnnouncing1GiBBreaksTheConnectionWithANamedError() throws Exception {
-        RankLostException e = connectAgainst(channel -> {
+        PeerLostException e = connectAgainst(channel -> {
             handshake(channel, TOKEN.key(), true);
             channel.receive(RendezvousProtocol.MAX_REQUEST_PAYLOAD);
             channel.socket().getOutputStream().write(header(RendezvousProtocol.OK, 1 << 30));
-        }, RankLostException.class, 2);
-        assertEquals(-1, e.rank());
+        }, PeerLostException.class, 2);
+        assertEquals(-1, e.peer());
         assertTrue(e.getMessage().contains("more than the maximum of"), e.getMessage());
     }
 

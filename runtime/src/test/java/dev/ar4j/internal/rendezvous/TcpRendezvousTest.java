@@ -3,7 +3,8 @@ package dev.ar4j.internal.rendezvous;
 import dev.ar4j.rendezvous.*;
 
 import dev.ar4j.rendezvous.Rendezvous;
-import dev.ar4j.rendezvous.RankLostException;
+import dev.ar4j.Ar4jException;
+import dev.ar4j.PeerLostException;
 import dev.ar4j.rendezvous.RendezvousException;
 import dev.ar4j.rendezvous.RendezvousTimeoutException;
 import dev.ar4j.rendezvous.LaunchEnvironment;
@@ -260,19 +261,19 @@ class TcpRendezvousTest {
     void closingTheServerEndsItsThreadsAndWakesWaiters() throws Exception {
         TcpRendezvousServer server = TcpRendezvousServer.startOnLoopback(0, 2);
         TcpRendezvous rank1 = client(1, 2, server.port()).serve(false).connect();
-        Future<RendezvousException> waiter;
+        Future<Ar4jException> waiter;
         ExecutorService pool = Executors.newSingleThreadExecutor();
         try {
-            waiter = pool.submit(() -> assertThrows(RendezvousException.class, () -> rank1.get("never", WAIT)));
+            waiter = pool.submit(() -> assertThrows(Ar4jException.class, () -> rank1.get("never", WAIT)));
             Thread.sleep(200);
             server.close();
-            RendezvousException e = waiter.get(5, TimeUnit.SECONDS);
+            Ar4jException e = waiter.get(5, TimeUnit.SECONDS);
             assertFalse(e instanceof RendezvousTimeoutException, "the wait ends at close, not at its timeout");
             assertTrue(e.getMessage().contains("closed the connection") || e.getMessage().contains("lost its connection"),
                     e.getMessage());
             assertTrue(server.awaitTermination(Duration.ofSeconds(2)), "server threads still running after close");
-            assertEquals(-1, assertInstanceOf(RankLostException.class, e).rank(), "the server's loss is the group's");
-            assertTrue(assertThrows(RankLostException.class, () -> rank1.set("k", new byte[0]))
+            assertEquals(-1, assertInstanceOf(PeerLostException.class, e).peer(), "the server's loss is the group's");
+            assertTrue(assertThrows(PeerLostException.class, () -> rank1.set("k", new byte[0]))
                     .getMessage().contains("is gone"));
         } finally {
             rank1.close();

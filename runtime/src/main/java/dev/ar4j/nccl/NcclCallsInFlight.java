@@ -4,12 +4,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Keeps a native resource from being freed while a thread is inside a call that uses it, the way
- * a shared {@code Arena} does: each call {@link #enter()}s and {@link #exit()}s; the one closer
- * wins {@link #beginClose()}, after which entering fails, then waits (bounded) for the calls
- * inside to leave before it frees. Waits inside a call watch {@link #isClosing()} to end early.
+ * Counts the calls in flight on a native resource (an NCCL communicator), so that it is not freed
+ * while a thread is inside a call that uses it, the way a shared {@code Arena} does: each call
+ * {@link #enter()}s and {@link #exit()}s; the one closer wins {@link #beginClose()}, after which
+ * entering fails, then waits (bounded) for the calls inside to leave before it frees. Waits inside
+ * a call watch {@link #isClosing()} to end early.
  */
-final class CallGuard {
+final class NcclCallsInFlight {
     private static final int OPEN = 0;
     private static final int CLOSING = 1;
     private static final int CLOSED = 2;

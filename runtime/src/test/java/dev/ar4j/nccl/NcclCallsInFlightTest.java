@@ -12,14 +12,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The guard that keeps a communicator from being freed under a call: never a call inside after the free. */
+/** The count of calls in flight that keeps a communicator from being freed under a call: never a call inside after the free. */
 @Timeout(30)
-class CallGuardTest {
+class NcclCallsInFlightTest {
 
     @Test
     void noCallIsInsideOnceTheCloserHasWaitedAndNoneEntersAfter() throws Exception {
         for (int round = 0; round < 20; round++) {
-            CallGuard guard = new CallGuard();
+            NcclCallsInFlight inFlight = new NcclCallsInFlight();
             AtomicBoolean freed = new AtomicBoolean();
             AtomicBoolean stop = new AtomicBoolean();
             AtomicLong entered = new AtomicLong();
@@ -28,7 +28,7 @@ class CallGuardTest {
             for (int t = 0; t < 4; t++) {
                 Thread caller = new Thread(() -> {
                     while (!stop.get()) {
-                        if (guard.enter()) {
+                        if (inFlight.enter()) {
                             entered.incrementAndGet();
                             for (int spin = 0; spin < 50; spin++) {
                                 if (freed.get()) {
@@ -36,7 +36,7 @@ class CallGuardTest {
                                 }
                                 Thread.onSpinWait();
                             }
-                            guard.exit();
+                            inFlight.exit();
                         }
                     }
                 });
@@ -46,9 +46,9 @@ class CallGuardTest {
             while (entered.get() < 1000) {
                 Thread.onSpinWait();
             }
-            assertTrue(guard.beginClose());
-            assertFalse(guard.beginClose(), "one closer only");
-            assertTrue(guard.awaitQuiescent(2_000_000_000L));
+            assertTrue(inFlight.beginClose());
+            assertFalse(inFlight.beginClose(), "one closer only");
+            assertTrue(inFlight.awaitQuiescent(2_000_000_000L));
             freed.set(true);
             long enteredAtFree = entered.get();
             Thread.sleep(5);
@@ -58,22 +58,22 @@ class CallGuardTest {
             }
             assertEquals(0, insideAfterFree.get(), "a call was inside after the free (round " + round + ")");
             assertEquals(enteredAtFree, entered.get(), "a call entered after close began");
-            assertEquals(0, guard.inside());
+            assertEquals(0, inFlight.inside());
         }
     }
 
     @Test
     void aCallThatStaysInsideMakesTheWaitGiveUpBounded() {
-        CallGuard guard = new CallGuard();
-        assertTrue(guard.enter());
-        assertTrue(guard.beginClose());
+        NcclCallsInFlight inFlight = new NcclCallsInFlight();
+        assertTrue(inFlight.enter());
+        assertTrue(inFlight.beginClose());
         long start = System.nanoTime();
-        assertFalse(guard.awaitQuiescent(100_000_000L));
+        assertFalse(inFlight.awaitQuiescent(100_000_000L));
         long millis = (System.nanoTime() - start) / 1_000_000;
         assertTrue(millis >= 100 && millis < 2_000, "gave up after " + millis + " ms");
-        assertTrue(guard.isClosing());
-        assertFalse(guard.enter());
-        guard.exit();
-        assertTrue(guard.awaitQuiescent(1_000_000L));
+        assertTrue(inFlight.isClosing());
+        assertFalse(inFlight.enter());
+        inFlight.exit();
+        assertTrue(inFlight.awaitQuiescent(1_000_000L));
     }
 }
