@@ -27,10 +27,15 @@ import static org.junit.jupiter.api.Assertions.fail;
  */
 class NoGpuFailsFastTest {
 
-    private static final long LIMIT_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /**
+     * A bound on a hang, not a speed figure: far below the default rendezvous timeout (2 min), which
+     * a rank waiting on the network would wait out. That no rank reached the network at all is
+     * checked deterministically (the rendezvous port stays free).
+     */
+    private static final long LIMIT_NANOS = TimeUnit.SECONDS.toNanos(20);
 
     @Test
-    void everyTorchrunRankFailsWithinASecondNamingTheDriver() throws Exception {
+    void everyTorchrunRankFailsBeforeAnyNetworkWaitNamingTheDriver() throws Exception {
         Assumptions.assumeFalse(TestLibraries.cudaDriverInstalled(), "a driver is installed: this test is for a "
                 + "machine without one");
         int port;
@@ -62,14 +67,14 @@ class NoGpuFailsFastTest {
     }
 
     @Test
-    void fromEnvironmentWithoutALauncherFailsWithinASecondNamingTheDriver() {
+    void fromEnvironmentWithoutALauncherFailsNamingTheDriver() {
         Assumptions.assumeFalse(TestLibraries.cudaDriverInstalled(), "a driver is installed: this test is for a "
                 + "machine without one");
         Throwable t = buildAndTime(Map.of());
         assertInstanceOf(CudaDriverMissingException.class, t, String.valueOf(t));
     }
 
-    /** Builds from {@code environment}; returns what it threw, failing if that took a second or more. */
+    /** Builds from {@code environment}; returns what it threw, failing if that took {@link #LIMIT_NANOS} or more. */
     private static Throwable buildAndTime(Map<String, String> environment) {
         long start = System.nanoTime();
         try (Communicator c = Communicator.builder().fromEnvironment().environment(environment)
