@@ -43,7 +43,7 @@ fi
 
 # A small Java runtime (the GPU host has none).
 if [[ ! -x "$out/jre/bin/java" ]]; then
-  jlink --add-modules java.base,java.logging,java.management,jdk.unsupported,jdk.zipfs \
+  jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,jdk.zipfs \
         --strip-debug --no-header-files --no-man-pages --compress zip-9 --output "$out/jre"
 fi
 du -sh "$out"

@@ -14,8 +14,10 @@ export AR4J_GENCODE="${AR4J_GENCODE:--gencode=arch=compute_90,code=sm_90}"
 out=examples/llama-tp/.gpu
 mkdir -p "$out/lib"
 mvn -B -ntp -q -Dar4j.git.commit.id="$(git rev-parse HEAD 2>/dev/null || echo unknown)" -DskipTests \
-    -Dmaven.javadoc.skip=true -Dmaven.source.skip=true -pl examples/llama-tp -am package test-compile
+    -Dmaven.javadoc.skip=true -Dmaven.source.skip=true -pl examples/llama-tp -am package
 cp examples/llama-tp/target/ar4j-llama.jar "$out/lib/"
+# The kernels' own test program and library (gpu-check.sh's `kernels` step).
+examples/llama-tp/native/build.sh "$out/native" test
 rm -rf "$out/test-classes" && cp -r examples/llama-tp/target/test-classes "$out/test-classes"
 junit_platform=1.14.1
 if [[ ! -f "$out/lib/junit-platform-console-standalone-$junit_platform.jar" ]]; then
