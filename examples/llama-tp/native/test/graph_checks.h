@@ -23,7 +23,8 @@ inline void check_error_codes() {
                              ws.get(), ws.bytes(), nullptr, 0, nullptr),
         ar4j_llama_attention(a.get(), 128, a.get(), a.get(), 1, 2, 1, 64, 8, nullptr, 0, 0.125f, out.get(), 128, 129,
                              ws.get(), ws.bytes(), nullptr, 0, nullptr),
-        ar4j_llama_attention(a.get(), 128, a.get(), a.get(), 1, 2, 1, 64, 8, nullptr, 0, 0.125f, out.get(), 128, 1,
+        // With 2 splits the workspace is used (with 1 it is not, and may be NULL): 16 bytes is too small.
+        ar4j_llama_attention(a.get(), 128, a.get(), a.get(), 1, 2, 1, 64, 8, nullptr, 0, 0.125f, out.get(), 128, 2,
                              ws.get(), 16, nullptr, 0, nullptr),
         ar4j_llama_attention(a.as<char>() + 2, 128, a.get(), a.get(), 1, 2, 1, 64, 8, nullptr, 0, 0.125f, out.get(),
                              128, 1, ws.get(), ws.bytes(), nullptr, 0, nullptr),
@@ -33,6 +34,10 @@ inline void check_error_codes() {
         ar4j_llama_argmax(1, a.get(), 8, 1, 8, 0, ids, nullptr, 0, nullptr),
         ar4j_llama_fill_random_bf16(out.get(), 2, 8, 8, 0, 4, 8, 1, 0.1f, nullptr),
         ar4j_llama_fill_bf16(out.get(), 0, 1.0f, nullptr),
+        ar4j_llama_linear_rows(a.get(), a.get(), 8, out.get(), 8, 9, 8, 8, 0, nullptr),
+        ar4j_llama_linear_rows(a.get(), a.get(), 12, out.get(), 8, 1, 8, 12, 0, nullptr),
+        ar4j_llama_linear_rows(a.as<char>() + 2, a.get(), 8, out.get(), 8, 1, 8, 8, 0, nullptr),
+        ar4j_llama_linear_rows(a.get(), a.get(), 4, out.get(), 8, 1, 8, 8, 0, nullptr),
     };
     const int expected[] = {
         AR4J_LLAMA_ERROR_NULL_POINTER, AR4J_LLAMA_ERROR_VOCAB_RANGE, AR4J_LLAMA_ERROR_SIZE,
@@ -41,6 +46,7 @@ inline void check_error_codes() {
         AR4J_LLAMA_ERROR_SPLITS, AR4J_LLAMA_ERROR_WORKSPACE, AR4J_LLAMA_ERROR_MISALIGNED,
         AR4J_LLAMA_ERROR_INVALID_ARGUMENT, AR4J_LLAMA_ERROR_STRIDE, AR4J_LLAMA_ERROR_DTYPE,
         AR4J_LLAMA_ERROR_SIZE, AR4J_LLAMA_ERROR_SIZE,
+        AR4J_LLAMA_ERROR_SIZE, AR4J_LLAMA_ERROR_MISALIGNED, AR4J_LLAMA_ERROR_MISALIGNED, AR4J_LLAMA_ERROR_STRIDE,
     };
     sync();
     std::vector<uint32_t> after = out.download<uint32_t>(1024);
