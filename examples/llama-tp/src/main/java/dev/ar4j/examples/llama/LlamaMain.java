@@ -51,6 +51,7 @@ public final class LlamaMain {
             }
             config = options.model() != null ? ConfigReader.read(options.model())
                     : SyntheticModels.byName(options.synthetic());
+            options = options.forModel(config);
             options.checkAgainst(config);
             layout = new TensorParallelLayout(config, options.tp());
         } catch (ModelFileException e) {

@@ -19,13 +19,18 @@ import java.util.List;
  * @param comms     {@code --comm}: one mode, or several in bench
  * @param shareGpu  {@code --share-gpu}: every rank on GPU 0 (ar4j without NCCL)
  * @param devices   {@code --devices}: the GPU of each rank in one JVM, or {@code null} for 0..tp-1
- * @param context   {@code --context}: KV-cache positions per sequence
+ * @param context   {@code --context}: KV-cache positions per sequence; 0 until {@link #forModel} resolves
+ *                  the default ({@value #DEFAULT_CONTEXT}, or the model's {@code max_position_embeddings}
+ *                  if smaller)
  * @param seed      {@code --seed}: the synthetic weights' seed
  * @param help      {@code --help}
  */
 public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, int[] prompt, int steps, int draft,
                            List<CommMode> comms, boolean shareGpu, int[] devices, int context, long seed,
                            boolean help) {
+
+    /** The KV-cache positions when {@code --context} is not given (fewer if the model allows fewer). */
+    public static final int DEFAULT_CONTEXT = 2048;
 
     /**
      * Copies the arrays and the list.
@@ -83,13 +88,31 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, i
     }
 
     /**
-     * Checks what needs the model's config: the context against {@code max_position_embeddings},
+     * These options with the default context resolved for the model: {@code --context} when it was
+     * given, else {@value #DEFAULT_CONTEXT} or the model's {@code max_position_embeddings} if smaller.
+     *
+     * @param c the model's config
+     * @return options whose {@link #context()} is at least 1
+     */
+    public LlamaOptions forModel(LlamaConfig c) {
+        if (context > 0) {
+            return this;
+        }
+        return new LlamaOptions(model, synthetic, tp, mode, prompt, steps, draft, comms, shareGpu, devices,
+                Math.min(DEFAULT_CONTEXT, c.maxPositionEmbeddings()), seed, help);
+    }
+
+    /**
+     * Checks what needs the model's config (after {@link #forModel}): the context against {@code max_position_embeddings},
      * the prompt, steps and draft against the context, the token ids against the vocabulary.
      *
      * @param c the model's config
      * @throws UsageException naming the option and the limit
      */
     public void checkAgainst(LlamaConfig c) {
+        if (context < 1) {
+            throw new IllegalStateException("the context is not resolved yet: call forModel(config) first");
+        }
         if (context > c.maxPositionEmbeddings()) {
             throw new UsageException("--context " + context + " is more than the model's max_position_embeddings "
                     + c.maxPositionEmbeddings());

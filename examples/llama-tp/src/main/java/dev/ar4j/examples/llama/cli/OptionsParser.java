@@ -27,7 +27,7 @@ public final class OptionsParser {
               --comm C[,C...]     ar4j (default) | nccl | nccl-symm; a list in bench only
               --share-gpu         every rank on GPU 0 (one JVM; ar4j without NCCL)
               --devices 0,1,...   the GPU of each rank when one JVM drives all ranks
-              --context N         KV-cache positions (default 2048, at most max_position_embeddings)
+              --context N         KV-cache positions (default 2048, or max_position_embeddings if smaller)
               --seed S            seed of the synthetic weights (default 1234)
               --help              this text
             With torchrun-style variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) each
@@ -91,7 +91,8 @@ public final class OptionsParser {
                         + ": give one GPU per rank");
             }
         }
-        int context = intValue("--context", given.getOrDefault("--context", "2048"), 1, 1 << 24);
+        // 0: not given; LlamaOptions.forModel makes it the default once the model is known.
+        int context = given.containsKey("--context") ? intValue("--context", given.get("--context"), 1, 1 << 24) : 0;
         long seed = longValue("--seed", given.getOrDefault("--seed", "1234"));
         return new LlamaOptions(model == null ? null : Path.of(model), synthetic, tp, mode, prompt, steps, draft, comms,
                 share, devices, context, seed, false);

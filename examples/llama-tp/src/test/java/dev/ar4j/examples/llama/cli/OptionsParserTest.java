@@ -105,8 +105,20 @@ class OptionsParserTest {
         UsageException max = assertThrows(UsageException.class, () -> OptionsParser.parse("--synthetic", "tiny",
                 "--context", "4096").checkAgainst(tiny));
         assertTrue(max.getMessage().contains("max_position_embeddings 2048"), max.getMessage());
+        // Without --context: 2048, or the model's max_position_embeddings where that is smaller.
+        LlamaOptions unset = OptionsParser.parse("--synthetic", "tiny");
+        assertEquals(0, unset.context());
+        assertEquals(2048, unset.forModel(tiny).context());
+        var small = new dev.ar4j.examples.llama.config.LlamaConfig(tiny.hiddenSize(), tiny.intermediateSize(),
+                tiny.numHiddenLayers(), tiny.numAttentionHeads(), tiny.numKeyValueHeads(), tiny.headDim(),
+                tiny.vocabSize(), 256, tiny.rmsNormEps(), tiny.ropeTheta(), tiny.ropeScaling(),
+                tiny.tieWordEmbeddings(), tiny.torchDtype());
+        LlamaOptions resolved = unset.forModel(small);
+        assertEquals(256, resolved.context());
+        resolved.checkAgainst(small);
+        assertEquals(100, OptionsParser.parse("--synthetic", "tiny", "--context", "100").forModel(small).context());
         UsageException vocab = assertThrows(UsageException.class, () -> OptionsParser.parse("--synthetic", "tiny",
-                "--prompt", "1,4096").checkAgainst(tiny));
+                "--prompt", "1,4096").forModel(tiny).checkAgainst(tiny));
         assertTrue(vocab.getMessage().contains("token 1 is 4096, outside the vocabulary of 4096"), vocab.getMessage());
     }
 }
