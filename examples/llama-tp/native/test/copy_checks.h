@@ -1,6 +1,8 @@
 // Checks of the copies, element-wise kernels, argmax, fills and conversions against CPU references.
 #pragma once
 
+#include <algorithm>
+
 #include "random_reference.h"
 #include "test_support.h"
 
@@ -137,6 +139,44 @@ inline void check_silu_mul() {
     const size_t count = size_t(rows) * cols;
     check(rc == 0 && outside == 0 && exact >= count * 999 / 1000, "silu_mul",
           "(%zu of %zu bit-exact, need >= 99.9%%; %zu beyond 2 bf16 ulps, need 0)", exact, count, outside);
+}
+
+// Y = X · Wᵀ for 1..8 rows against a double-precision host sum: each output within one bf16
+// rounding of the exact value (plus the fp32 sum's error), rows of X at a padded stride, n not a
+// multiple of the block's 8 features, k not a multiple of the 4 x 32 chunks of the unrolled loop.
+inline void check_linear_rows(int32_t rows, int32_t n, int32_t k) {
+    const int64_t x_stride = k + 24, y_stride = n + 5;
+    std::vector<uint16_t> w = random_bf16(size_t(n) * k, -1.0f, 1.0f);
+    std::vector<uint16_t> x = random_bf16(size_t(rows) * x_stride, -2.0f, 2.0f);
+    DeviceBuffer d_w(w.size() * 2), d_x(x.size() * 2), d_y(size_t(rows) * y_stride * 2);
+    d_w.upload(w);
+    d_x.upload(x);
+    d_y.poison();
+    const int rc = ar4j_llama_linear_rows(d_w.get(), d_x.get(), x_stride, d_y.get(), y_stride, rows, n, k, 1, nullptr);
+    sync();
+    std::vector<uint16_t> y = d_y.download<uint16_t>(size_t(rows) * y_stride);
+    size_t outside = 0, untouched_gap = 0;
+    double worst = 0.0;
+    for (int r = 0; r < rows; ++r) {
+        for (int j = 0; j < n; ++j) {
+            double exact = 0.0, magnitude = 0.0;
+            for (int i = 0; i < k; ++i) {
+                const double p = double(from_bf16(w[size_t(j) * k + i])) * from_bf16(x[size_t(r) * x_stride + i]);
+                exact += p;
+                magnitude += std::fabs(p);
+            }
+            const float got = from_bf16(y[size_t(r) * y_stride + j]);
+            // One bf16 rounding of the result, plus fp32 accumulation error (k * 2^-24 of the magnitude).
+            const double bound = bf16_ulp(float(exact)) + double(k) * magnitude * 6e-8;
+            const double error = std::fabs(double(got) - exact);
+            worst = std::max(worst, error / bound);
+            outside += !(error <= bound);
+        }
+        for (int64_t j = n; j < y_stride; ++j) untouched_gap += y[size_t(r) * y_stride + j] == 0xFFFFu;
+    }
+    check(rc == 0 && outside == 0 && untouched_gap == size_t(rows) * (y_stride - n), "linear_rows",
+          "(%d rows x %d x %d: %zu outside one bf16 ulp + fp32 sum error, worst %.2f of the bound; "
+          "row padding untouched %d)", rows, n, k, outside, worst, untouched_gap == size_t(rows) * (y_stride - n));
 }
 
 // Argmax as torch.argmax: ties to the lowest index, NaN wins, all -inf gives 0.

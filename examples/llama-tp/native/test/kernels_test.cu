@@ -56,6 +56,8 @@ int main(int argc, char **argv) {
 
     printf("elementwise\n");
     check_silu_mul();
+    for (int32_t rows = 1; rows <= AR4J_LLAMA_MAX_LINEAR_ROWS; ++rows) check_linear_rows(rows, 1003, 1048);
+    check_linear_rows(3, 64, 4096 + 8);
     check_argmax(AR4J_LLAMA_DTYPE_BFLOAT16);
     check_argmax(AR4J_LLAMA_DTYPE_FLOAT32);
 

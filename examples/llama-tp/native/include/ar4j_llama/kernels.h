@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 /* The ABI version of this header; ar4j_llama_abi_version() returns the library's. */
-#define AR4J_LLAMA_ABI_VERSION 1
+#define AR4J_LLAMA_ABI_VERSION 2
 
 /* Named status codes (cudaError_t values are below 10000). */
 enum ar4j_llama_status {
@@ -75,6 +75,7 @@ enum ar4j_llama_dtype {
 enum ar4j_llama_limits {
     AR4J_LLAMA_MAX_HEAD_DIM = 256,           /* head_dim: even, 2 .. 256 */
     AR4J_LLAMA_MAX_SPLITS = 128,             /* attention: key-range splits per (token, head) */
+    AR4J_LLAMA_MAX_LINEAR_ROWS = 8,          /* ar4j_llama_linear_rows: rows of X per call */
     AR4J_LLAMA_MAX_HIDDEN = 1 << 20          /* embedding: hidden elements per row */
 };
 
@@ -191,6 +192,23 @@ int ar4j_llama_attention(const void *q, int64_t q_row_stride, const void *k_cach
                          int32_t start_pos, float scale, void *out, int64_t out_row_stride,
                          int32_t num_splits, void *workspace, size_t workspace_bytes,
                          int32_t *device_status, int32_t pdl, void *stream);
+
+/*
+ * A linear layer for a few tokens: Y[r, j] = bf16( sum_i X[r, i] * W[j, i] ) for r < rows,
+ * j < n, with fp32 accumulation and one rounding per output, as torch.nn.functional.linear in
+ * bf16 (HF's Linear without bias). W: n x k bf16, row-major, contiguous (a PyTorch linear
+ * weight); X: rows x k bf16, row stride x_row_stride; Y: rows x n bf16, row stride
+ * y_row_stride. For the decode and verify steps (1 <= rows <= AR4J_LLAMA_MAX_LINEAR_ROWS),
+ * where the product is a stream of W through the SMs: each warp owns one output feature j,
+ * reads W's row j once with 16-byte loads that bypass L1, and keeps one fp32 sum per row of X.
+ * The sum order is fixed (deterministic), not a GEMM library's, so results match cuBLAS's to
+ * fp32 rounding of the sum, not bitwise.
+ * k a multiple of 8, w and x 16-byte aligned, x_row_stride a multiple of 8 and >= k
+ * (AR4J_LLAMA_ERROR_MISALIGNED / _STRIDE otherwise); y_row_stride >= n; 1 <= n, 1 <= k.
+ */
+int ar4j_llama_linear_rows(const void *w, const void *x, int64_t x_row_stride, void *y,
+                           int64_t y_row_stride, int32_t rows, int32_t n, int32_t k, int32_t pdl,
+                           void *stream);
 
 /*
  * SwiGLU activation: out[r, c] = bf16( bf16(silu(gate[r, c])) * up[r, c] ),

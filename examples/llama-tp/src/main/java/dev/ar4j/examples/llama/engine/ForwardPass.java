@@ -28,7 +28,13 @@ import dev.ar4j.examples.llama.weights.WeightName.Kind;
  * </pre>
  *
  * Every row-parallel all-reduce is ar4j's {@code allReduceResidualRmsNorm}; the logits'
- * all-reduce is a plain one. Capturable: no allocation and no host synchronisation, given
+ * all-reduce is a plain one. The products ({@code ·}) of one-token steps (decode) go through the
+ * example's {@code ar4j_llama_linear_rows}, which streams each weight once; the others through
+ * cuBLAS. That is the crossover measured on one H200 (llama3-8b, TP 1, graphs): decode 5.03 ms
+ * with the rows kernel against 5.40 ms with cuBLAS, but the verify step of 3 tokens 6.40 ms
+ * against 6.15 ms. {@code -Dar4j.llama.linear=cublas} sends every product to cuBLAS, and
+ * {@code -Dar4j.llama.linear=rows} every product of up to {@code AR4J_LLAMA_MAX_LINEAR_ROWS}
+ * tokens to the rows kernel (for comparison). Capturable: no allocation and no host synchronisation, given
  * {@link StepViews} made beforehand.
  */
 final class ForwardPass {
@@ -45,6 +51,14 @@ final class ForwardPass {
     private final int rank;
     private final float eps;
     private final float scale;
+    private final int rowsKernelMaxTokens;
+
+    /**
+     * The system property that chooses the products' library: {@code auto} (default: the rows
+     * kernel for one token), {@code rows} (up to {@code AR4J_LLAMA_MAX_LINEAR_ROWS} tokens) or
+     * {@code cublas}.
+     */
+    static final String LINEAR_PROPERTY = "ar4j.llama.linear";
 
     ForwardPass(Communicator comm, CudaStream stream, Cublas cublas, LlamaKernels kernels, RankWeights weights,
                 Activations activations, KvCache cache) {
@@ -60,6 +74,24 @@ final class ForwardPass {
         this.rank = weights.plan().rank();
         this.eps = (float) c.rmsNormEps();
         this.scale = (float) Math.pow(c.headDim(), -0.5);
+        String linear = System.getProperty(LINEAR_PROPERTY, "auto");
+        this.rowsKernelMaxTokens = switch (linear) {
+            case "auto" -> 1;
+            case "rows" -> LlamaKernels.MAX_LINEAR_ROWS;
+            case "cublas" -> 0;
+            default -> throw new IllegalArgumentException("-D" + LINEAR_PROPERTY + "=" + linear + ": expected auto "
+                    + "(the example's rows kernel for one-token steps, cuBLAS for the others), rows (the rows kernel "
+                    + "up to " + LlamaKernels.MAX_LINEAR_ROWS + " tokens) or cublas");
+        };
+    }
+
+    /** {@code Y = X · Wᵀ} (see {@link Cublas#linear}), through the rows kernel where it applies. */
+    private void linear(long weight, long x, long y, int t, int n, int k, int ldx, int ldy) {
+        if (t <= rowsKernelMaxTokens && LlamaKernels.linearRowsApply(weight, x, t, k, ldx)) {
+            kernels.linearRows(weight, x, ldx, y, ldy, t, n, k);
+        } else {
+            cublas.linear(weight, x, y, t, n, k, ldx, ldy);
+        }
     }
 
     /** All-reduces in one step: the embedding's, two per layer, and the logits' (when tp > 1). */
@@ -106,7 +138,7 @@ final class ForwardPass {
         long k = qkv + 2L * qW;
         long val = k + 2L * kvW;
         for (int l = 0; l < c.numHiddenLayers(); l++) {
-            cublas.linear(w.address(Kind.QKV, l), act.normed.address(), qkv, t, qkvW, h, h, qkvW);
+            linear(w.address(Kind.QKV, l), act.normed.address(), qkv, t, qkvW, h, h, qkvW);
             kernels.rope(qkv, qkvW, k, qkvW, t, heads, kvHeads, hd, w.invFreq().address(), act.positions.address(),
                     positions);
             kernels.kvAppend(k, qkvW, val, qkvW, t, kvHeads, hd, cache.keys(l), cache.values(l), positions,
@@ -114,13 +146,13 @@ final class ForwardPass {
             kernels.attention(qkv, qkvW, cache.keys(l), cache.values(l), t, heads, kvHeads, hd, positions,
                     act.positions.address(), scale, act.attention.address(), qW, splits,
                     act.attentionWorkspace.address(), act.attentionWorkspace.byteSize());
-            cublas.linear(w.address(Kind.OUT_PROJ, l), act.attention.address(), act.partial.address(), t, h, qW, qW, h);
+            linear(w.address(Kind.OUT_PROJ, l), act.attention.address(), act.partial.address(), t, h, qW, qW, h);
             fused(v, v.residual(), w.get(WeightName.of(Kind.POST_NORM, l)), timer);
 
             long gateUp = act.gateUp.address();
-            cublas.linear(w.address(Kind.GATE_UP, l), act.normed.address(), gateUp, t, 2 * inter, h, h, 2 * inter);
+            linear(w.address(Kind.GATE_UP, l), act.normed.address(), gateUp, t, 2 * inter, h, h, 2 * inter);
             kernels.siluMul(gateUp, 2L * inter, gateUp + 2L * inter, 2L * inter, gateUp, 2L * inter, t, inter);
-            cublas.linear(w.address(Kind.DOWN_PROJ, l), gateUp, act.partial.address(), t, h, inter, 2 * inter, h);
+            linear(w.address(Kind.DOWN_PROJ, l), gateUp, act.partial.address(), t, h, inter, 2 * inter, h);
             WeightName next = l + 1 < c.numHiddenLayers() ? WeightName.of(Kind.INPUT_NORM, l + 1)
                     : WeightName.model(Kind.FINAL_NORM);
             fused(v, v.residual(), w.get(next), timer);
@@ -136,7 +168,7 @@ final class ForwardPass {
         }
         long logits = act.logits.address();
         long lastNormed = act.normed.address() + 2L * h * (t - rows);
-        cublas.linear(w.get(w.plan().lmHead()).address(), lastNormed, logits + 2L * layout.vocabStart(rank), rows,
+        linear(w.get(w.plan().lmHead()).address(), lastNormed, logits + 2L * layout.vocabStart(rank), rows,
                 layout.vocabPerRank(), h, h, vocabPad);
         if (layout.tp() > 1) {
             if (timer != null) {

@@ -91,6 +91,23 @@ final class LlamaKernels {
                 pdl, stream), "ar4j_llama_attention");
     }
 
+    /** {@code AR4J_LLAMA_MAX_LINEAR_ROWS}: the most rows of X that {@link #linearRows} takes. */
+    static final int MAX_LINEAR_ROWS = kernels_h.AR4J_LLAMA_MAX_LINEAR_ROWS();
+
+    /**
+     * Whether {@link #linearRows} takes these arguments: at most {@link #MAX_LINEAR_ROWS} rows,
+     * {@code k} and X's row stride multiples of 8, W and X 16-byte aligned.
+     */
+    static boolean linearRowsApply(long w, long x, int t, int k, long ldx) {
+        return t >= 1 && t <= MAX_LINEAR_ROWS && k % 8 == 0 && ldx % 8 == 0 && (w & 15) == 0 && (x & 15) == 0;
+    }
+
+    /** {@code Y[t, n] = X[t, k] · W[n, k]ᵀ} for a few rows ({@code ar4j_llama_linear_rows}). */
+    void linearRows(long w, long x, long ldx, long y, long ldy, int t, int n, int k) {
+        check(kernels_h.ar4j_llama_linear_rows(at(w), at(x), ldx, at(y), ldy, t, n, k, pdl, stream),
+                "ar4j_llama_linear_rows");
+    }
+
     /** SwiGLU: {@code out = silu(gate) * up}, rows x cols. */
     void siluMul(long gate, long gateStride, long up, long upStride, long out, long outStride, int rows, int cols) {
         check(kernels_h.ar4j_llama_silu_mul(at(gate), gateStride, at(up), upStride, at(out), outStride, rows, cols, pdl,

@@ -23,10 +23,10 @@ public class kernels_h extends kernels_h$shared {
     static final SymbolLookup SYMBOL_LOOKUP = SymbolLookup.loaderLookup()
             .or(Linker.nativeLinker().defaultLookup());
 
-    private static final int AR4J_LLAMA_ABI_VERSION = (int)1L;
+    private static final int AR4J_LLAMA_ABI_VERSION = (int)2L;
     /**
      * {@snippet lang=c :
-     * #define AR4J_LLAMA_ABI_VERSION 1
+     * #define AR4J_LLAMA_ABI_VERSION 2
      * }
      */
     public static int AR4J_LLAMA_ABI_VERSION() {
@@ -193,6 +193,15 @@ public class kernels_h extends kernels_h$shared {
      */
     public static int AR4J_LLAMA_MAX_SPLITS() {
         return AR4J_LLAMA_MAX_SPLITS;
+    }
+    private static final int AR4J_LLAMA_MAX_LINEAR_ROWS = (int)8L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_llama_limits.AR4J_LLAMA_MAX_LINEAR_ROWS = 8
+     * }
+     */
+    public static int AR4J_LLAMA_MAX_LINEAR_ROWS() {
+        return AR4J_LLAMA_MAX_LINEAR_ROWS;
     }
     private static final int AR4J_LLAMA_MAX_HIDDEN = (int)1048576L;
     /**
@@ -739,6 +748,75 @@ public class kernels_h extends kernels_h$shared {
                 traceDowncall("ar4j_llama_attention", q, q_row_stride, k_cache, v_cache, n, n_heads, n_kv_heads, head_dim, max_positions, positions, start_pos, scale, out, out_row_stride, num_splits, workspace, workspace_bytes, device_status, pdl, stream);
             }
             return (int)mh$.invokeExact(q, q_row_stride, k_cache, v_cache, n, n_heads, n_kv_heads, head_dim, max_positions, positions, start_pos, scale, out, out_row_stride, num_splits, workspace, workspace_bytes, device_status, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_linear_rows {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_linear_rows");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows(const void *w, const void *x, int64_t x_row_stride, void *y, int64_t y_row_stride, int32_t rows, int32_t n, int32_t k, int32_t pdl, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_linear_rows$descriptor() {
+        return ar4j_llama_linear_rows.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows(const void *w, const void *x, int64_t x_row_stride, void *y, int64_t y_row_stride, int32_t rows, int32_t n, int32_t k, int32_t pdl, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_llama_linear_rows$handle() {
+        return ar4j_llama_linear_rows.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows(const void *w, const void *x, int64_t x_row_stride, void *y, int64_t y_row_stride, int32_t rows, int32_t n, int32_t k, int32_t pdl, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_llama_linear_rows$address() {
+        return ar4j_llama_linear_rows.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows(const void *w, const void *x, int64_t x_row_stride, void *y, int64_t y_row_stride, int32_t rows, int32_t n, int32_t k, int32_t pdl, void *stream)
+     * }
+     */
+    public static int ar4j_llama_linear_rows(MemorySegment w, MemorySegment x, long x_row_stride, MemorySegment y, long y_row_stride, int rows, int n, int k, int pdl, MemorySegment stream) {
+        var mh$ = ar4j_llama_linear_rows.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_linear_rows", w, x, x_row_stride, y, y_row_stride, rows, n, k, pdl, stream);
+            }
+            return (int)mh$.invokeExact(w, x, x_row_stride, y, y_row_stride, rows, n, k, pdl, stream);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
