@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # The example's whole GPU check, on a GPU host with no Java or Maven, from what
 # bin/gpu-prepare.sh put in examples/llama-tp/.gpu/ (carry that folder):
+#   0. the kernels: native/test's program against a CPU reference, and reference/compare_kernels.py
+#      against the transformers functions they stand in for;
 #   1. reference/make_reference.py writes the transformers reference (PyTorch + transformers of the
 #      host's Python; nothing is downloaded), unless AR4J_LLAMA_REFERENCE already holds one;
 #   2. LlamaReferenceIT compares the engine with it at TP 1, 2, 4 (ranks sharing GPU 0);
 #   3. ar4j-llama generate and bench runs: tiny (generate, verify check), llama3-8b at TP 1 and 2,
-#      verify-7168 at TP 2 with --draft 3 (ranks sharing the GPU: functional figures, not a speed-up).
+#      verify-7168 at TP 2 with --draft 3 (ranks sharing the GPU: functional figures, not a speed-up),
+#      and reference/torch_decode_bench.py: the llama3-8b decode step in plain PyTorch, one CUDA
+#      graph, for the engine-speed comparison at TP 1.
 # Logs go to $OUT (or examples/llama-tp/.gpu/out). Exit 0 only when every step passed.
 #   PYTHON   the Python with torch and transformers (default /opt/torch/.venv/bin/python3, else python3)
-#   STEPS    which steps to run (default "reference it generate bench")
+#   STEPS    which steps to run (default "kernels reference it generate bench")
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -23,7 +27,7 @@ fi
 logs="${OUT:-.gpu/out}"
 mkdir -p "$logs"
 reference="${AR4J_LLAMA_REFERENCE:-$logs/reference}"
-steps="${STEPS:-reference it generate bench}"
+steps="${STEPS:-kernels reference it generate bench}"
 failed=()
 
 step() {  # name, command...
@@ -45,6 +49,9 @@ llama() {
 
 for s in $steps; do
   case "$s" in
+    kernels)
+      step kernels-native .gpu/native/ar4j_llama_kernels_test
+      step kernels-transformers "$python" reference/compare_kernels.py .gpu/native/libar4j_llama_kernels.so ;;
     reference)
       if [[ -f "$reference/index.json" ]]; then
         echo "== reference: $reference/index.json exists (kept)"
@@ -62,9 +69,10 @@ for s in $steps; do
       step generate-reference-tp2 llama --model "$reference/base/model" --tp 2 --share-gpu --prompt 1,2,3,4 --steps 16 ;;
     bench)
       step bench-llama3-8b-tp1 llama --synthetic llama3-8b --tp 1 --mode bench --comm ar4j,nccl
+      step bench-torch-llama3-8b "$python" reference/torch_decode_bench.py --model llama3-8b --context 512
       step bench-llama3-8b-tp2 llama --synthetic llama3-8b --tp 2 --share-gpu --mode bench
       step bench-verify-7168-tp2 llama --synthetic verify-7168 --tp 2 --share-gpu --mode bench --draft 3 --steps 300 ;;
-    *) echo "gpu-check: unknown step '$s' (reference, it, generate, bench)" >&2; exit 2 ;;
+    *) echo "gpu-check: unknown step '$s' (kernels, reference, it, generate, bench)" >&2; exit 2 ;;
   esac
 done
 for f in "$logs"/bench-*.log; do [[ -f "$f" ]] && { echo "== $f"; grep -v '^rank .* \[' "$f" | tail -n 12; }; done
