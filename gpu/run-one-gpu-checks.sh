@@ -9,12 +9,12 @@
 #   fused    ar4j_fused_test --ranks 2 --quick (fused all-reduce + residual + RMSNorm against the
 #            unfused path, bitwise)
 #   variants the kernel variants (ar4j_set_variants, issue 21), 2 ranks sharing GPU 0: the whole
-#            quick native test with every variant on (0x4000000f: the early trigger forced on
+#            quick native test with every variant on (0x4000001f: the early trigger forced on
 #            although the ranks share the GPU; containment and exit-path tests included), then
 #            group 8 alone (the variants' API and agreement check, each variant's quick matrix,
 #            graph and PDL chain, and each variant's timing against the default), then the fused
 #            test with the grid-wide push phase (4) and with it plus clear-on-read and the early
-#            trigger (0x40000007)
+#            trigger (0x40000017), and the pass-on
 #   rmsnorm  ar4j_rmsnorm_test (residual add + RMSNorm against a host reference)
 #   its      the GPU integration tests that need one GPU (failure containment and the fused
 #            all-reduce + residual + RMSNorm with 2 ranks on GPU 0 in both process models, NCCL
@@ -60,10 +60,10 @@ for s in "${steps[@]}"; do
     exits)    step exits 90 "$native_dir"/ar4j_native_test --gpus 1 --ranks 4 --exits-only ;;
     fused)    step fused 120 "$native_dir"/ar4j_fused_test --ranks 2 --quick ;;
     variants) step variants-all 150 "$native_dir"/ar4j_native_test --gpus 1 --ranks 2 --quick --no-pdl-timing \
-                --variants 0x4000000f
+                --variants 0x4000001f
               step variants-matrix 150 "$native_dir"/ar4j_native_test --gpus 1 --ranks 2 --variant-matrix-only
               step variants-fused 120 "$native_dir"/ar4j_fused_test --ranks 2 --quick --variants 4
-              step variants-fused-all 120 "$native_dir"/ar4j_fused_test --ranks 2 --quick --variants 0x40000007 ;;
+              step variants-fused-all 120 "$native_dir"/ar4j_fused_test --ranks 2 --quick --variants 0x40000017 ;;
     rmsnorm)  step rmsnorm 60 "$native_dir"/ar4j_rmsnorm_test ;;
     its)      # The race step runs the 10,000 close-race rounds; here FailureContainmentOneJvmIT's own
               # race runs 400 (its default of 10,000 alone outlasts the step's limit).

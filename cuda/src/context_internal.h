@@ -33,7 +33,9 @@ static_assert(ar4j::kPushBlocks <= kMaxBlocks, "push grid exceeds the signal lay
 static_assert(AR4J_VARIANT_PUSH_EARLY_TRIGGER == ar4j::kVariantPushEarlyTrigger &&
                   AR4J_VARIANT_PUSH_CLEAR_ON_READ == ar4j::kVariantPushClearOnRead &&
                   AR4J_VARIANT_FUSED_GRID_PUSH == ar4j::kVariantFusedGridPush &&
-                  AR4J_VARIANT_TWO_STAGE_PUSH == ar4j::kVariantTwoStagePush && AR4J_VARIANTS_ALL == ar4j::kVariantsAll &&
+                  AR4J_VARIANT_TWO_STAGE_PUSH == ar4j::kVariantTwoStagePush &&
+                  AR4J_VARIANT_PUSH_PASS_ON_POISON == ar4j::kVariantPushPassOnPoison &&
+                  AR4J_VARIANTS_ALL == ar4j::kVariantsAll &&
                   (uint32_t)AR4J_VARIANT_DEBUG_IGNORE_SHARED_GPU == ar4j::kVariantDebugIgnoreSharedGpu,
               "header and kernels disagree on the variant flags");
 

@@ -110,6 +110,7 @@ __global__ void __launch_bounds__(kNormThreads, 2) push_rmsnorm_kernel(FusedPara
     }
     __syncthreads();
     if (s_abort != 0) {
+        push_give_up<WS>(p);
         fill_fused_nan<T>(f);
         return;
     }
@@ -165,6 +166,7 @@ __global__ void __launch_bounds__(kNormThreads, 2) push_rmsnorm_kernel(FusedPara
         }
         // Block-uniform: every thread reaches this barrier, also those whose wait gave up.
         if (__syncthreads_or(!ok)) {
+            push_give_up<WS>(p);
             fill_fused_nan<T>(f);  // the context is failed from here on; its state is left as is
             return;
         }

@@ -84,17 +84,20 @@ constexpr uint32_t kVariantPushEarlyTrigger = 1u;  // push kernels: launch_depen
 constexpr uint32_t kVariantPushClearOnRead = 2u;   // push kernels: clear each pack after reading it
 constexpr uint32_t kVariantFusedGridPush = 4u;     // fused push: the push phase over the whole grid
 constexpr uint32_t kVariantTwoStagePush = 8u;      // TWO_STAGE: the push-based kernel where it fits
-constexpr uint32_t kVariantsAll = 15u;
+constexpr uint32_t kVariantPushPassOnPoison = 16u; // push kernels that give up pass the poison on
+constexpr uint32_t kVariantsAll = 31u;
 // TEST ONLY: keep the early trigger although ranks share a GPU (correctness runs on one GPU).
 constexpr uint32_t kVariantDebugIgnoreSharedGpu = 0x40000000u;
 
 // The variants word a context publishes: tag 0x5A in bits 56..63, the variant flags that the
-// ranks must agree on (every bit but the early trigger, which is each rank's own affair, and the
-// test-only bit) in 48..55, and max_bytes / 16 in 0..47: the signal blocks' layouts (push area
-// offset, scratch) follow from max_bytes, so ranks with different values are refused too.
+// ranks must agree on (every bit but the early trigger and the poison pass-on, which are each
+// rank's own affair, and the test-only bit) in 48..55, and max_bytes / 16 in 0..47: the signal
+// blocks' layouts (push area offset, scratch) follow from max_bytes, so ranks with different
+// values are refused too.
 constexpr unsigned long long kVariantsTag = 0x5A;
+constexpr uint32_t kVariantsAgreed = kVariantsAll & ~(kVariantPushEarlyTrigger | kVariantPushPassOnPoison);
 __host__ __device__ constexpr unsigned long long make_variants_word(uint32_t flags, size_t max_bytes) {
-    return (kVariantsTag << 56) | ((unsigned long long)(flags & (kVariantsAll & ~kVariantPushEarlyTrigger)) << 48) |
+    return (kVariantsTag << 56) | ((unsigned long long)(flags & kVariantsAgreed) << 48) |
            ((unsigned long long)(max_bytes >> 4) & 0xffffffffffffull);
 }
 

@@ -44,7 +44,8 @@ cudaError_t launch_kernel(Kernel kernel, int blocks, int threads, cudaStream_t s
 }
 
 // p.variants selects the variant kernels: kVariantTwoStagePush (set only where its scratch fits:
-// ar4j_all_reduce) and kVariantPushClearOnRead; the early trigger is a run-time test inside.
+// ar4j_all_reduce), kVariantPushClearOnRead and kVariantPushPassOnPoison; the early trigger is a
+// run-time test inside.
 template <typename T, int WS>
 cudaError_t launch_typed(int32_t algorithm, bool in_place, const Params &p, int blocks, int threads,
                          cudaStream_t stream, bool pdl) {
@@ -58,10 +59,13 @@ cudaError_t launch_typed(int32_t algorithm, bool in_place, const Params &p, int 
         }
         return launch_kernel(ar4j::two_stage_kernel<T, WS>, blocks, threads, stream, pdl, p);
     }
-    if ((p.variants & ar4j::kVariantPushClearOnRead) != 0) {
-        return launch_kernel(ar4j::push_kernel<T, WS, true>, ar4j::kPushBlocks, ar4j::kPushThreads, stream, pdl, p);
-    }
-    return launch_kernel(ar4j::push_kernel<T, WS>, ar4j::kPushBlocks, ar4j::kPushThreads, stream, pdl, p);
+    const bool clear = (p.variants & ar4j::kVariantPushClearOnRead) != 0;
+    const bool pass_on = (p.variants & ar4j::kVariantPushPassOnPoison) != 0;
+    const int b = ar4j::kPushBlocks, t = ar4j::kPushThreads;
+    if (clear && pass_on) return launch_kernel(ar4j::push_kernel<T, WS, true, true>, b, t, stream, pdl, p);
+    if (clear) return launch_kernel(ar4j::push_kernel<T, WS, true>, b, t, stream, pdl, p);
+    if (pass_on) return launch_kernel(ar4j::push_kernel<T, WS, false, true>, b, t, stream, pdl, p);
+    return launch_kernel(ar4j::push_kernel<T, WS>, b, t, stream, pdl, p);
 }
 
 template <typename T>
@@ -81,6 +85,8 @@ cudaError_t preload_typed() {
     cudaFuncAttributes attr;
     cudaError_t e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, true>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, false, true>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, true, true>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::two_stage_push_kernel<T, WS>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS, true, false>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS, false, true>);

@@ -178,13 +178,27 @@ __device__ __forceinline__ void clear_consumed(const Params &p, unsigned long lo
     }
 }
 
+// Pass-on (AR4J_VARIANT_PUSH_PASS_ON_POISON): thread 0 of a push block that gives up (poisoned at
+// entry or while polling, or timed out) passes the poison of this rank's Signal on to every peer's,
+// as the pull kernels do at their exit: a peer that the poisoning host or kernel could not reach
+// learns it from here instead of waiting out its deadline. Off by default: the code made
+// push_kernel<fp16/bf16, 2> spill when it was unconditional (kernel_sync.cuh).
+// push_kernel takes it as a template parameter (kPassOn): inlined behind a run-time test, the code
+// made the default push_kernel<*, 4> and <float, 2> spill (nvcc 13.0), and out of line (a call) it
+// changed their register allocation too. push_rmsnorm_kernel keeps the run-time test (compiled:
+// no spill, its registers within one of the kernel without it).
+template <int WS>
+__device__ __forceinline__ void push_give_up(const Params &p) {
+    if (threadIdx.x == 0 && (p.variants & kVariantPushPassOnPoison) != 0) pass_on_poison<WS>(p);
+}
+
 // The early trigger, when in effect (the host turns it off when ranks share a GPU): right after
 // griddepcontrol.wait. Calling launch_dependents again later is harmless.
 __device__ __forceinline__ void pdl_trigger_early(const Params &p) {
     if ((p.variants & kVariantPushEarlyTrigger) != 0) pdl_launch_dependents();
 }
 
-template <typename T, int WS, bool kClear = false>
+template <typename T, int WS, bool kClear = false, bool kPassOn = false>
 __global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
     using Tr = PackTraits<T>;
     pdl_wait();
@@ -207,6 +221,7 @@ __global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
     }
     __syncthreads();
     if (s_abort != 0) {
+        if (kPassOn && threadIdx.x == 0) pass_on_poison<WS>(p);
         fill_output_nan<T>(p);
         return;
     }
@@ -253,6 +268,7 @@ __global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
     }
     // Block-uniform: every thread reaches this barrier, also those whose wait gave up.
     if (__syncthreads_or(!ok)) {
+        if (kPassOn && threadIdx.x == 0) pass_on_poison<WS>(p);
         fill_output_nan<T>(p);  // the context is failed from here on; its state is left as is
         return;
     }

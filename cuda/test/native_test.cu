@@ -6,7 +6,7 @@
 //                    [--variants MASK] [--variant-matrix] [--variant-matrix-only] [--no-variant-timing]
 //
 // --variants MASK: every context the program makes gets ar4j_set_variants(MASK) (AR4J_VARIANT_*
-// flags, decimal or 0x hex; 0x4000000f = all of them, the early trigger forced on with ranks sharing
+// flags, decimal or 0x hex; 0x4000001f = all of them, the early trigger forced on with ranks sharing
 // a GPU) before its first call: every group below then checks the variant kernels, the containment
 // tests of groups 4, 6 and 7 included. --variant-matrix adds group 8 (the variants' API, their
 // correctness matrix one by one and their timing against the default); --variant-matrix-only runs

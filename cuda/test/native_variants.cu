@@ -9,13 +9,19 @@
 //    matrix of group 1 (every algorithm x dtype x size incl. tails x in/out of place, against the host
 //    reference, bitwise), the graph test of group 2 (recorded inputs, 5 replays), and with PDL on the
 //    dependent calls allreduce(allreduce(x)) eagerly and in a graph (group 3b).
+//  - Pass-on: with AR4J_VARIANT_PUSH_PASS_ON_POISON a push kernel (plain and fused) that finds a
+//    poison only its own signal block holds passes it on: the other running ranks end within 2 s
+//    (deadline 10 s) and the rank that runs no kernel has it in its signal block.
 //  - Timing: each variant against the default, PDL on, CUDA graph of 50 calls, median of 9, µs per
 //    call, rank 0: push (1 KiB .. 256 KiB), fused push all-reduce + residual + RMSNorm (3 x 7168
 //    bf16) and 2-stage (256 KiB .. 32 MiB).
 // The containment tests of groups 4, 6 and 7 run with variants when the whole program is given
 // --variants MASK (every context it makes then uses MASK).
 
+#include <cstddef>
+
 #include "native_test_harness.h"
+#include "kernel_interface.cuh"
 
 namespace native_test {
 
@@ -127,9 +133,88 @@ void run_variant_api(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &
     }
 }
 
+// Rank `missing` never calls; a poison reaches rank 0's signal block alone (the host word, as a
+// host that could reach no other rank leaves it). Rank 0's polling push kernel must pass it on.
+void run_push_poison_passed_on(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync, bool fused) {
+    const int missing = sh.ws - 1, reason = 78;
+    ar4j_context *ctx = fresh_group(sh, rank, sync, 10ull * 1000 * 1000 * 1000, 0, 0, AR4J_VARIANT_PUSH_PASS_ON_POISON);
+    const int dtype = AR4J_DTYPE_BFLOAT16;
+    const size_t hidden = 7168, rows = 3, count = rows * hidden, bytes = count * 2;
+    void *residual = nullptr, *weight = nullptr, *res_out = nullptr;
+    if (fused) {
+        CHECK_CUDA(cudaMalloc(&residual, bytes));
+        CHECK_CUDA(cudaMalloc(&res_out, bytes));
+        CHECK_CUDA(cudaMalloc(&weight, hidden * 2));
+        CHECK_CUDA(cudaMemset(residual, 0, bytes));
+        CHECK_CUDA(cudaMemset(weight, 0x3f, hidden * 2));
+        CHECK_CUDA(cudaMemset(res_out, 0x11, bytes));
+    }
+    CHECK_CUDA(cudaMemset(sh.graph_inputs[rank], 0, bytes));
+    CHECK_CUDA(cudaMemsetAsync(sh.outputs[rank], 0x11, bytes, stream));
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    sync.arrive_and_wait();
+    const auto t0 = std::chrono::steady_clock::now();
+    int st = AR4J_SUCCESS;
+    if (rank != missing) {
+        st = fused ? ar4j_all_reduce_residual_rmsnorm(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, sh.graph_inputs[rank], residual,
+                                                      weight, sh.outputs[rank], res_out, rows, hidden, 1e-5f, stream)
+                   : ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, sh.graph_inputs[rank], sh.outputs[rank], count,
+                                     stream);
+    }
+    sync.arrive_and_wait();  // launched
+    cudaStream_t aux;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&aux, cudaStreamNonBlocking));
+    if (rank == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        const uint64_t word = ar4j::make_poison(missing, reason, 0xff, 0xffff);
+        CHECK_CUDA(cudaMemcpyAsync(static_cast<char *>(sh.timeout_signals[0]) + offsetof(ar4j::Signal, host_poison), &word,
+                                   sizeof word, cudaMemcpyDefault, aux));
+        CHECK_CUDA(cudaStreamSynchronize(aux));
+    }
+    const char *name = fused ? "fused push" : "push";
+    if (rank != missing) {
+        const cudaError_t e = cudaStreamSynchronize(stream);
+        const double ms = ms_since(t0);
+        size_t not_nan = count_not_nan(sh.outputs[rank], bytes, dtype);
+        if (fused) not_nan += count_not_nan(res_out, bytes, dtype);
+        ar4j_failure_info info;
+        CHECK_AR(ar4j_read_failure(ctx, &info));
+        char what[400];
+        std::snprintf(what, sizeof what,
+                      "rank %d variants pass-on, %s, poison in rank 0's signal block only: launch %s, ended %s after %.1f ms "
+                      "(deadline 10 s), %zu non-NaN, %s",
+                      rank, name, ar4j_status_name(st), cudaGetErrorName(e), ms, not_nan, describe(info).c_str());
+        say(what);
+        record(st == AR4J_SUCCESS && e == cudaSuccess && ms < 2000.0 && not_nan == 0 && info.poisoned == 1 &&
+                   info.origin_rank == missing && info.reason == reason,
+               what);
+    }
+    sync.arrive_and_wait();
+    if (rank == missing) {
+        // Its own signal block, read directly (its context ran no kernel; read_failure reads the same).
+        ar4j_failure_info info;
+        CHECK_AR(ar4j_read_failure(ctx, &info));
+        const std::string what = "rank " + std::to_string(rank) + " variants pass-on, " + name +
+                                 " (runs no kernel) has the poison passed on by rank 0's kernel: " + describe(info);
+        say(what);
+        record(info.poisoned == 1 && info.origin_rank == missing && info.reason == reason, what);
+    }
+    sync.arrive_and_wait();
+    CHECK_CUDA(cudaStreamDestroy(aux));
+    if (fused) {
+        CHECK_CUDA(cudaFree(residual));
+        CHECK_CUDA(cudaFree(res_out));
+        CHECK_CUDA(cudaFree(weight));
+    }
+    CHECK_AR(ar4j_context_destroy(ctx));
+}
+
 void run_variant_matrix(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync) {
+    run_push_poison_passed_on(sh, rank, stream, sync, false);
+    run_push_poison_passed_on(sh, rank, stream, sync, true);
     const uint32_t configs[] = {kForceEarly, AR4J_VARIANT_PUSH_CLEAR_ON_READ, AR4J_VARIANT_FUSED_GRID_PUSH,
-                                AR4J_VARIANT_TWO_STAGE_PUSH, kForceEarly | AR4J_VARIANTS_ALL};
+                                AR4J_VARIANT_TWO_STAGE_PUSH, AR4J_VARIANT_PUSH_PASS_ON_POISON,
+                                kForceEarly | AR4J_VARIANTS_ALL};
     for (uint32_t v : configs) {
         for (int pdl = 0; pdl < 2; ++pdl) {
             auto t0 = std::chrono::steady_clock::now();

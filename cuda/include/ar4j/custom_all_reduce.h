@@ -231,17 +231,22 @@ int ar4j_pdl_active(const ar4j_context *ctx, int32_t *out);
  *    2 * (world_size - 1) * 16 * (npacks - (world_size - 1) * (npacks / world_size)) <= max_bytes,
  *    npacks = bytes / 16 (about bytes <= max_bytes for 2 ranks, <= max_bytes * 2 / 3 for 4, <= max_bytes
  *    * 4 / 7 for 8), else the pull kernel as without the flag (the same choice on every rank).
+ *  - PUSH_PASS_ON_POISON: a push kernel (plain or fused) that gives up (poisoned at entry or while
+ *    polling, or timed out) passes the poison on to every peer's signal block, as the pull kernels
+ *    always do: a peer that the poisoning rank could not reach learns it at once instead of at its
+ *    deadline. Ranks need not agree on it.
  *  - DEBUG_IGNORE_SHARED_GPU (TEST ONLY): the early trigger also when ranks share a GPU (a
  *    correctness test on one GPU with few ranks; deadlock-prone with many, see docs/KERNELS.md).
- * Every flag except the early trigger and the test flag must be the same on every rank (they change
- * the buffer protocol): the context publishes them (and max_bytes) in its signal block and the
+ * Every flag except the early trigger, the pass-on and the test flag must be the same on every rank
+ * (they change the buffer protocol): the context publishes them (and max_bytes) in its signal block and the
  * geometry check refuses a difference with AR4J_ERROR_GEOMETRY_MISMATCH, as for the launch geometry. */
 enum ar4j_variant {
     AR4J_VARIANT_PUSH_EARLY_TRIGGER = 1,
     AR4J_VARIANT_PUSH_CLEAR_ON_READ = 2,
     AR4J_VARIANT_FUSED_GRID_PUSH = 4,
     AR4J_VARIANT_TWO_STAGE_PUSH = 8,
-    AR4J_VARIANTS_ALL = 15,
+    AR4J_VARIANT_PUSH_PASS_ON_POISON = 16,
+    AR4J_VARIANTS_ALL = 31,
     AR4J_VARIANT_DEBUG_IGNORE_SHARED_GPU = 0x40000000
 };
 

@@ -1133,10 +1133,19 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
     public static int AR4J_VARIANT_TWO_STAGE_PUSH() {
         return AR4J_VARIANT_TWO_STAGE_PUSH;
     }
-    private static final int AR4J_VARIANTS_ALL = (int)15L;
+    private static final int AR4J_VARIANT_PUSH_PASS_ON_POISON = (int)16L;
     /**
      * {@snippet lang=c :
-     * enum ar4j_variant.AR4J_VARIANTS_ALL = 15
+     * enum ar4j_variant.AR4J_VARIANT_PUSH_PASS_ON_POISON = 16
+     * }
+     */
+    public static int AR4J_VARIANT_PUSH_PASS_ON_POISON() {
+        return AR4J_VARIANT_PUSH_PASS_ON_POISON;
+    }
+    private static final int AR4J_VARIANTS_ALL = (int)31L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_variant.AR4J_VARIANTS_ALL = 31
      * }
      */
     public static int AR4J_VARIANTS_ALL() {

@@ -20,7 +20,9 @@ import java.util.Objects;
  *   <li>{@code fused-grid-push} ({@value #FUSED_GRID_PUSH}): the fused push all-reduce + residual +
  *       RMSNorm pushes with the whole grid (norm per row);</li>
  *   <li>{@code two-stage-push} ({@value #TWO_STAGE_PUSH}): two-stage calls run a push-based kernel
- *       (posted writes only) where its scratch fits in the staging size, else the pull kernel.</li>
+ *       (posted writes only) where its scratch fits in the staging size, else the pull kernel;</li>
+ *   <li>{@code push-pass-on-poison} ({@value #PUSH_PASS_ON_POISON}): a push kernel that gives up
+ *       passes the poison on to every peer, as the pull kernels do.</li>
  * </ul>
  * {@code none} is 0, {@code all} every variant.
  */
@@ -34,14 +36,17 @@ public final class KernelVariants {
     public static final int FUSED_GRID_PUSH = 4;
     /** {@code AR4J_VARIANT_TWO_STAGE_PUSH}. */
     public static final int TWO_STAGE_PUSH = 8;
+    /** {@code AR4J_VARIANT_PUSH_PASS_ON_POISON}. */
+    public static final int PUSH_PASS_ON_POISON = 16;
     /** {@code AR4J_VARIANTS_ALL}. */
-    public static final int ALL = 15;
+    public static final int ALL = 31;
 
     /** The accepted names, for error messages. */
-    public static final String ACCEPTED = "none, all, early-trigger, clear-on-read, fused-grid-push, two-stage-push "
-            + "(comma-separated, case-insensitive)";
+    public static final String ACCEPTED = "none, all, early-trigger, clear-on-read, fused-grid-push, two-stage-push, "
+            + "push-pass-on-poison (comma-separated, case-insensitive)";
 
-    private static final String[] NAMES = {"early-trigger", "clear-on-read", "fused-grid-push", "two-stage-push"};
+    private static final String[] NAMES = {"early-trigger", "clear-on-read", "fused-grid-push", "two-stage-push",
+        "push-pass-on-poison"};
 
     private KernelVariants() {
     }

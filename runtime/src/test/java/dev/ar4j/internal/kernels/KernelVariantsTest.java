@@ -26,7 +26,9 @@ class KernelVariantsTest {
         assertTrue(header.contains("AR4J_VARIANT_PUSH_CLEAR_ON_READ = " + KernelVariants.PUSH_CLEAR_ON_READ + ","));
         assertTrue(header.contains("AR4J_VARIANT_FUSED_GRID_PUSH = " + KernelVariants.FUSED_GRID_PUSH + ","));
         assertTrue(header.contains("AR4J_VARIANT_TWO_STAGE_PUSH = " + KernelVariants.TWO_STAGE_PUSH + ","));
+        assertTrue(header.contains("AR4J_VARIANT_PUSH_PASS_ON_POISON = " + KernelVariants.PUSH_PASS_ON_POISON + ","));
         assertTrue(header.contains("AR4J_VARIANTS_ALL = " + KernelVariants.ALL + ","));
+        assertEquals(16, KernelVariants.parse("push-pass-on-poison", "test"));
     }
 
     @Test
@@ -41,7 +43,8 @@ class KernelVariantsTest {
     @Test
     void describeNamesTheBitsAndRoundTrips() {
         assertEquals("none", KernelVariants.describe(0));
-        assertEquals("early-trigger,clear-on-read,fused-grid-push,two-stage-push", KernelVariants.describe(KernelVariants.ALL));
+        assertEquals("early-trigger,clear-on-read,fused-grid-push,two-stage-push,push-pass-on-poison",
+                KernelVariants.describe(KernelVariants.ALL));
         for (int flags = 0; flags <= KernelVariants.ALL; flags++) {
             assertEquals(flags, KernelVariants.parse(KernelVariants.describe(flags), "test"));
         }
