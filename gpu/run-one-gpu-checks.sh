@@ -11,8 +11,9 @@
 #   variants the kernel variants (ar4j_set_variants, issue 21), 2 ranks sharing GPU 0: the whole
 #            quick native test with every variant on (0x4000001f: the early trigger forced on
 #            although the ranks share the GPU; containment and exit-path tests included), then
-#            group 8 alone (the variants' API and agreement check, each variant's quick matrix,
-#            graph and PDL chain, and each variant's timing against the default), then the fused
+#            group 8 alone (the variants' API and agreement check, the pass-on checks, each
+#            variant's quick matrix, graph and PDL chain), group 8's timing alone (each variant
+#            against the default, CUDA graphs of 50, medians: '# variant timing'), then the fused
 #            test with the grid-wide push phase (4) and with it plus clear-on-read and the early
 #            trigger (0x40000017), and the pass-on
 #   rmsnorm  ar4j_rmsnorm_test (residual add + RMSNorm against a host reference)
@@ -61,7 +62,10 @@ for s in "${steps[@]}"; do
     fused)    step fused 120 "$native_dir"/ar4j_fused_test --ranks 2 --quick ;;
     variants) step variants-all 150 "$native_dir"/ar4j_native_test --gpus 1 --ranks 2 --quick --no-pdl-timing \
                 --variants 0x4000001f
-              step variants-matrix 150 "$native_dir"/ar4j_native_test --gpus 1 --ranks 2 --variant-matrix-only
+              step variants-matrix 150 "$native_dir"/ar4j_native_test --gpus 1 --ranks 2 --variant-matrix-only \
+                --no-variant-timing
+              step variants-timing 120 "$native_dir"/ar4j_native_test --gpus 1 --ranks 2 --timing-only --no-pdl-timing \
+                --variant-matrix
               step variants-fused 120 "$native_dir"/ar4j_fused_test --ranks 2 --quick --variants 4
               step variants-fused-all 120 "$native_dir"/ar4j_fused_test --ranks 2 --quick --variants 0x40000017 ;;
     rmsnorm)  step rmsnorm 60 "$native_dir"/ar4j_rmsnorm_test ;;
