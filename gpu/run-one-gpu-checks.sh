@@ -8,6 +8,14 @@
 #            launch, unregistering against live graphs, a replay before registration, size limits)
 #   fused    ar4j_fused_test --ranks 2 --quick (fused all-reduce + residual + RMSNorm against the
 #            unfused path, bitwise)
+#   variants the kernel variants (ar4j_set_variants, issue 21), 2 ranks sharing GPU 0: the whole
+#            quick native test with every variant on (0x4000001f: the early trigger forced on
+#            although the ranks share the GPU; containment and exit-path tests included), then
+#            group 8 alone (the variants' API and agreement check, the pass-on checks, each
+#            variant's quick matrix, graph and PDL chain), group 8's timing alone (each variant
+#            against the default, CUDA graphs of 50, medians: '# variant timing'), then the fused
+#            test with the grid-wide push phase (4) and with it plus clear-on-read and the early
+#            trigger (0x40000017), and the pass-on
 #   rmsnorm  ar4j_rmsnorm_test (residual add + RMSNorm against a host reference)
 #   its      the GPU integration tests that need one GPU (failure containment and the fused
 #            all-reduce + residual + RMSNorm with 2 ranks on GPU 0 in both process models, NCCL
@@ -31,7 +39,7 @@ java=.gpu/jre/bin/java
 version=$(ar4j_version) || exit 2
 jars=$(ar4j_jars) || exit 2
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(native exits fused rmsnorm its timing consumer)
+[[ ${#steps[@]} -eq 0 ]] && steps=(native exits fused variants rmsnorm its timing consumer)
 # AR4J_KERNELS_VARIANT=cu12: the native programs built with CUDA 12.4 (.gpu/native-cu12); the JVM
 # steps read the same variable and load the jar's cu12 kernels.
 native_dir=.gpu/native
@@ -52,6 +60,14 @@ for s in "${steps[@]}"; do
     native)   step native 150 "$native_dir"/ar4j_native_test --gpus 1 --ranks 2 --quick ;;
     exits)    step exits 90 "$native_dir"/ar4j_native_test --gpus 1 --ranks 4 --exits-only ;;
     fused)    step fused 120 "$native_dir"/ar4j_fused_test --ranks 2 --quick ;;
+    variants) step variants-all 150 "$native_dir"/ar4j_native_test --gpus 1 --ranks 2 --quick --no-pdl-timing \
+                --variants 0x4000001f
+              step variants-matrix 150 "$native_dir"/ar4j_native_test --gpus 1 --ranks 2 --variant-matrix-only \
+                --no-variant-timing
+              step variants-timing 120 "$native_dir"/ar4j_native_test --gpus 1 --ranks 2 --timing-only --no-pdl-timing \
+                --variant-matrix
+              step variants-fused 120 "$native_dir"/ar4j_fused_test --ranks 2 --quick --variants 4
+              step variants-fused-all 120 "$native_dir"/ar4j_fused_test --ranks 2 --quick --variants 0x40000017 ;;
     rmsnorm)  step rmsnorm 60 "$native_dir"/ar4j_rmsnorm_test ;;
     its)      # The race step runs the 10,000 close-race rounds; here FailureContainmentOneJvmIT's own
               # race runs 400 (its default of 10,000 alone outlasts the step's limit).
@@ -87,7 +103,7 @@ for s in "${steps[@]}"; do
                 grep -h "RESULT\|HUNG\|FIRST UNEXPECTED\|fatal error\|SIGSEGV" "$out/race-$j.log"
               done
               [[ $race_failed -eq 0 ]] || failed+=("race") ;;
-    *) echo "run-one-gpu-checks: unknown step '$s' (native, exits, fused, rmsnorm, its, timing, consumer, race)" >&2; exit 2 ;;
+    *) echo "run-one-gpu-checks: unknown step '$s' (native, exits, fused, variants, rmsnorm, its, timing, consumer, race)" >&2; exit 2 ;;
   esac
 done
 if [[ ${#failed[@]} -gt 0 ]]; then

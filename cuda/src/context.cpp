@@ -82,6 +82,23 @@ AR4J_API int ar4j_context_create(ar4j_context **out, const void *const *signals,
     }
     ctx->self = ctx->peers[rank];
 
+    // The device's identity for the peers (ranks that publish the same one share a GPU): FNV-1a
+    // of its UUID, never 0 (0 reads as "unknown").
+    {
+        cudaDeviceProp prop;
+        e = cudaGetDeviceProperties(&prop, device);
+        if (e != cudaSuccess) {
+            delete ctx;
+            return cuda_failed(nullptr, e);
+        }
+        unsigned long long h = 1469598103934665603ull;
+        for (int i = 0; i < 16; ++i) {
+            h ^= static_cast<unsigned char>(prop.uuid.bytes[i]);
+            h *= 1099511628211ull;
+        }
+        ctx->identity = h != 0 ? h : 1;
+    }
+
     int major = 0;
     e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
     if (e == cudaSuccess && major >= 9) {
@@ -172,6 +189,26 @@ AR4J_API int ar4j_set_pdl(ar4j_context *ctx, int32_t enabled) {
     ContextUse use(ctx);
     if (!use.owned) return AR4J_ERROR_CONCURRENT_USE;
     ctx->pdl = enabled == 1;
+    return AR4J_SUCCESS;
+}
+
+AR4J_API int ar4j_set_variants(ar4j_context *ctx, uint32_t flags) {
+    if (ctx == nullptr) return AR4J_ERROR_NULL_POINTER;
+    if ((flags & ~static_cast<uint32_t>(AR4J_VARIANTS_ALL | AR4J_VARIANT_DEBUG_IGNORE_SHARED_GPU)) != 0) {
+        return AR4J_ERROR_INVALID_ARGUMENT;
+    }
+    ContextUse use(ctx);
+    if (!use.owned) return AR4J_ERROR_CONCURRENT_USE;
+    if (ctx->launched || ctx->geometry_state.load() != 0) return AR4J_ERROR_ALREADY_LAUNCHED;
+    ctx->variants = flags;
+    cudaError_t e = publish_geometry(ctx);
+    if (e != cudaSuccess) return cuda_failed(ctx, e);
+    return AR4J_SUCCESS;
+}
+
+AR4J_API int ar4j_variants_active(const ar4j_context *ctx, uint32_t *out) {
+    if (ctx == nullptr || out == nullptr) return AR4J_ERROR_NULL_POINTER;
+    *out = effective_variants(ctx);
     return AR4J_SUCCESS;
 }
 

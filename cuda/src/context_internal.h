@@ -30,6 +30,14 @@ static_assert(AR4J_MAX_BLOCKS == kMaxBlocks, "header and kernels disagree on the
 static_assert(sizeof(RankPtrs) == 64, "RankPtrs layout");
 static_assert(AR4J_PUSH_MAX_BYTES == ar4j::kPushMaxBytes, "header and kernels disagree on the push limit");
 static_assert(ar4j::kPushBlocks <= kMaxBlocks, "push grid exceeds the signal layout");
+static_assert(AR4J_VARIANT_PUSH_EARLY_TRIGGER == ar4j::kVariantPushEarlyTrigger &&
+                  AR4J_VARIANT_PUSH_CLEAR_ON_READ == ar4j::kVariantPushClearOnRead &&
+                  AR4J_VARIANT_FUSED_GRID_PUSH == ar4j::kVariantFusedGridPush &&
+                  AR4J_VARIANT_TWO_STAGE_PUSH == ar4j::kVariantTwoStagePush &&
+                  AR4J_VARIANT_PUSH_PASS_ON_POISON == ar4j::kVariantPushPassOnPoison &&
+                  AR4J_VARIANTS_ALL == ar4j::kVariantsAll &&
+                  (uint32_t)AR4J_VARIANT_DEBUG_IGNORE_SHARED_GPU == ar4j::kVariantDebugIgnoreSharedGpu,
+              "header and kernels disagree on the variant flags");
 
 struct Registration {
     uintptr_t base;  // local pointer
@@ -101,6 +109,11 @@ struct ar4j_context {
     std::atomic<bool> failed{false};  // this rank's kernels timed out
     bool launched = false;  // the first ar4j_all_reduce was accepted: geometry and seeds are frozen
     bool pdl = false;       // ar4j_set_pdl
+    uint32_t variants = 0;  // ar4j_set_variants: the AR4J_VARIANT_* flags asked for
+    unsigned long long identity = 0;  // this device's identity word (a hash of its UUID, never 0)
+    // Whether a peer's identity equals this one's (ranks share a GPU): -1 not known yet (the
+    // geometry check finds it), 0 no, 1 yes.
+    std::atomic<int> shares_gpu{-1};
     bool pdl_capable = false;  // compute capability >= 9.0 and the kernels built for it
     // Geometry agreement (ar4j_check_geometry): 0 unchecked, 1 agreed, 2 mismatch.
     std::atomic<int> geometry_state{0};
@@ -148,7 +161,19 @@ struct ContextUse {
     }
 };
 
-constexpr int kStagingWords = 3 * kMaxRanks;  // poison: a word pair read per rank, a value written per rank
+// poison: a word pair read per rank, a value written per rank; geometry check: the geometry,
+// identity and variants words of every rank.
+constexpr int kStagingWords = 3 * kMaxRanks;
+
+// The variants the kernels use now: those asked for, without the early trigger unless it is known
+// that no two ranks share a GPU (or a test asked to ignore that).
+inline uint32_t effective_variants(const ar4j_context *ctx) {
+    uint32_t v = ctx->variants & ar4j::kVariantsAll;
+    if ((ctx->variants & ar4j::kVariantDebugIgnoreSharedGpu) == 0 && ctx->shares_gpu.load() != 0) {
+        v &= ~ar4j::kVariantPushEarlyTrigger;
+    }
+    return v;
+}
 
 // The side-channel copies may run while this thread captures a stream (the first call of a
 // context inside a graph capture checks the geometry) or while another thread captures in

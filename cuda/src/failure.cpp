@@ -99,7 +99,9 @@ cudaError_t publish_geometry(ar4j_context *ctx) {
     DeviceScope scope(ctx->device);
     if (!scope.ok) return scope.error;
     ctx->staging[0] = geometry_word(ctx->max_blocks, ctx->threads);
-    return side_copy(ctx, &ctx->self->geometry, ctx->staging, sizeof(unsigned long long));
+    ctx->staging[1] = ctx->identity;
+    ctx->staging[2] = ar4j::make_variants_word(ctx->variants, ctx->max_bytes);
+    return side_copy(ctx, &ctx->self->geometry, ctx->staging, 3 * sizeof(unsigned long long));
 }
 
 }  // namespace ar4j::host
@@ -121,29 +123,37 @@ static int check_geometry(ar4j_context *ctx) {
     if (state == 1) return AR4J_SUCCESS;
     if (state == 2) return AR4J_ERROR_GEOMETRY_MISMATCH;
     const unsigned long long mine = geometry_word(ctx->max_blocks, ctx->threads);
+    const unsigned long long my_variants = ar4j::make_variants_word(ctx->variants, ctx->max_bytes);
     int bad = -1;
     unsigned long long theirs = 0;
+    bool shares = false;
     {
         std::lock_guard<std::mutex> lock(ctx->side_mutex);
         RelaxedCapture relaxed;
         DeviceScope scope(ctx->device);
         if (!scope.ok) return cuda_failed(ctx, scope.error);
         cudaError_t e = cudaSuccess;
+        // Per rank: [3r] geometry, [3r + 1] identity, [3r + 2] variants (adjacent in the Signal).
         for (int r = 0; r < ctx->world_size && e == cudaSuccess; ++r) {
-            e = cudaMemcpyAsync(ctx->staging + r, &ctx->peers[r]->geometry, sizeof(unsigned long long),
+            e = cudaMemcpyAsync(ctx->staging + 3 * r, &ctx->peers[r]->geometry, 3 * sizeof(unsigned long long),
                                 cudaMemcpyDefault, ctx->side);
         }
         if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->side);
         if (e != cudaSuccess) return cuda_failed(ctx, e);
         for (int r = 0; r < ctx->world_size; ++r) {
-            if (ctx->staging[r] != mine) {
+            if (ctx->staging[3 * r] != mine || ctx->staging[3 * r + 2] != my_variants) {
                 bad = r;
-                theirs = ctx->staging[r];
+                theirs = ctx->staging[3 * r] != mine ? ctx->staging[3 * r] : ctx->staging[3 * r + 2];
                 break;
+            }
+            // An unpublished (0) or unknown identity counts as shared: the safe side.
+            if (r != ctx->rank && (ctx->staging[3 * r + 1] == 0 || ctx->staging[3 * r + 1] == ctx->identity)) {
+                shares = true;
             }
         }
     }
     if (bad < 0) {
+        ctx->shares_gpu.store(shares ? 1 : 0);
         ctx->geometry_state.store(1);
         return AR4J_SUCCESS;
     }

@@ -20,6 +20,13 @@
 // The refill of the previous generation's buffer covers [0, prev_packs) with the grid-stride
 // pattern, as push_kernel's does: the buffer protocol does not depend on which block read a pack.
 // A row of hidden elements on one block of 512 threads: with few rows most blocks only refill.
+//
+// Variants (ar4j_set_variants): kGridPush (AR4J_VARIANT_FUSED_GRID_PUSH) pushes the packs with the
+// whole grid (pack i by thread i mod the grid's threads, as push_kernel does) instead of by the
+// row's owner: with 3 rows, 32 blocks push instead of 3. The reads, the sum and the norm stay
+// with the owner block, so the result is bitwise the same (the buffer protocol does not care which
+// block stored a pack: a pack is polled until it arrives). kClear (AR4J_VARIANT_PUSH_CLEAR_ON_READ)
+// and the early trigger as in push_kernel.
 #pragma once
 
 #include "kernels.cuh"
@@ -83,12 +90,13 @@ __device__ __forceinline__ void write_normalized_row(const FusedParams &f, int64
     }
 }
 
-template <typename T, int WS>
+template <typename T, int WS, bool kGridPush = false, bool kClear = false>
 // Two blocks per SM (at most 64 registers): 8 ranks sharing one H200 need 256 resident blocks.
 __global__ void __launch_bounds__(kNormThreads, 2) push_rmsnorm_kernel(FusedParams f) {
     using Tr = PackTraits<T>;
     const Params &p = f.p;
     pdl_wait();
+    pdl_trigger_early(p);
     __shared__ unsigned long long s_generation;
     __shared__ int s_abort;
     __shared__ float warp_sums[kNormWarps];
@@ -102,20 +110,34 @@ __global__ void __launch_bounds__(kNormThreads, 2) push_rmsnorm_kernel(FusedPara
     }
     __syncthreads();
     if (s_abort != 0) {
+        push_give_up<WS>(p);
         fill_fused_nan<T>(f);
         return;
     }
     const unsigned long long generation = s_generation;
 
-    // 1. Push this block's rows into slot `rank` of every peer's current buffer.
-    for (int64_t row = blockIdx.x; row < f.rows; row += gridDim.x) {
-        const int64_t base = row * f.row_packs;
-        for (int64_t j = threadIdx.x; j < f.row_packs; j += blockDim.x) {
-            const uint4 v = clean_pack<T>(p.local_in[base + j]);
+    // 1. Push this block's rows (kGridPush: the grid's share of all packs) into slot `rank` of
+    //    every peer's current buffer.
+    if (kGridPush) {
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < p.npacks; i += stride) {
+            const uint4 v = clean_pack<T>(p.local_in[i]);
 #pragma unroll
             for (int k = 1; k < WS; ++k) {
                 const int peer = (p.rank + k) % WS;
-                push_slot(peer_signal<WS>(p, peer), p.push_offset, generation, p.rank)[base + j] = v;
+                push_slot(peer_signal<WS>(p, peer), p.push_offset, generation, p.rank)[i] = v;
+            }
+        }
+    } else {
+        for (int64_t row = blockIdx.x; row < f.rows; row += gridDim.x) {
+            const int64_t base = row * f.row_packs;
+            for (int64_t j = threadIdx.x; j < f.row_packs; j += blockDim.x) {
+                const uint4 v = clean_pack<T>(p.local_in[base + j]);
+#pragma unroll
+                for (int k = 1; k < WS; ++k) {
+                    const int peer = (p.rank + k) % WS;
+                    push_slot(peer_signal<WS>(p, peer), p.push_offset, generation, p.rank)[base + j] = v;
+                }
             }
         }
     }
@@ -130,6 +152,7 @@ __global__ void __launch_bounds__(kNormThreads, 2) push_rmsnorm_kernel(FusedPara
             uint4 v[WS];
             ok = gather_pack<T, WS>(p, generation, p.local_in[i], i, v);
             if (!ok) break;
+            if (kClear) clear_consumed<WS>(p, generation, i);
             float acc[Tr::kElems];
             Tr::unpack(v[0], acc);
 #pragma unroll
@@ -143,6 +166,7 @@ __global__ void __launch_bounds__(kNormThreads, 2) push_rmsnorm_kernel(FusedPara
         }
         // Block-uniform: every thread reaches this barrier, also those whose wait gave up.
         if (__syncthreads_or(!ok)) {
+            push_give_up<WS>(p);
             fill_fused_nan<T>(f);  // the context is failed from here on; its state is left as is
             return;
         }
@@ -150,8 +174,9 @@ __global__ void __launch_bounds__(kNormThreads, 2) push_rmsnorm_kernel(FusedPara
     }
     pdl_launch_dependents();  // every poll is done: the rest needs no peer
 
-    // 3. Refill the previous generation's buffer and advance the block's state (push_kernel's end).
-    finish_push_launch<WS>(p, state, generation, prev_packs, ticket);
+    // 3. Refill the previous generation's buffer (not with kClear) and advance the block's state
+    //    (push_kernel's end).
+    finish_push_launch<WS, kClear>(p, state, generation, prev_packs, ticket);
 }
 
 }  // namespace ar4j

@@ -60,9 +60,14 @@ struct Signal {
     alignas(128) unsigned long long poison;
     unsigned long long host_poison;
     unsigned long long pad0[14];
-    // This context's launch geometry as published by the host (see ar4j_check_geometry).
+    // This context's launch geometry as published by the host (see ar4j_check_geometry), then
+    // its device's identity (a hash of the device UUID: ranks whose words are equal share a GPU)
+    // and its kernel variants word (make_variants_word), both published at create and compared
+    // with every peer's at the geometry check. The three are read with one copy per rank.
     alignas(128) unsigned long long geometry;
-    unsigned long long pad1[15];
+    unsigned long long identity;
+    unsigned long long variants;
+    unsigned long long pad1[13];
 };
 
 // Signal block layout: [control | 2-stage scratch (max_bytes) | push buffers].
@@ -70,6 +75,45 @@ struct Signal {
 constexpr size_t kScratchOffset = 16384;
 static_assert(sizeof(Signal) <= kScratchOffset, "signal control block outgrew its slot");
 static_assert(offsetof(Signal, host_poison) == offsetof(Signal, poison) + 8, "the poison pair is read with one load");
+static_assert(offsetof(Signal, identity) == offsetof(Signal, geometry) + 8 &&
+                  offsetof(Signal, variants) == offsetof(Signal, geometry) + 16,
+              "geometry, identity and variants are read with one copy");
+
+// Kernel variants (AR4J_VARIANT_* of the C header; Params::variants holds those in effect).
+constexpr uint32_t kVariantPushEarlyTrigger = 1u;  // push kernels: launch_dependents at entry
+constexpr uint32_t kVariantPushClearOnRead = 2u;   // push kernels: clear each pack after reading it
+constexpr uint32_t kVariantFusedGridPush = 4u;     // fused push: the push phase over the whole grid
+constexpr uint32_t kVariantTwoStagePush = 8u;      // TWO_STAGE: the push-based kernel where it fits
+constexpr uint32_t kVariantPushPassOnPoison = 16u; // push kernels that give up pass the poison on
+constexpr uint32_t kVariantsAll = 31u;
+// TEST ONLY: keep the early trigger although ranks share a GPU (correctness runs on one GPU).
+constexpr uint32_t kVariantDebugIgnoreSharedGpu = 0x40000000u;
+
+// The variants word a context publishes: tag 0x5A in bits 56..63, the variant flags that the
+// ranks must agree on (every bit but the early trigger and the poison pass-on, which are each
+// rank's own affair, and the test-only bit) in 48..55, and max_bytes / 16 in 0..47: the signal
+// blocks' layouts (push area offset, scratch) follow from max_bytes, so ranks with different
+// values are refused too.
+constexpr unsigned long long kVariantsTag = 0x5A;
+constexpr uint32_t kVariantsAgreed = kVariantsAll & ~(kVariantPushEarlyTrigger | kVariantPushPassOnPoison);
+__host__ __device__ constexpr unsigned long long make_variants_word(uint32_t flags, size_t max_bytes) {
+    return (kVariantsTag << 56) | ((unsigned long long)(flags & kVariantsAgreed) << 48) |
+           ((unsigned long long)(max_bytes >> 4) & 0xffffffffffffull);
+}
+
+// The push-based 2-stage kernel's scratch (in the 2-stage scratch of the Signal): shard q of
+// npacks is [q * part, q * part + size(q)) with part = npacks / WS and the last shard taking the
+// remainder; a slot holds the largest shard. Region A (slots 0 .. WS-2) receives the peers' parts
+// of this rank's shard, region B (slots WS-1 .. 2 WS-3) the peers' reduced shards; a writer s
+// uses slot s, or s - 1 above the owner's rank (the owner's own slot is never needed).
+__host__ __device__ constexpr int64_t two_stage_push_slot_packs(int64_t npacks, int ws) {
+    return npacks - (int64_t)(ws - 1) * (npacks / ws);
+}
+__host__ __device__ constexpr size_t two_stage_push_scratch_bytes(int64_t npacks, int ws) {
+    return (size_t)(2 * (ws - 1)) * (size_t)two_stage_push_slot_packs(npacks, ws) * 16u;
+}
+static_assert(two_stage_push_scratch_bytes(8, 2) == 128 && two_stage_push_scratch_bytes(10, 4) == 6 * 4 * 16,
+              "2 slots of 4 packs; 6 slots of the last shard's 4 packs");
 
 // Push buffers: 3 generations x kMaxRanks slots x kPushMaxBytes, filled with the sentinel.
 constexpr size_t kPushMaxBytes = 512 * 1024;
@@ -125,6 +169,7 @@ struct Params {
     unsigned long long *error_word; // device view of host-mapped memory: [0] timeout record, [1] poison seen
     const uint4 *local_in;          // push kernel: this rank's input (no registration needed)
     size_t push_offset;             // push kernel: byte offset of the push buffers in a Signal
+    uint32_t variants;              // kVariant* in effect for this launch (0: the default kernels)
 };
 
 }  // namespace ar4j

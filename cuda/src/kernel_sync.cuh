@@ -28,9 +28,9 @@
 // never before one); in the pull kernels (1-stage, 2-stage, fused 1-stage) it first passes the
 // poison on to every peer's Signal (thread 0, pass_on_poison, at the kernel's one give-up exit: a
 // peer that the poisoning host or kernel could not reach learns it from here, instead of waiting
-// out its deadline). The push kernels do not pass it on (in push_kernel<fp16/bf16, 2> that code
-// alone makes ptxas spill): a push rank that gives up leaves its peers to their own poison reads
-// and deadlines.
+// out its deadline). The default push kernels do not pass it on (in push_kernel<fp16/bf16, 2> that
+// code alone makes ptxas spill): a push rank that gives up leaves its peers to their own poison
+// reads and deadlines; with AR4J_VARIANT_PUSH_PASS_ON_POISON they do (push_kernel.cuh).
 //
 // Last barrier: a peer that passed its barriers on flags this rank had already stored may still
 // be reading this rank's input when this rank's wait gives up, returns, and its stream's next

@@ -43,6 +43,9 @@ cudaError_t launch_kernel(Kernel kernel, int blocks, int threads, cudaStream_t s
     return cudaLaunchKernelEx(&config, kernel, p);
 }
 
+// p.variants selects the variant kernels: kVariantTwoStagePush (set only where its scratch fits:
+// ar4j_all_reduce), kVariantPushClearOnRead and kVariantPushPassOnPoison; the early trigger is a
+// run-time test inside.
 template <typename T, int WS>
 cudaError_t launch_typed(int32_t algorithm, bool in_place, const Params &p, int blocks, int threads,
                          cudaStream_t stream, bool pdl) {
@@ -51,9 +54,18 @@ cudaError_t launch_typed(int32_t algorithm, bool in_place, const Params &p, int 
         return launch_kernel(ar4j::one_stage_kernel<T, WS, false>, blocks, threads, stream, pdl, p);
     }
     if (algorithm == AR4J_ALGO_TWO_STAGE) {
+        if ((p.variants & ar4j::kVariantTwoStagePush) != 0) {
+            return launch_kernel(ar4j::two_stage_push_kernel<T, WS>, blocks, threads, stream, pdl, p);
+        }
         return launch_kernel(ar4j::two_stage_kernel<T, WS>, blocks, threads, stream, pdl, p);
     }
-    return launch_kernel(ar4j::push_kernel<T, WS>, ar4j::kPushBlocks, ar4j::kPushThreads, stream, pdl, p);
+    const bool clear = (p.variants & ar4j::kVariantPushClearOnRead) != 0;
+    const bool pass_on = (p.variants & ar4j::kVariantPushPassOnPoison) != 0;
+    const int b = ar4j::kPushBlocks, t = ar4j::kPushThreads;
+    if (clear && pass_on) return launch_kernel(ar4j::push_kernel<T, WS, true, true>, b, t, stream, pdl, p);
+    if (clear) return launch_kernel(ar4j::push_kernel<T, WS, true>, b, t, stream, pdl, p);
+    if (pass_on) return launch_kernel(ar4j::push_kernel<T, WS, false, true>, b, t, stream, pdl, p);
+    return launch_kernel(ar4j::push_kernel<T, WS>, b, t, stream, pdl, p);
 }
 
 template <typename T>
@@ -72,6 +84,13 @@ template <typename T, int WS>
 cudaError_t preload_typed() {
     cudaFuncAttributes attr;
     cudaError_t e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, true>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, false, true>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, true, true>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::two_stage_push_kernel<T, WS>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS, true, false>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS, false, true>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS, true, true>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_rmsnorm_kernel<T, WS>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_kernel<T, WS, true>);
@@ -141,6 +160,7 @@ static Params launch_params(const ar4j_context *ctx, const void *in, void *out, 
     p.error_word = ctx->error_device;
     p.local_in = static_cast<const uint4 *>(in);
     p.push_offset = ar4j::push_area_offset(ctx->max_bytes);
+    p.variants = effective_variants(ctx);
     return p;
 }
 
@@ -180,6 +200,12 @@ AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype
     }
 
     Params p = launch_params(ctx, in, out, bytes, input.inputs, input.offset);
+    // The push-based 2-stage only where its scratch fits (the same on every rank: the count and
+    // max_bytes, which the variants word makes the ranks agree on); the pull kernel above that.
+    if (algorithm == AR4J_ALGO_TWO_STAGE &&
+        ar4j::two_stage_push_scratch_bytes(p.npacks, ctx->world_size) > ctx->max_bytes) {
+        p.variants &= ~ar4j::kVariantTwoStagePush;
+    }
 
     const int64_t work = algorithm == AR4J_ALGO_TWO_STAGE ? (p.npacks + ctx->world_size - 1) / ctx->world_size
                                                           : p.npacks;
@@ -213,13 +239,21 @@ AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype
 
 namespace {
 
+// f.p.variants: kVariantFusedGridPush (cleared by the caller for a call whose outputs overlap its
+// input) and kVariantPushClearOnRead pick the push kernel's instance.
 template <typename T, int WS>
 cudaError_t launch_fused_typed(int32_t algorithm, const ar4j::FusedParams &f, int blocks, cudaStream_t stream,
                                bool pdl) {
     if (algorithm == AR4J_ALGO_ONE_STAGE) {
         return launch_kernel(ar4j::one_stage_rmsnorm_kernel<T, WS>, blocks, ar4j::kNormThreads, stream, pdl, f);
     }
-    return launch_kernel(ar4j::push_rmsnorm_kernel<T, WS>, ar4j::kPushBlocks, ar4j::kNormThreads, stream, pdl, f);
+    const bool grid = (f.p.variants & ar4j::kVariantFusedGridPush) != 0;
+    const bool clear = (f.p.variants & ar4j::kVariantPushClearOnRead) != 0;
+    const int b = ar4j::kPushBlocks, t = ar4j::kNormThreads;
+    if (grid && clear) return launch_kernel(ar4j::push_rmsnorm_kernel<T, WS, true, true>, b, t, stream, pdl, f);
+    if (grid) return launch_kernel(ar4j::push_rmsnorm_kernel<T, WS, true, false>, b, t, stream, pdl, f);
+    if (clear) return launch_kernel(ar4j::push_rmsnorm_kernel<T, WS, false, true>, b, t, stream, pdl, f);
+    return launch_kernel(ar4j::push_rmsnorm_kernel<T, WS>, b, t, stream, pdl, f);
 }
 
 // blocks: the ONE_STAGE grid (the push kernel's is fixed).
@@ -309,6 +343,11 @@ AR4J_API int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorit
     f.row_packs = static_cast<int64_t>(row_bytes / 16);
     f.hidden = static_cast<int64_t>(hidden);
     f.eps = eps;
+    // The grid-wide push phase reads any pack of the input from any block, while a row's owner
+    // block may already be writing that row's outputs: only when no output overlaps the input
+    // (the row-owner kernel otherwise; both give the same bits and keep the same buffer protocol,
+    // so ranks need not agree on this choice).
+    if (overlaps(out, in, bytes) || overlaps(residual_out, in, bytes)) f.p.variants &= ~ar4j::kVariantFusedGridPush;
     // ONE_STAGE: a block per row, up to the context's 1-/2-stage grid limit (agreed by every rank).
     const int blocks = rows < static_cast<size_t>(ctx->max_blocks) ? static_cast<int>(rows) : ctx->max_blocks;
 

@@ -16,6 +16,19 @@ namespace ar4j {
 // Every launch uses the same fixed grid, so per-block generation counters stay in step.
 // The generation is read only after the entry checks (poison, overlap): a launch that must not
 // run stores nothing into any peer's buffers.
+//
+// Variants (ar4j_set_variants; the defaults are the above):
+//  - clear on read (kClear, AR4J_VARIANT_PUSH_CLEAR_ON_READ): the thread that consumed pack i of a
+//    peer's slot stores the sentinel back into it at once (after its load returned: the same
+//    address, in program order), and the end of the launch refills nothing. Buffer g % 3 is then
+//    clean when launch g ends; a peer writes into it again only with generation g + 3, after it
+//    received this rank's data of g + 2, sent after this rank's launch g completed: the same
+//    causality as the refill's, one generation earlier. Every push kernel of a context clears in
+//    this mode (push_kernel and push_rmsnorm_kernel share the buffers), so the mode is fixed per
+//    context and agreed by the ranks (the variants word).
+//  - early trigger (AR4J_VARIANT_PUSH_EARLY_TRIGGER, in effect only when no two ranks share a GPU):
+//    launch_dependents right after griddepcontrol.wait; see kernel_sync.cuh for why it stays late
+//    when ranks share a GPU.
 
 template <typename T>
 struct Sentinel;
@@ -129,17 +142,20 @@ __device__ __forceinline__ bool gather_pack(const Params &p, unsigned long long 
 // The end of a push launch, after every poll: refill the previous generation's buffer (every
 // peer's data in it was consumed; grid-stride over [0, prev_packs)), then thread 0 advances the
 // block's generation and leaves. Shared by push_kernel and push_rmsnorm_kernel.
-template <int WS>
+// kClear: the packs were cleared as they were read (clear_consumed): no refill.
+template <int WS, bool kClear = false>
 __device__ __forceinline__ void finish_push_launch(const Params &p, PushState *state, unsigned long long generation,
                                                    uint32_t prev_packs, unsigned long long ticket) {
-    const uint4 empty = make_uint4(kSentinelWord, kSentinelWord, kSentinelWord, kSentinelWord);
-    const unsigned long long previous = generation + kPushGenerations - 1;
-    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (int s = 0; s < WS; ++s) {
-        if (s == p.rank) continue;
-        uint4 *slot = push_slot(p.self, p.push_offset, previous, s);
-        for (int64_t i = first; i < (int64_t)prev_packs; i += stride) slot[i] = empty;
+    if (!kClear) {
+        const uint4 empty = make_uint4(kSentinelWord, kSentinelWord, kSentinelWord, kSentinelWord);
+        const unsigned long long previous = generation + kPushGenerations - 1;
+        const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+        const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        for (int s = 0; s < WS; ++s) {
+            if (s == p.rank) continue;
+            uint4 *slot = push_slot(p.self, p.push_offset, previous, s);
+            for (int64_t i = first; i < (int64_t)prev_packs; i += stride) slot[i] = empty;
+        }
     }
 
     __syncthreads();  // every thread has read the state above and finished its work
@@ -150,10 +166,43 @@ __device__ __forceinline__ void finish_push_launch(const Params &p, PushState *s
     }
 }
 
-template <typename T, int WS>
+// Clear on read: stores the sentinel into pack i of every peer's slot of this rank's buffer of
+// `generation`, after this thread consumed them (its loads of those addresses came first).
+template <int WS>
+__device__ __forceinline__ void clear_consumed(const Params &p, unsigned long long generation, int64_t i) {
+    const uint4 empty = make_uint4(kSentinelWord, kSentinelWord, kSentinelWord, kSentinelWord);
+    uint4 *slots = push_slot(p.self, p.push_offset, generation, 0);
+#pragma unroll
+    for (int s = 0; s < WS; ++s) {
+        if (s != p.rank) slots[s * kSlotPacks + i] = empty;
+    }
+}
+
+// Pass-on (AR4J_VARIANT_PUSH_PASS_ON_POISON): thread 0 of a push block that gives up (poisoned at
+// entry or while polling, or timed out) passes the poison of this rank's Signal on to every peer's,
+// as the pull kernels do at their exit: a peer that the poisoning host or kernel could not reach
+// learns it from here instead of waiting out its deadline. Off by default: the code made
+// push_kernel<fp16/bf16, 2> spill when it was unconditional (kernel_sync.cuh).
+// push_kernel takes it as a template parameter (kPassOn): inlined behind a run-time test, the code
+// made the default push_kernel<*, 4> and <float, 2> spill (nvcc 13.0), and out of line (a call) it
+// changed their register allocation too. push_rmsnorm_kernel keeps the run-time test (compiled:
+// no spill, its registers within one of the kernel without it).
+template <int WS>
+__device__ __forceinline__ void push_give_up(const Params &p) {
+    if (threadIdx.x == 0 && (p.variants & kVariantPushPassOnPoison) != 0) pass_on_poison<WS>(p);
+}
+
+// The early trigger, when in effect (the host turns it off when ranks share a GPU): right after
+// griddepcontrol.wait. Calling launch_dependents again later is harmless.
+__device__ __forceinline__ void pdl_trigger_early(const Params &p) {
+    if ((p.variants & kVariantPushEarlyTrigger) != 0) pdl_launch_dependents();
+}
+
+template <typename T, int WS, bool kClear = false, bool kPassOn = false>
 __global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
     using Tr = PackTraits<T>;
     pdl_wait();
+    pdl_trigger_early(p);
     __shared__ unsigned long long s_generation;
     __shared__ int s_abort;
     PushState *state = &p.self->push[blockIdx.x];
@@ -172,6 +221,7 @@ __global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
     }
     __syncthreads();
     if (s_abort != 0) {
+        if (kPassOn && threadIdx.x == 0) pass_on_poison<WS>(p);
         fill_output_nan<T>(p);
         return;
     }
@@ -213,17 +263,19 @@ __global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
 #pragma unroll
             for (int e = 0; e < Tr::kElems; ++e) acc[e] += x[e];
         }
+        if (kClear) clear_consumed<WS>(p, generation, i);
         p.out[i] = Tr::pack(acc);
     }
     // Block-uniform: every thread reaches this barrier, also those whose wait gave up.
     if (__syncthreads_or(!ok)) {
+        if (kPassOn && threadIdx.x == 0) pass_on_poison<WS>(p);
         fill_output_nan<T>(p);  // the context is failed from here on; its state is left as is
         return;
     }
     pdl_launch_dependents();  // every poll is done: the rest needs no peer
 
-    // 3. Refill the previous generation's buffer and advance the block's state.
-    finish_push_launch<WS>(p, state, generation, prev_packs, ticket);
+    // 3. Refill the previous generation's buffer (not with kClear) and advance the block's state.
+    finish_push_launch<WS, kClear>(p, state, generation, prev_packs, ticket);
 }
 
 __global__ void fill_words(uint32_t *p, size_t words, uint32_t value) {

@@ -1,7 +1,11 @@
 // ar4j fused all-reduce + residual add + RMSNorm test: drives ar4j_all_reduce_residual_rmsnorm
 // through the C ABI, one thread per rank, ranks sharing GPUs (rank r on GPU r % gpus).
 //
-//   ar4j_fused_test [--ranks N] [--gpus G] [--quick] [--no-timing] [--seed S]
+//   ar4j_fused_test [--ranks N] [--gpus G] [--quick] [--no-timing] [--seed S] [--variants MASK]
+//
+// --variants MASK: every context gets ar4j_set_variants(MASK) (AR4J_VARIANT_* flags, decimal or
+// 0x hex) before its first call, so that the whole test (matrix, graph inputs, timing, poison) runs
+// the variant kernels (e.g. 4: the fused push with a grid-wide push phase; 6: that and clear-on-read).
 //
 // It sets CUDA_DEVICE_MAX_CONNECTIONS=32 and CUDA_MODULE_LOADING=EAGER for itself (unless set): see
 // main() for why ranks sharing one GPU need them.
@@ -43,6 +47,7 @@ struct Shared {
     int ws = 0, gpus = 1;
     bool quick = false, timing = true;
     uint64_t seed = 1;
+    uint32_t variants = 0;  // --variants
     std::vector<void *> signals;
     std::vector<void *> registered;  // each rank's registered buffer (kRegBytes)
     std::vector<std::vector<void *>> pending;  // each rank's recorded graph inputs
@@ -482,8 +487,9 @@ int main(int argc, char **argv) {
         else if (a == "--quick") sh.quick = true;
         else if (a == "--no-timing") sh.timing = false;
         else if (a == "--seed" && i + 1 < argc) sh.seed = std::strtoull(argv[++i], nullptr, 10);
+        else if (a == "--variants" && i + 1 < argc) sh.variants = static_cast<uint32_t>(std::strtoul(argv[++i], nullptr, 0));
         else {
-            std::fprintf(stderr, "usage: %s [--ranks N] [--gpus G] [--quick] [--no-timing] [--seed S]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--ranks N] [--gpus G] [--quick] [--no-timing] [--seed S] [--variants MASK]\n", argv[0]);
             return 2;
         }
     }
@@ -501,8 +507,8 @@ int main(int argc, char **argv) {
         return 3;
     }
     sh.ws = ranks;
-    std::printf("ar4j fused test: %d ranks on %d GPU(s), seed %" PRIu64 ", abi %d%s\n", ranks, sh.gpus, sh.seed,
-                ar4j_abi_version(), sh.quick ? ", quick" : "");
+    std::printf("ar4j fused test: %d ranks on %d GPU(s), seed %" PRIu64 ", abi %d%s, variants 0x%x\n", ranks, sh.gpus,
+                sh.seed, ar4j_abi_version(), sh.quick ? ", quick" : "", sh.variants);
     for (int d = 0; d < sh.gpus; ++d) {
         CHECK_CUDA(cudaSetDevice(d));
         for (int q = 0; q < sh.gpus; ++q)
@@ -533,6 +539,7 @@ int main(int argc, char **argv) {
             CHECK_AR(ar4j_context_create(&ctx, sh.signals.data(), rank, sh.ws, max_bytes, 16,
                                          10ull * 1000 * 1000 * 1000));
             if (sh.gpus < sh.ws) CHECK_AR(ar4j_set_launch_config(ctx, 16, 512));
+            if (sh.variants != 0) CHECK_AR(ar4j_set_variants(ctx, sh.variants));
             CHECK_AR(ar4j_register_buffer(ctx, sh.registered.data(), kRegBytes));
             Buffers bf;
             bf.reg = static_cast<char *>(sh.registered[rank]);

@@ -3,6 +3,14 @@
 //
 //   ar4j_native_test [--gpus N] [--quick] [--no-timing] [--timing-only] [--exits-only] [--seed S]
 //                    [--blocks B --threads T] [--ranks N] [--no-pdl-timing] [--call-overhead]
+//                    [--variants MASK] [--variant-matrix] [--variant-matrix-only] [--no-variant-timing]
+//
+// --variants MASK: every context the program makes gets ar4j_set_variants(MASK) (AR4J_VARIANT_*
+// flags, decimal or 0x hex; 0x4000001f = all of them, the early trigger forced on with ranks sharing
+// a GPU) before its first call: every group below then checks the variant kernels, the containment
+// tests of groups 4, 6 and 7 included. --variant-matrix adds group 8 (the variants' API, their
+// correctness matrix one by one and their timing against the default); --variant-matrix-only runs
+// group 8 alone.
 //
 // --ranks N runs a world of N ranks on fewer GPUs (rank r on GPU r % gpus, several contexts per
 // GPU): it exercises the world-size-4/6/8 code paths for correctness and the timeout on a
@@ -34,6 +42,10 @@
 //    whose launch fails records nothing; ar4j_unregister_buffer refused while a graph names the
 //    buffer; a graph replayed before its inputs were registered (poison, not a fault: kept last);
 //    signal sizes that would wrap refused; the geometry word's ABI version and norm block.
+// 8. Kernel variants (--variant-matrix, native_variants.cu): ar4j_set_variants' checks and the ranks'
+//    agreement; per variant (and all together), PDL off and on, the quick correctness matrix, the
+//    graph test and the PDL chain; the timing of each variant against the default (CUDA graphs of 50,
+//    medians), also with ranks sharing a GPU.
 // Exit code 0 only if every check passed; the last line is "N passed, N failed".
 //
 // The harness is native_test_harness.h; the groups are in native_correctness.cu,
@@ -61,9 +73,13 @@ int main(int argc, char **argv) {
         else if (a == "--call-overhead") return run_call_overhead();
         else if (a == "--blocks" && i + 1 < argc) sh.blocks = std::atoi(argv[++i]);
         else if (a == "--threads" && i + 1 < argc) sh.threads = std::atoi(argv[++i]);
+        else if (a == "--variants" && i + 1 < argc) sh.variants = static_cast<uint32_t>(std::strtoul(argv[++i], nullptr, 0));
+        else if (a == "--variant-matrix") sh.variant_matrix = true;
+        else if (a == "--variant-matrix-only") sh.variant_matrix = sh.variant_matrix_only = true;
+        else if (a == "--no-variant-timing") sh.variant_timing = false;
         else {
             std::fprintf(stderr,
-                         "usage: %s [--gpus N] [--quick] [--no-timing] [--timing-only] [--exits-only] [--seed S] [--blocks B --threads T] [--ranks N] [--no-pdl-timing] [--call-overhead]\n",
+                         "usage: %s [--gpus N] [--quick] [--no-timing] [--timing-only] [--exits-only] [--seed S] [--blocks B --threads T] [--ranks N] [--no-pdl-timing] [--call-overhead] [--variants MASK] [--variant-matrix] [--variant-matrix-only] [--no-variant-timing]\n",
                          argv[0]);
             return 2;
         }
@@ -89,8 +105,8 @@ int main(int argc, char **argv) {
         if (sh.blocks == 0) sh.blocks = 16;
     }
     sh.max_bytes = 64ull << 20;  // 64 MiB: correctness up to 8 MiB, timing up to 64 MiB
-    std::printf("ar4j native test: %d ranks on %d GPUs, seed %" PRIu64 ", abi %d\n", ranks, gpus, sh.seed,
-                ar4j_abi_version());
+    std::printf("ar4j native test: %d ranks on %d GPUs, seed %" PRIu64 ", abi %d, variants 0x%x%s\n", ranks, gpus,
+                sh.seed, ar4j_abi_version(), sh.variants, sh.variant_matrix ? ", variant matrix" : "");
     for (int r = 0; r < gpus; ++r) {
         cudaDeviceProp prop;
         CHECK_CUDA(cudaGetDeviceProperties(&prop, r));
@@ -140,7 +156,16 @@ int main(int argc, char **argv) {
                                          10ull * 1000 * 1000 * 1000));
             CHECK_AR(ar4j_register_buffer(ctx, sh.inputs.data(), sh.max_bytes));
             if (sh.blocks > 0) CHECK_AR(ar4j_set_launch_config(ctx, sh.blocks, sh.threads > 0 ? sh.threads : 512));
+            if (sh.variants != 0) CHECK_AR(ar4j_set_variants(ctx, sh.variants));
             sync.arrive_and_wait();  // every context exists (push buffers filled) before anyone launches
+            if (sh.variant_matrix_only) {
+                run_variant_api(sh, rank, stream, sync);
+                run_variant_matrix(sh, rank, stream, sync);
+                if (sh.variant_timing) run_variant_timing(sh, rank, stream, sync);
+                CHECK_AR(ar4j_context_destroy(ctx));
+                CHECK_CUDA(cudaStreamDestroy(stream));
+                return;
+            }
             if (!sh.timing_only && !sh.exits_only) {
                 auto t0 = std::chrono::steady_clock::now();
                 run_correctness(sh, rank, ctx, stream, sh.quick, "");
@@ -176,6 +201,11 @@ int main(int argc, char **argv) {
             sync.arrive_and_wait();
             if (sh.pdl_timing) run_pdl_timing(sh, rank, ctx, stream, sync);
             sync.arrive_and_wait();
+            if (sh.variant_matrix && !sh.timing_only && !sh.exits_only) {
+                run_variant_api(sh, rank, stream, sync);
+                run_variant_matrix(sh, rank, stream, sync);
+            }
+            if (sh.variant_matrix && sh.variant_timing && !sh.exits_only) run_variant_timing(sh, rank, stream, sync);
             if (!sh.timing_only && !sh.exits_only) {
                 run_timeout(sh, rank, stream, sync, AR4J_ALGO_ONE_STAGE);
                 run_timeout(sh, rank, stream, sync, AR4J_ALGO_TWO_STAGE);

@@ -120,6 +120,10 @@ struct Shared {
     bool timing_only = false;
     bool exits_only = false;          // --exits-only: only the kernel exit-path tests (native_exits.cu)
     bool pdl_timing = true;
+    uint32_t variants = 0;            // --variants MASK: ar4j_set_variants on every context the test makes
+    bool variant_matrix = false;      // --variant-matrix: group 8 (native_variants.cu)
+    bool variant_matrix_only = false; // --variant-matrix-only: group 8 alone
+    bool variant_timing = true;       // --no-variant-timing: group 8 without its timing
     int blocks = 0;   // 0: the library's default launch configuration
     int threads = 0;
     int gpus = 0;     // ranks are spread over the GPUs: rank r drives GPU r % gpus
@@ -134,10 +138,11 @@ inline double median(std::vector<double> v) {
 // ---- failure containment (ABI 0.3) ------------------------------------------------------
 
 // A fresh group on sh.timeout_signals (zeroed), one context per rank with the given deadline,
-// sh.inputs registered, launch geometry `blocks` x `threads` (0: the test's default). Every rank's
-// context exists (and is configured) when this returns.
+// sh.inputs registered, launch geometry `blocks` x `threads` (0: the test's default), kernel
+// variants `variants` (-1: sh.variants, the --variants option). Every rank's context exists (and
+// is configured) when this returns.
 inline ar4j_context *fresh_group(Shared &sh, int rank, std::barrier<> &sync, uint64_t deadline_ns, int blocks = 0,
-                                 int threads = 0) {
+                                 int threads = 0, int64_t variants = -1) {
     if (rank == 0) {
         for (int r = 0; r < sh.ws; ++r) {
             CHECK_CUDA(cudaSetDevice(sh.device_of(r)));
@@ -153,6 +158,8 @@ inline ar4j_context *fresh_group(Shared &sh, int rank, std::barrier<> &sync, uin
     if (blocks == 0) blocks = sh.blocks;
     if (threads == 0) threads = sh.threads > 0 ? sh.threads : 512;
     if (blocks > 0) CHECK_AR(ar4j_set_launch_config(ctx, blocks, threads));
+    const uint32_t v = variants < 0 ? sh.variants : static_cast<uint32_t>(variants);
+    if (v != 0) CHECK_AR(ar4j_set_variants(ctx, v));
     sync.arrive_and_wait();  // every context exists (push buffers filled) before anyone launches
     return ctx;
 }
@@ -226,6 +233,12 @@ void run_failed_launch_records_nothing(Shared &sh, int rank, cudaStream_t stream
 void run_unregister(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync);
 void run_replay_before_registration(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync);
 void run_limits(Shared &sh, int rank, std::barrier<> &sync);
+
+// native_variants.cu: 8. the kernel variants (ar4j_set_variants): the API and the agreement check,
+// the correctness matrix, graph and PDL chain per variant, and the timing of each against the default.
+void run_variant_api(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync);
+void run_variant_matrix(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync);
+void run_variant_timing(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync);
 
 // native_timing.cu: 5. timing, PDL off against on, and the call overhead (--call-overhead).
 void run_pdl_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, std::barrier<> &sync);

@@ -149,7 +149,9 @@ const char *ar4j_status_message(int status);
  * AR4J_ALGO_ONE_STAGE; 0.6.0 = 600: ar4j_unregister_buffer and status 27, poison reason 6,
  * ar4j_signal_size_checked, ar4j_debug_inject_faults, poison after the last barrier, the ABI
  * version and the norm block in the published geometry, a changed signal block layout: ranks
- * of one group must run the same ABI version, which the geometry check now enforces). */
+ * of one group must run the same ABI version, which the geometry check now enforces; 0.7.0 =
+ * 700: ar4j_set_variants and ar4j_variants_active, each rank's device identity and variants word
+ * in its signal block, compared at the geometry check). */
 int ar4j_abi_version(void);
 
 /* Bytes of one rank's signal block, able to run TWO_STAGE on up to max_bytes per call
@@ -209,6 +211,53 @@ int ar4j_set_pdl(ar4j_context *ctx, int32_t enabled);
 
 /* *out = 1 if this context's launches use programmatic dependent launch, else 0. */
 int ar4j_pdl_active(const ar4j_context *ctx, int32_t *out);
+
+/* Kernel variants (flags of ar4j_set_variants; 0, the default, is the kernels of ABI 0.6). Each gives
+ * the same results (bitwise) and the same failure containment (poison, deadline, NaN) as the default.
+ *  - PUSH_EARLY_TRIGGER: the push kernels (plain and fused) let the next PDL kernel of the stream
+ *    launch at once (griddepcontrol.launch_dependents at entry) instead of after their last poll. In
+ *    effect only once the geometry check found that no peer publishes this rank's device identity
+ *    (a hash of the device UUID): with ranks sharing a GPU the next kernel's waiting blocks could take
+ *    the SM slots a peer's kernel needs, so the trigger stays late there (ar4j_variants_active says
+ *    which is in effect). Needs PDL (ar4j_set_pdl) to change anything. Ranks need not agree on it.
+ *  - PUSH_CLEAR_ON_READ: the push kernels clear each pack of the push buffers right after reading it,
+ *    instead of refilling the previous generation's buffer at the end of the next launch.
+ *  - FUSED_GRID_PUSH: the fused push all-reduce + residual + RMSNorm pushes its input with the whole
+ *    grid (the norm stays one block per row); for calls whose outputs overlap the input the row-owner
+ *    kernel runs instead (its push phase reads only its own rows).
+ *  - TWO_STAGE_PUSH: AR4J_ALGO_TWO_STAGE runs a push-based kernel (each rank stores the peers'
+ *    shards of its input into their scratch, reduces its own shard, stores the result into every
+ *    peer's scratch; posted writes only across the links, 3 barriers) when
+ *    2 * (world_size - 1) * 16 * (npacks - (world_size - 1) * (npacks / world_size)) <= max_bytes,
+ *    npacks = bytes / 16 (about bytes <= max_bytes for 2 ranks, <= max_bytes * 2 / 3 for 4, <= max_bytes
+ *    * 4 / 7 for 8), else the pull kernel as without the flag (the same choice on every rank).
+ *  - PUSH_PASS_ON_POISON: a push kernel (plain or fused) that gives up (poisoned at entry or while
+ *    polling, or timed out) passes the poison on to every peer's signal block, as the pull kernels
+ *    always do: a peer that the poisoning rank could not reach learns it at once instead of at its
+ *    deadline. Ranks need not agree on it.
+ *  - DEBUG_IGNORE_SHARED_GPU (TEST ONLY): the early trigger also when ranks share a GPU (a
+ *    correctness test on one GPU with few ranks; deadlock-prone with many, see docs/KERNELS.md).
+ * Every flag except the early trigger, the pass-on and the test flag must be the same on every rank
+ * (they change the buffer protocol): the context publishes them (and max_bytes) in its signal block and the
+ * geometry check refuses a difference with AR4J_ERROR_GEOMETRY_MISMATCH, as for the launch geometry. */
+enum ar4j_variant {
+    AR4J_VARIANT_PUSH_EARLY_TRIGGER = 1,
+    AR4J_VARIANT_PUSH_CLEAR_ON_READ = 2,
+    AR4J_VARIANT_FUSED_GRID_PUSH = 4,
+    AR4J_VARIANT_TWO_STAGE_PUSH = 8,
+    AR4J_VARIANT_PUSH_PASS_ON_POISON = 16,
+    AR4J_VARIANTS_ALL = 31,
+    AR4J_VARIANT_DEBUG_IGNORE_SHARED_GPU = 0x40000000
+};
+
+/* Sets the kernel variants (AR4J_VARIANT_* flags, 0 = the defaults); as ar4j_set_launch_config: on
+ * every rank before any rank's first ar4j_all_reduce, AR4J_ERROR_ALREADY_LAUNCHED after this
+ * context's first call or geometry check; AR4J_ERROR_INVALID_ARGUMENT for an unknown flag. */
+int ar4j_set_variants(ar4j_context *ctx, uint32_t flags);
+
+/* *out = the AR4J_VARIANT_* flags in effect now: those set, less the early trigger unless the
+ * geometry check found that no peer shares this rank's GPU (before the check: not in effect). */
+int ar4j_variants_active(const ar4j_context *ctx, uint32_t *out);
 
 /* Poisons the group: writes a poison word (origin = this rank, `reason` in [1, 255], e.g.
  * AR4J_POISON_ABORT) into this rank's and every peer's signal block where none is set yet.

@@ -1097,6 +1097,191 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
            throw new AssertionError("should not reach here", ex$);
         }
     }
+    private static final int AR4J_VARIANT_PUSH_EARLY_TRIGGER = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_variant.AR4J_VARIANT_PUSH_EARLY_TRIGGER = 1
+     * }
+     */
+    public static int AR4J_VARIANT_PUSH_EARLY_TRIGGER() {
+        return AR4J_VARIANT_PUSH_EARLY_TRIGGER;
+    }
+    private static final int AR4J_VARIANT_PUSH_CLEAR_ON_READ = (int)2L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_variant.AR4J_VARIANT_PUSH_CLEAR_ON_READ = 2
+     * }
+     */
+    public static int AR4J_VARIANT_PUSH_CLEAR_ON_READ() {
+        return AR4J_VARIANT_PUSH_CLEAR_ON_READ;
+    }
+    private static final int AR4J_VARIANT_FUSED_GRID_PUSH = (int)4L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_variant.AR4J_VARIANT_FUSED_GRID_PUSH = 4
+     * }
+     */
+    public static int AR4J_VARIANT_FUSED_GRID_PUSH() {
+        return AR4J_VARIANT_FUSED_GRID_PUSH;
+    }
+    private static final int AR4J_VARIANT_TWO_STAGE_PUSH = (int)8L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_variant.AR4J_VARIANT_TWO_STAGE_PUSH = 8
+     * }
+     */
+    public static int AR4J_VARIANT_TWO_STAGE_PUSH() {
+        return AR4J_VARIANT_TWO_STAGE_PUSH;
+    }
+    private static final int AR4J_VARIANT_PUSH_PASS_ON_POISON = (int)16L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_variant.AR4J_VARIANT_PUSH_PASS_ON_POISON = 16
+     * }
+     */
+    public static int AR4J_VARIANT_PUSH_PASS_ON_POISON() {
+        return AR4J_VARIANT_PUSH_PASS_ON_POISON;
+    }
+    private static final int AR4J_VARIANTS_ALL = (int)31L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_variant.AR4J_VARIANTS_ALL = 31
+     * }
+     */
+    public static int AR4J_VARIANTS_ALL() {
+        return AR4J_VARIANTS_ALL;
+    }
+    private static final int AR4J_VARIANT_DEBUG_IGNORE_SHARED_GPU = (int)1073741824L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_variant.AR4J_VARIANT_DEBUG_IGNORE_SHARED_GPU = 1073741824
+     * }
+     */
+    public static int AR4J_VARIANT_DEBUG_IGNORE_SHARED_GPU() {
+        return AR4J_VARIANT_DEBUG_IGNORE_SHARED_GPU;
+    }
+
+    private static class ar4j_set_variants {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_set_variants");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_set_variants(ar4j_context *ctx, uint32_t flags)
+     * }
+     */
+    public static FunctionDescriptor ar4j_set_variants$descriptor() {
+        return ar4j_set_variants.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_set_variants(ar4j_context *ctx, uint32_t flags)
+     * }
+     */
+    public static MethodHandle ar4j_set_variants$handle() {
+        return ar4j_set_variants.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_set_variants(ar4j_context *ctx, uint32_t flags)
+     * }
+     */
+    public static MemorySegment ar4j_set_variants$address() {
+        return ar4j_set_variants.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_set_variants(ar4j_context *ctx, uint32_t flags)
+     * }
+     */
+    public static int ar4j_set_variants(MemorySegment ctx, int flags) {
+        var mh$ = ar4j_set_variants.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_set_variants", ctx, flags);
+            }
+            return (int)mh$.invokeExact(ctx, flags);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_variants_active {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            custom_all_reduce_h.C_INT,
+            custom_all_reduce_h.C_POINTER,
+            custom_all_reduce_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_variants_active");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_variants_active(const ar4j_context *ctx, uint32_t *out)
+     * }
+     */
+    public static FunctionDescriptor ar4j_variants_active$descriptor() {
+        return ar4j_variants_active.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_variants_active(const ar4j_context *ctx, uint32_t *out)
+     * }
+     */
+    public static MethodHandle ar4j_variants_active$handle() {
+        return ar4j_variants_active.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_variants_active(const ar4j_context *ctx, uint32_t *out)
+     * }
+     */
+    public static MemorySegment ar4j_variants_active$address() {
+        return ar4j_variants_active.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_variants_active(const ar4j_context *ctx, uint32_t *out)
+     * }
+     */
+    public static int ar4j_variants_active(MemorySegment ctx, MemorySegment out) {
+        var mh$ = ar4j_variants_active.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_variants_active", ctx, out);
+            }
+            return (int)mh$.invokeExact(ctx, out);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
 
     private static class ar4j_poison {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(

@@ -1,6 +1,7 @@
 package dev.ar4j.internal.engine;
 
 import dev.ar4j.ConfigurationException;
+import dev.ar4j.internal.kernels.KernelVariants;
 
 import java.time.Duration;
 import java.util.Map;
@@ -21,6 +22,10 @@ public final class BuilderChecks {
     public static final String NCCL_ENV = "AR4J_NCCL";
     public static final String PDL_PROPERTY = "ar4j.pdl";
     public static final String PDL_ENV = "AR4J_PDL";
+    /** System property: the custom kernels' variants ({@link KernelVariants#ACCEPTED}). */
+    public static final String KERNEL_VARIANTS_PROPERTY = "ar4j.kernel.variants";
+    /** Environment variable: the custom kernels' variants ({@link KernelVariants#ACCEPTED}). */
+    public static final String KERNEL_VARIANTS_ENV = "AR4J_KERNEL_VARIANTS";
     /** System property: the watchdog interval in milliseconds (0 = no polling). */
     public static final String WATCHDOG_PROPERTY = "ar4j.watchdog.interval.ms";
     /** Environment variable: the watchdog interval in milliseconds (0 = no polling). */
@@ -45,6 +50,7 @@ public final class BuilderChecks {
         b.dispatchConfig();
         ncclEnabled(b);
         pdlEnabled(b);
+        kernelVariants(b);
         watchdogInterval(b);
         if (b.rank() >= 0 && b.worldSize() >= 1 && b.rank() >= b.worldSize()) {
             throw new IllegalArgumentException("rank " + b.rank() + " is out of range for world size " + b.worldSize()
@@ -114,6 +120,28 @@ public final class BuilderChecks {
      */
     public static boolean pdlEnabled(Settings b) {
         return b.pdlEnabled() != null ? b.pdlEnabled() : flag(b, PDL_PROPERTY, PDL_ENV, true);
+    }
+
+    /**
+     * Builder, then {@value #KERNEL_VARIANTS_PROPERTY}, then {@value #KERNEL_VARIANTS_ENV}, then none:
+     * the {@link KernelVariants} flags the custom kernels' context gets. A blank value is none.
+     *
+     * @throws IllegalArgumentException for an unknown name in the builder's value
+     * @throws ConfigurationException   for an unknown name in the property or the variable
+     */
+    public static int kernelVariants(Settings b) {
+        if (b.kernelVariants() != null) {
+            return KernelVariants.parse(b.kernelVariants(), "builder value kernelVariants");
+        }
+        String v = setting(b, KERNEL_VARIANTS_PROPERTY, KERNEL_VARIANTS_ENV);
+        if (v == null) {
+            return 0;
+        }
+        try {
+            return KernelVariants.parse(v, source(b, KERNEL_VARIANTS_PROPERTY, KERNEL_VARIANTS_ENV));
+        } catch (IllegalArgumentException e) {
+            throw new ConfigurationException(e.getMessage(), e);
+        }
     }
 
     private static boolean flag(Settings b, String property, String env, boolean byDefault) {

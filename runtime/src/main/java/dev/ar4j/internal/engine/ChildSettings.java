@@ -1,5 +1,7 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.internal.kernels.KernelVariants;
+
 import java.util.Set;
 
 /**
@@ -30,6 +32,7 @@ public final class ChildSettings {
         s.ncclEnabled = BuilderChecks.ncclEnabled(b);
         s.pdlEnabled = BuilderChecks.pdlEnabled(b);
         s.watchdogInterval = BuilderChecks.watchdogInterval(b);
+        s.kernelVariants = KernelVariants.describe(BuilderChecks.kernelVariants(b));
         return s.freeze();
     }
 
@@ -58,6 +61,7 @@ public final class ChildSettings {
         s.pdlEnabled = b.pdlEnabled();
         s.watchdogInterval = b.watchdogInterval();
         s.ranksPerGpuAtLeast = b.ranksPerGpuAtLeast();
+        s.kernelVariants = b.kernelVariants();
         return s;
     }
 }

@@ -9,6 +9,7 @@ import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.internal.peer.RegisteredRanges;
 import dev.ar4j.internal.kernels.CustomAllReduceKernels;
 import dev.ar4j.internal.kernels.CustomArContext;
+import dev.ar4j.internal.kernels.KernelVariants;
 import dev.ar4j.CustomArException;
 import dev.ar4j.internal.kernels.KernelFailure;
 import dev.ar4j.internal.kernels.KernelTimeout;
@@ -58,7 +59,8 @@ final class CustomKernelPath implements AutoCloseable {
      * is closed; the group's buffers stay with the group, which the caller closes.
      */
     static CustomKernelPath open(Group group, long stagingBytes, int maxRegistrations, long kernelTimeoutNanos,
-                                 int launchBlocks, int launchThreads, int ranksPerGpuAtLeast, boolean pdl) {
+                                 int launchBlocks, int launchThreads, int ranksPerGpuAtLeast, boolean pdl,
+                                 int variants) {
         Geometry geometry = agreeGeometry(group, launchBlocks, launchThreads, ranksPerGpuAtLeast);
         long signalBytes = CustomAllReduceKernels.signalSize(stagingBytes);
         long[][] shared = group.openSharedBuffers(signalBytes, stagingBytes);
@@ -69,6 +71,10 @@ final class CustomKernelPath implements AutoCloseable {
                 ctx.setLaunchConfig(geometry.maxBlocks(), geometry.threads());
             }
             ctx.setPdl(pdl);
+            int flags = kernelVariantsFor(variants, ranksPerGpuAtLeast);
+            if (flags != 0) {
+                ctx.setVariants(flags);  // before the group's "ready" barrier, as the launch geometry
+            }
             ctx.registerBuffer(shared[1], stagingBytes);
             RegisteredRanges ranges = new RegisteredRanges();
             ranges.add(group.staging().address(), stagingBytes, group.staging());
@@ -77,6 +83,16 @@ final class CustomKernelPath implements AutoCloseable {
             Closing.quietly(e, ctx);
             throw e;
         }
+    }
+
+    /**
+     * The variants a context gets: those asked for, without the early trigger when sibling
+     * sub-groups share this group's GPUs ({@code ranksPerGpuAtLeast > 1}): the kernels see only
+     * their own group's ranks, and another group's kernel on the same GPU may need the SM slots
+     * that an early-launched kernel holds while it waits.
+     */
+    static int kernelVariantsFor(int variants, int ranksPerGpuAtLeast) {
+        return ranksPerGpuAtLeast > 1 ? variants & ~KernelVariants.PUSH_EARLY_TRIGGER : variants;
     }
 
     /**
@@ -144,6 +160,11 @@ final class CustomKernelPath implements AutoCloseable {
     /** Whether the kernels launch with programmatic dependent launch (asked for, and the GPU has it). */
     boolean pdlActive() {
         return kernels.pdlActive();
+    }
+
+    /** The kernel variants in effect ({@link KernelVariants} flags; known after the geometry check). */
+    int variantsActive() {
+        return kernels.variantsActive();
     }
 
     /**

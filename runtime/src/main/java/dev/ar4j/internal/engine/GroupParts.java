@@ -24,7 +24,8 @@ record GroupParts(Group group, Dispatchers dispatchers, NcclPath nccl, CustomKer
             }
             if (g.customKernelsPossible()) {
                 custom = CustomKernelPath.open(g, b.stagingBytes(), b.maxRegistrations(), b.kernelTimeout().toNanos(),
-                        b.launchBlocks(), b.launchThreads(), b.ranksPerGpuAtLeast(), BuilderChecks.pdlEnabled(b));
+                        b.launchBlocks(), b.launchThreads(), b.ranksPerGpuAtLeast(), BuilderChecks.pdlEnabled(b),
+                        BuilderChecks.kernelVariants(b));
             }
             // Every context exists (and its push buffers are filled) before any rank launches.
             g.rendezvous.barrier(g.key("ready"), g.timeout);

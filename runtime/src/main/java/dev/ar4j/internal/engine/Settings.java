@@ -41,6 +41,9 @@ import java.util.Properties;
  * @param ranksPerGpuAtLeast the fewest ranks assumed to share each GPU when the grid is sized (no
  *                           public setter): a split's children get their parent's ranks per GPU,
  *                           because sibling sub-groups run their kernels on the same GPUs at once
+ * @param kernelVariants     the custom kernels' variants, a comma-separated list of
+ *                           {@link dev.ar4j.internal.kernels.KernelVariants} names, or null (then
+ *                           property, environment, none: {@link BuilderChecks#kernelVariants})
  */
 public record Settings(int rank, int worldSize, int localRank, int localWorldSize, int device, String masterAddr,
                        int masterPort, Rendezvous rendezvous, boolean fromEnvironment, Map<String, String> environment,
@@ -48,7 +51,7 @@ public record Settings(int rank, int worldSize, int localRank, int localWorldSiz
                        Duration rendezvousTimeout, int maxRegistrations, String algorithmPolicy,
                        Boolean forceCustomOnPcie, Boolean nvlinkOverride, Boolean p2pOverride, long pushUpToBytes,
                        int launchBlocks, int launchThreads, Boolean ncclEnabled, Boolean pdlEnabled,
-                       Duration watchdogInterval, int ranksPerGpuAtLeast) {
+                       Duration watchdogInterval, int ranksPerGpuAtLeast, String kernelVariants) {
 
     /** The default staging buffer (and two-stage scratch) size: 8 MiB. */
     public static final long DEFAULT_STAGING_BYTES = 8L << 20;
@@ -122,6 +125,7 @@ public record Settings(int rank, int worldSize, int localRank, int localWorldSiz
         public Boolean pdlEnabled;
         public Duration watchdogInterval;
         public int ranksPerGpuAtLeast = 1;
+        public String kernelVariants;
 
         /** A draft with every setting at its default. */
         public Draft() {
@@ -156,6 +160,7 @@ public record Settings(int rank, int worldSize, int localRank, int localWorldSiz
             d.pdlEnabled = s.pdlEnabled;
             d.watchdogInterval = s.watchdogInterval;
             d.ranksPerGpuAtLeast = s.ranksPerGpuAtLeast;
+            d.kernelVariants = s.kernelVariants;
             return d;
         }
 
@@ -164,7 +169,8 @@ public record Settings(int rank, int worldSize, int localRank, int localWorldSiz
             return new Settings(rank, worldSize, localRank, localWorldSize, device, masterAddr, masterPort, rendezvous,
                     fromEnvironment, environment, systemProperties, stagingBytes, kernelTimeout, rendezvousTimeout,
                     maxRegistrations, algorithmPolicy, forceCustomOnPcie, nvlinkOverride, p2pOverride, pushUpToBytes,
-                    launchBlocks, launchThreads, ncclEnabled, pdlEnabled, watchdogInterval, ranksPerGpuAtLeast);
+                    launchBlocks, launchThreads, ncclEnabled, pdlEnabled, watchdogInterval, ranksPerGpuAtLeast,
+                    kernelVariants);
         }
     }
 }

@@ -127,6 +127,44 @@ public final class CustomArContext implements AutoCloseable {
     }
 
     /**
+     * Sets the kernel variants ({@code ar4j_set_variants}; {@link KernelVariants} flags, 0 = the
+     * default kernels). Like {@link #setLaunchConfig}: on every rank, with the same flags except
+     * {@link KernelVariants#PUSH_EARLY_TRIGGER} (each rank's own), before any rank's first call; a
+     * difference is refused at the first call with {@code AR4J_ERROR_GEOMETRY_MISMATCH}.
+     *
+     * @param flags the variants
+     * @throws IllegalArgumentException for a flag outside {@link KernelVariants#ALL} (checked first)
+     * @throws IllegalStateException if this context is closed
+     * @throws CustomArException     {@code AR4J_ERROR_ALREADY_LAUNCHED} after the first call or geometry
+     *                               check, {@code AR4J_ERROR_CONCURRENT_USE} while another thread is inside a call
+     */
+    public void setVariants(int flags) {
+        if ((flags & ~KernelVariants.ALL) != 0) {
+            throw new IllegalArgumentException("kernel variant flags 0x" + Integer.toHexString(flags)
+                    + " name an unknown variant; accepted: bits of 0x" + Integer.toHexString(KernelVariants.ALL));
+        }
+        ensureOpen();
+        check(custom_all_reduce_h.ar4j_set_variants(context, flags), "ar4j_set_variants(" + flags + ")");
+    }
+
+    /**
+     * The kernel variants in effect now ({@code ar4j_variants_active}): those set, less the early
+     * trigger unless the geometry check found that no rank shares this rank's GPU.
+     *
+     * @return the {@link KernelVariants} flags in effect
+     * @throws IllegalStateException if this context is closed
+     * @throws CustomArException     for a status the library returns
+     */
+    public int variantsActive() {
+        ensureOpen();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
+            check(custom_all_reduce_h.ar4j_variants_active(context, out), "ar4j_variants_active");
+            return out.get(ValueLayout.JAVA_INT, 0);
+        }
+    }
+
+    /**
      * Whether this context's launches use programmatic dependent launch ({@code ar4j_pdl_active}):
      * {@link #setPdl(boolean) requested} and supported by the device and the built kernels.
      *
