@@ -265,9 +265,11 @@ public final class Communicator implements AutoCloseable {
     /**
      * Ends the registration of {@code buffer} (collective: every rank unregisters its buffer of
      * the same size, in the same order). Later all-reduces of inputs inside it go through the
-     * staging buffer. The kernel library cannot free the registration slot yet, so the slot and
-     * its peer mappings stay until {@link #close()}, and registering a buffer that overlaps it is
-     * refused.
+     * staging buffer. Waits for the GPU to finish the launches that read the buffer, then frees
+     * its registration slot, so the range can be registered again. While a captured CUDA graph
+     * still names the buffer, the slot is kept (a replay reads it) and registering an overlapping
+     * buffer is refused until those graphs are destroyed. The peers' IPC mappings of the buffer
+     * stay until {@link #close()}.
      *
      * @param buffer the registered buffer whose registration ends
      * @throws IllegalArgumentException on every rank, if any rank's buffer is not registered or

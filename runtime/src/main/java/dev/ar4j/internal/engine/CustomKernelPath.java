@@ -23,11 +23,15 @@ import java.nio.ByteBuffer;
  * buffer). A kernel timeout becomes a {@link PeerTimeoutException} naming the peer.
  *
  * <h2>Registration lifetimes</h2>
- * The kernel library has no unregister entry today, so an unregistered (or closed) buffer's slot
- * and its peers' IPC mappings stay until the communicator closes. Its range is <em>retired</em>:
- * inputs inside it go through the staging buffer (never through the stale slot, whose peer
- * pointers may map memory that was freed and reused), and registering an overlapping range again
- * is refused. A registered buffer found closed at a call is retired the same way.
+ * An unregistered buffer's slot is freed in the kernel library ({@code ar4j_unregister_buffer})
+ * after the device has finished the launches that read it. While a captured CUDA graph still
+ * names the buffer the library keeps the slot ({@code AR4J_ERROR_SLOT_IN_USE}); the range is then
+ * <em>retired</em>: inputs inside it go through the staging buffer (never through the stale slot,
+ * whose peer pointers may map memory that was freed and reused), registering an overlapping range
+ * again is refused, and the slot is freed at a later register or unregister once the graphs are
+ * gone. A registered buffer found closed at a call is retired the same way (its slot is freed at
+ * the next register or unregister, not on the call's path). The peers' IPC mappings stay until
+ * the communicator closes.
  */
 final class CustomKernelPath implements AutoCloseable {
 
@@ -37,6 +41,8 @@ final class CustomKernelPath implements AutoCloseable {
     private final CustomArContext kernels;
     private final RegisteredRanges registered;
     private final RegisteredRanges retired = new RegisteredRanges();
+    /** Retired registrations whose library slot is still held: {address, bytes}. */
+    private final java.util.List<long[]> slotsToFree = new java.util.ArrayList<>();
     private final long stagingAddress;
     private final Geometry geometry;
 
@@ -250,14 +256,16 @@ final class CustomKernelPath implements AutoCloseable {
 
     /** Shares {@code buffer} with every rank and registers it (collective). */
     void register(DeviceBuffer buffer) {
+        freeRetiredSlots();
         boolean reusesRetired = retired.overlaps(buffer.address(), buffer.byteSize());
         // Every rank learns whether any rank must refuse, so that all refuse alike and stay in step.
         int refusing = group.agreeOnRefusal("register", reusesRetired);
         if (refusing >= 0) {
             throw new IllegalArgumentException("register refused on every rank: rank " + refusing + "'s buffer "
-                    + "overlaps a buffer that was unregistered or closed there before, and the kernel library cannot "
-                    + "drop that registration yet (it needs an ar4j_unregister_buffer entry); its old slot would be "
-                    + "used with stale peer pointers. Register buffers at new addresses, or build a new communicator");
+                    + "overlaps a buffer that was unregistered or closed there before while a captured CUDA graph "
+                    + "still names it, so the kernel library keeps its slot (AR4J_ERROR_SLOT_IN_USE) and the slot "
+                    + "would be used with stale peer pointers. Destroy the graphs captured with inputs in that buffer "
+                    + "(then register again), or register buffers at new addresses");
         }
         long[] pointers = group.share(new long[] {buffer.address()}, new long[] {buffer.byteSize()})[0];
         kernels.registerBuffer(pointers, buffer.byteSize());
@@ -278,12 +286,37 @@ final class CustomKernelPath implements AutoCloseable {
             throw new IllegalArgumentException(buffer + " is not registered with this communicator (register(..) it "
                     + "first; unregister each buffer once)");
         }
-        retired.add(buffer.address(), buffer.byteSize());
+        Cuda.deviceSynchronize();   // the launches that read the slot are done before it is freed
+        if (!kernels.unregisterBuffer(buffer.address())) {
+            retired.add(buffer.address(), buffer.byteSize());
+            slotsToFree.add(new long[] {buffer.address(), buffer.byteSize()});
+        }
+        freeRetiredSlots();
+    }
+
+    /**
+     * Frees the library slots of retired registrations whose graphs are gone (called at register
+     * and unregister, not on an all-reduce's path). Waits for the device first: a launch still
+     * reading a slot would find it freed.
+     */
+    private void freeRetiredSlots() {
+        if (slotsToFree.isEmpty()) {
+            return;
+        }
+        Cuda.deviceSynchronize();
+        for (java.util.Iterator<long[]> it = slotsToFree.iterator(); it.hasNext(); ) {
+            long[] slot = it.next();
+            if (kernels.unregisterBuffer(slot[0])) {
+                retired.remove(slot[0], slot[1]);
+                it.remove();
+            }
+        }
     }
 
     private void retire(long address, long bytes, String why) {
         if (registered.remove(address, bytes)) {
             retired.add(address, bytes);
+            slotsToFree.add(new long[] {address, bytes});
             LOG.log(Level.WARNING, String.format("ar4j rank %d: registered buffer [0x%x, +%d) %s; calls with "
                     + "inputs in it are staged from now on. Unregister a buffer (collectively) before closing it",
                     group.rank, address, bytes, why));

@@ -47,6 +47,10 @@ public final class CustomAllReduceKernels {
     public static final int STATUS_HIDDEN_TOO_LARGE = custom_all_reduce_h.AR4J_ERROR_HIDDEN_TOO_LARGE();
     /** {@code AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16}: a row of the fused call is not a multiple of 16 bytes. */
     public static final int STATUS_ROW_NOT_MULTIPLE_OF_16 = custom_all_reduce_h.AR4J_ERROR_ROW_NOT_MULTIPLE_OF_16();
+    /** {@code AR4J_ERROR_NOT_REGISTERED}: no registration starts at the pointer given to {@code ar4j_unregister_buffer}. */
+    public static final int STATUS_NOT_REGISTERED = custom_all_reduce_h.AR4J_ERROR_NOT_REGISTERED();
+    /** {@code AR4J_ERROR_SLOT_IN_USE}: a captured CUDA graph still names the buffer to unregister. */
+    public static final int STATUS_SLOT_IN_USE = custom_all_reduce_h.AR4J_ERROR_SLOT_IN_USE();
     /** {@code AR4J_FUSED_MAX_HIDDEN}: the largest row (elements) of the fused all-reduce + residual + RMSNorm. */
     public static final int FUSED_MAX_HIDDEN = custom_all_reduce_h.AR4J_FUSED_MAX_HIDDEN();
 
@@ -60,6 +64,11 @@ public final class CustomAllReduceKernels {
     public static final int POISON_CONCURRENT_USE = custom_all_reduce_h.AR4J_POISON_CONCURRENT_USE();
     /** {@code AR4J_POISON_GEOMETRY}: the origin rank found a peer with another launch geometry. */
     public static final int POISON_GEOMETRY = custom_all_reduce_h.AR4J_POISON_GEOMETRY();
+    /**
+     * {@code AR4J_POISON_UNREGISTERED}: a kernel of the origin rank ran a captured graph input whose
+     * pointers were never registered (a replay before {@code ar4j_register_graph_inputs}; set by kernels).
+     */
+    public static final int POISON_UNREGISTERED = custom_all_reduce_h.AR4J_POISON_UNREGISTERED();
 
     /** {@code AR4J_MAX_RANKS}: the largest world size the signal layout supports. */
     public static final int MAX_RANKS = custom_all_reduce_h.AR4J_MAX_RANKS();
@@ -96,7 +105,7 @@ public final class CustomAllReduceKernels {
 
     /**
      * The name of a poison reason: {@code "TIMEOUT"}, {@code "ABORT"}, {@code "PEER_LOST"},
-     * {@code "CONCURRENT_USE"}, {@code "GEOMETRY"}, {@code "NONE"} for 0, {@code "REASON_<n>"} for
+     * {@code "CONCURRENT_USE"}, {@code "GEOMETRY"}, {@code "UNREGISTERED"}, {@code "NONE"} for 0, {@code "REASON_<n>"} for
      * a caller's own code. Needs no native library.
      *
      * @param reason a poison reason, {@code AR4J_POISON_*} or a caller's own code; any value is accepted
@@ -110,6 +119,7 @@ public final class CustomAllReduceKernels {
             case 3 -> "PEER_LOST";
             case 4 -> "CONCURRENT_USE";
             case 5 -> "GEOMETRY";
+            case 6 -> "UNREGISTERED";
             default -> "REASON_" + reason;
         };
     }

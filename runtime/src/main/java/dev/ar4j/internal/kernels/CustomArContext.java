@@ -276,6 +276,29 @@ public final class CustomArContext implements AutoCloseable {
     }
 
     /**
+     * Frees the registration slot of the buffer registered with local pointer {@code local}
+     * ({@code ar4j_unregister_buffer}; {@code pointersPerRank[rank()]} of {@link #registerBuffer},
+     * exactly). Launches that read the buffer must have completed: one that reads the freed slot
+     * poisons the group ({@code AR4J_POISON_UNREGISTERED}).
+     *
+     * @param local the local buffer's device address as registered
+     * @return {@code true} if the slot was freed; {@code false} while a CUDA graph captured with an
+     *         input in the buffer still exists ({@code AR4J_ERROR_SLOT_IN_USE}: destroy it and retry)
+     * @throws IllegalStateException if this context is closed
+     * @throws CustomArException     {@code AR4J_ERROR_NOT_REGISTERED} if no registration starts at
+     *                               {@code local}, or another status the library returns
+     */
+    public boolean unregisterBuffer(long local) {
+        ensureOpen();
+        int status = custom_all_reduce_h.ar4j_unregister_buffer(context, MemorySegment.ofAddress(local));
+        if (status == CustomAllReduceKernels.STATUS_SLOT_IN_USE) {
+            return false;
+        }
+        check(status, String.format("ar4j_unregister_buffer(0x%x)", local));
+        return true;
+    }
+
+    /**
      * The number of registration-table slots in use ({@code ar4j_registered_count}).
      *
      * @return registered buffers plus recorded graph inputs, at most the {@code maxBuffers} given at

@@ -73,6 +73,9 @@ public record KernelFailure(boolean poisoned, int originRank, int reason, int pe
                         .append(" (two streams or graphs at once)");
             } else if (reason == CustomAllReduceKernels.POISON_GEOMETRY) {
                 b.append(": rank ").append(peer).append(" publishes another launch geometry");
+            } else if (reason == CustomAllReduceKernels.POISON_UNREGISTERED) {
+                b.append(": a CUDA graph was replayed before its captured inputs were registered"
+                        + " (register the graph's inputs after capture, before the first replay)");
             }
             b.append(')');
         }

@@ -185,8 +185,8 @@ class CustomAllReduceKernelsTest {
         assertEquals(17, CustomAllReduceKernels.STATUS_PEER_TIMEOUT);
         int[] reasons = {CustomAllReduceKernels.POISON_TIMEOUT, CustomAllReduceKernels.POISON_ABORT,
                 CustomAllReduceKernels.POISON_PEER_LOST, CustomAllReduceKernels.POISON_CONCURRENT_USE,
-                CustomAllReduceKernels.POISON_GEOMETRY};
-        List<String> names = List.of("TIMEOUT", "ABORT", "PEER_LOST", "CONCURRENT_USE", "GEOMETRY");
+                CustomAllReduceKernels.POISON_GEOMETRY, CustomAllReduceKernels.POISON_UNREGISTERED};
+        List<String> names = List.of("TIMEOUT", "ABORT", "PEER_LOST", "CONCURRENT_USE", "GEOMETRY", "UNREGISTERED");
         for (int i = 0; i < reasons.length; i++) {
             assertEquals(i + 1, reasons[i]);
             assertEquals(names.get(i), CustomAllReduceKernels.poisonReasonName(reasons[i]));
