@@ -475,7 +475,7 @@ public final class Communicator implements AutoCloseable {
      * The other collectives of this group, through NCCL: all-gather, reduce-scatter, broadcast,
      * reduce, send/recv and all-reduce with any reduction, for every dtype the installed NCCL
      * supports (see {@link dev.ar4j.nccl.NcclCollectives}); group them with
-     * {@link dev.ar4j.nccl.NcclGroup#start()}. Arguments are checked as strictly as
+     * {@link dev.ar4j.nccl.NcclCollectives#startGroup()}. Arguments are checked as strictly as
      * {@code allReduce}'s. The watchdog, {@link #abort()} and {@link #close()} cover these calls too.
      *
      * @return the collectives of this group's NCCL communicator

@@ -99,7 +99,7 @@ final class RunPlan {
             case BROADCAST -> "ncclBroadcast(send, receive, count, root " + Operation.ROOT + ")";
             case ALL_REDUCE -> throw new IllegalArgumentException("the all-reduce plan is DispatchPlan's");
         };
-        out.println("# " + op.title() + " runs through NCCL only: NcclCommunicator.collectives()." + call
+        out.println("# " + op.title() + " runs through NCCL only: Communicator.collectives()." + call
                 + "; busbw = algbw x " + String.format(Locale.ROOT, "%.4f", op.busFactor(n)) + " ("
                 + (op == Operation.BROADCAST ? "1" : "(n-1)/n") + ", nccl-tests); size = "
                 + (op == Operation.ALL_GATHER ? "the receive buffer (n x sendCount)" : op == Operation.REDUCE_SCATTER

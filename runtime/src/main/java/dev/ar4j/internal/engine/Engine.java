@@ -208,7 +208,7 @@ public final class Engine implements AutoCloseable {
      * @throws NcclDisabledException when it was built without NCCL
      */
     public NcclCollectives collectives() {
-        return ncclPath().communicator().collectives();
+        return ncclPath().collectives();
     }
 
     /** The NCCL path, checked open (tests and the collectives). */
