@@ -3,7 +3,6 @@ package dev.ar4j;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.dispatch.Algorithm;
-import dev.ar4j.dispatch.AlgorithmPolicy;
 import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.Topology;
@@ -229,7 +228,8 @@ public final class Communicator implements AutoCloseable {
      * @param count the number of elements, positive
      * @param dtype the element type
      * @param stream a {@code cudaStream_t} (0 = legacy default stream)
-     * @param policy the policy of this call, overriding the configured one
+     * @param policy the algorithm of this call ({@link Algorithm#AUTO} to let the dispatcher choose),
+     *     overriding the configured policy
      * @return the decision that was carried out, with its reason
      * @throws NullPointerException if {@code dtype} or {@code policy} is {@code null}
      * @throws IllegalArgumentException if {@code count} is not positive
@@ -239,7 +239,7 @@ public final class Communicator implements AutoCloseable {
      * @throws PeerLostException if a peer was lost (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
-    public Decision allReduce(long in, long out, long count, DType dtype, long stream, AlgorithmPolicy policy) {
+    public Decision allReduce(long in, long out, long count, DType dtype, long stream, Algorithm policy) {
         return engine.allReduce(in, out, count, dtype, stream, policy);
     }
 
@@ -824,7 +824,7 @@ public final class Communicator implements AutoCloseable {
         /**
          * Algorithm policy (highest precedence): {@code auto}, {@code 1stage} (also {@code oneshot},
          * {@code force_1stage}), {@code 2stage} (also {@code twoshot}, {@code force_2stage}),
-         * {@code push} (also {@code lamport}) or {@code nccl}; see {@link AlgorithmPolicy#parse}.
+         * {@code push} (also {@code lamport}) or {@code nccl}; see {@link Algorithm#parse}.
          *
          * @param policy one of the policy names above, case-insensitive
          * @return this builder
@@ -832,7 +832,7 @@ public final class Communicator implements AutoCloseable {
          * @throws IllegalArgumentException if {@code policy} names no policy (the message lists those accepted)
          */
         public Builder algorithmPolicy(String policy) {
-            AlgorithmPolicy.parse(Objects.requireNonNull(policy, "policy"), "algorithmPolicy(..)");
+            Algorithm.parse(Objects.requireNonNull(policy, "policy"), "algorithmPolicy(..)");
             s.algorithmPolicy = policy;
             return this;
         }
