@@ -115,6 +115,26 @@ final class NcclCallProtocol {
         }
     }
 
+    /** A native NCCL call, returning its {@code ncclResult_t}. */
+    @FunctionalInterface
+    interface NativeCall {
+        int invoke();
+    }
+
+    /**
+     * One call under the protocol: {@link #enter}, the native call, {@link #settle}, {@link #exit};
+     * the final result, which the caller turns into an exception with {@link #fail} unless it is
+     * {@code ncclSuccess}.
+     */
+    int call(String call, NativeCall nativeCall) {
+        enter(call);
+        try {
+            return settle(nativeCall.invoke());
+        } finally {
+            exit();
+        }
+    }
+
     /** Counts an observing call in (an {@link #asyncError()} from a watchdog): no claim on the thread, no group. */
     private void enterObserver(String call) {
         if (!inFlight.enter()) {

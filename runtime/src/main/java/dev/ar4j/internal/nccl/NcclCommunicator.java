@@ -204,15 +204,9 @@ public final class NcclCommunicator implements NcclCollectives, AutoCloseable {
                           long streamHandle) {
         checkCount(ALL_REDUCE, site, count, "count");
         gate.requireReduction(type, op, ALL_REDUCE);
-        protocol.enter(ALL_REDUCE);
-        int result;
-        try {
-            result = protocol.settle(nccl_h.ncclAllReduce(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), count, type.code(), gate.effective(op), comm,
-                    MemorySegment.ofAddress(streamHandle)));
-        } finally {
-            protocol.exit();
-        }
+        int result = protocol.call(ALL_REDUCE, () ->
+                nccl_h.ncclAllReduce(MemorySegment.ofAddress(sendAddress), MemorySegment.ofAddress(receiveAddress),
+                        count, type.code(), gate.effective(op), comm, MemorySegment.ofAddress(streamHandle)));
         if (result != NcclErrors.SUCCESS) {
             throw protocol.fail(result, ALL_REDUCE + "(" + count + " x " + type.ncclName() + ", " + op.ncclName() + ")");
         }
@@ -231,15 +225,9 @@ public final class NcclCommunicator implements NcclCollectives, AutoCloseable {
         checkCount(BROADCAST, site, count, "count");
         checkRank(BROADCAST, site, root, nranks, "root");
         support.requireType(type, BROADCAST, site);
-        protocol.enter(BROADCAST);
-        int result;
-        try {
-            result = protocol.settle(nccl_h.ncclBroadcast(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), count, type.code(), root, comm,
-                    MemorySegment.ofAddress(streamHandle)));
-        } finally {
-            protocol.exit();
-        }
+        int result = protocol.call(BROADCAST, () ->
+                nccl_h.ncclBroadcast(MemorySegment.ofAddress(sendAddress), MemorySegment.ofAddress(receiveAddress),
+                        count, type.code(), root, comm, MemorySegment.ofAddress(streamHandle)));
         if (result != NcclErrors.SUCCESS) {
             throw protocol.fail(result, BROADCAST + "(" + count + " x " + type.ncclName() + ", root " + root + ")");
         }
@@ -258,15 +246,9 @@ public final class NcclCommunicator implements NcclCollectives, AutoCloseable {
         checkCount(REDUCE, site, count, "count");
         checkRank(REDUCE, site, root, nranks, "root");
         gate.requireReduction(type, op, REDUCE);
-        protocol.enter(REDUCE);
-        int result;
-        try {
-            result = protocol.settle(nccl_h.ncclReduce(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), count, type.code(), gate.effective(op), root, comm,
-                    MemorySegment.ofAddress(streamHandle)));
-        } finally {
-            protocol.exit();
-        }
+        int result = protocol.call(REDUCE, () ->
+                nccl_h.ncclReduce(MemorySegment.ofAddress(sendAddress), MemorySegment.ofAddress(receiveAddress),
+                        count, type.code(), gate.effective(op), root, comm, MemorySegment.ofAddress(streamHandle)));
         if (result != NcclErrors.SUCCESS) {
             throw protocol.fail(result, REDUCE + "(" + count + " x " + type.ncclName() + ", " + op.ncclName()
                     + ", root " + root + ")");
@@ -283,15 +265,9 @@ public final class NcclCommunicator implements NcclCollectives, AutoCloseable {
     public void allGather(long sendAddress, long receiveAddress, long sendCount, NcclDataType type, long streamHandle) {
         checkCount(ALL_GATHER, site, sendCount, "sendCount");
         support.requireType(type, ALL_GATHER, site);
-        protocol.enter(ALL_GATHER);
-        int result;
-        try {
-            result = protocol.settle(nccl_h.ncclAllGather(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), sendCount, type.code(), comm,
-                    MemorySegment.ofAddress(streamHandle)));
-        } finally {
-            protocol.exit();
-        }
+        int result = protocol.call(ALL_GATHER, () ->
+                nccl_h.ncclAllGather(MemorySegment.ofAddress(sendAddress), MemorySegment.ofAddress(receiveAddress),
+                        sendCount, type.code(), comm, MemorySegment.ofAddress(streamHandle)));
         if (result != NcclErrors.SUCCESS) {
             throw protocol.fail(result, ALL_GATHER + "(" + sendCount + " x " + type.ncclName() + " per rank)");
         }
@@ -309,15 +285,10 @@ public final class NcclCommunicator implements NcclCollectives, AutoCloseable {
                               NcclReduction op, long streamHandle) {
         checkCount(REDUCE_SCATTER, site, receiveCount, "receiveCount");
         gate.requireReduction(type, op, REDUCE_SCATTER);
-        protocol.enter(REDUCE_SCATTER);
-        int result;
-        try {
-            result = protocol.settle(nccl_h.ncclReduceScatter(MemorySegment.ofAddress(sendAddress),
-                    MemorySegment.ofAddress(receiveAddress), receiveCount, type.code(), gate.effective(op), comm,
-                    MemorySegment.ofAddress(streamHandle)));
-        } finally {
-            protocol.exit();
-        }
+        int result = protocol.call(REDUCE_SCATTER, () ->
+                nccl_h.ncclReduceScatter(MemorySegment.ofAddress(sendAddress),
+                        MemorySegment.ofAddress(receiveAddress), receiveCount, type.code(), gate.effective(op), comm,
+                        MemorySegment.ofAddress(streamHandle)));
         if (result != NcclErrors.SUCCESS) {
             throw protocol.fail(result, REDUCE_SCATTER + "(" + receiveCount + " x " + type.ncclName() + " per rank, "
                     + op.ncclName() + ")");
@@ -352,17 +323,10 @@ public final class NcclCommunicator implements NcclCollectives, AutoCloseable {
         checkCount(call, site, count, "count");
         checkRank(call, site, peer, nranks, "peer");
         support.requireType(type, call, site);
-        protocol.enter(call);
-        int result;
-        try {
-            MemorySegment buffer = MemorySegment.ofAddress(address);
-            MemorySegment stream = MemorySegment.ofAddress(streamHandle);
-            result = protocol.settle(isSend
-                    ? nccl_h.ncclSend(buffer, count, type.code(), peer, comm, stream)
-                    : nccl_h.ncclRecv(buffer, count, type.code(), peer, comm, stream));
-        } finally {
-            protocol.exit();
-        }
+        MemorySegment buffer = MemorySegment.ofAddress(address);
+        MemorySegment stream = MemorySegment.ofAddress(streamHandle);
+        int result = protocol.call(call, () -> isSend ? nccl_h.ncclSend(buffer, count, type.code(), peer, comm, stream)
+                : nccl_h.ncclRecv(buffer, count, type.code(), peer, comm, stream));
         if (result != NcclErrors.SUCCESS) {
             throw protocol.fail(result, call + "(" + count + " x " + type.ncclName() + (isSend ? " to" : " from")
                     + " rank " + peer + ")");

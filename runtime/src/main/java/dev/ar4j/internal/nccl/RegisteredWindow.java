@@ -73,7 +73,7 @@ final class RegisteredWindow implements NcclWindow {
             return; // deregistered already, or NCCL released the window with the communicator
         }
         int result;
-        try {
+        try { // entered above (enterIfOpen: no NCCL call once the communicator is closing)
             result = protocol.settle(nccl_h.ncclCommWindowDeregister(protocol.comm(), window));
         } finally {
             protocol.exit();
