@@ -131,9 +131,10 @@ public final class Communicator implements AutoCloseable {
      *     stream
      * @throws IllegalArgumentException if the buffer is on another device or holds no whole number of
      *     elements
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     * @throws IllegalStateException if the communicator is closed or aborted, or used by
      *     another thread at the same time
      * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws OutOfStepException if the ranks fell out of step (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(DeviceBuffer buffer, DType dtype, CudaStream stream) {
@@ -151,9 +152,10 @@ public final class Communicator implements AutoCloseable {
      * @throws IllegalArgumentException if the buffers differ in size, are on another device, or
      *                                  hold no whole number of elements
      * @throws NullPointerException if an argument is {@code null}
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     * @throws IllegalStateException if the communicator is closed or aborted, or used by
      *     another thread at the same time
      * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws OutOfStepException if the ranks fell out of step (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(DeviceBuffer in, DeviceBuffer out, DType dtype, CudaStream stream) {
@@ -173,6 +175,7 @@ public final class Communicator implements AutoCloseable {
      * @throws dev.ar4j.nccl.NcclDisabledException if the call needs NCCL and the communicator was built
      *     with {@code nccl(false)} (the message names the size and the reason)
      * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws OutOfStepException if the ranks fell out of step (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(long in, long out, long count, DType dtype, long stream) {
@@ -195,8 +198,9 @@ public final class Communicator implements AutoCloseable {
      * @throws IllegalArgumentException if {@code count} is not positive
      * @throws dev.ar4j.nccl.NcclDisabledException if the decision needs NCCL and the communicator was
      *     built with {@code nccl(false)}
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step
+     * @throws IllegalStateException if the communicator is closed or aborted
      * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws OutOfStepException if the ranks fell out of step (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public Decision allReduce(long in, long out, long count, DType dtype, long stream, Algorithm policy) {
@@ -213,7 +217,7 @@ public final class Communicator implements AutoCloseable {
      *
      * @param buffer the buffer to share, on this communicator's GPU
      * @throws IllegalArgumentException if {@code buffer} is on another GPU
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step
+     * @throws IllegalStateException if the communicator is closed or aborted
      * @throws PeerLostException if a peer is lost during the registration, or was lost before
      * @throws Ar4jException if the registration fails otherwise; the ranks may then be out of step, so the
      *     communicator is failed
@@ -244,7 +248,7 @@ public final class Communicator implements AutoCloseable {
      * replays are zero-copy. Collective on close.
      *
      * @return the open capture scope, to be closed after the capture ends
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, a capture
+     * @throws IllegalStateException if the communicator is closed or aborted, a capture
      *     scope is already open, or all-reduces were captured outside a scope
      */
     public GraphCapture graphCapture() {
@@ -325,9 +329,10 @@ public final class Communicator implements AutoCloseable {
      * @return {@code true} when a fused kernel ran, {@code false} for all-reduce then the separate kernel
      * @throws IllegalArgumentException if a size, the row shape, the device or an overlap is wrong (the message
      *     says what is accepted)
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     * @throws IllegalStateException if the communicator is closed or aborted, or used by
      *     another thread at the same time
      * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws OutOfStepException if the ranks fell out of step (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public boolean allReduceResidualRmsNorm(DeviceBuffer in, DeviceBuffer residual, DeviceBuffer weight,
@@ -479,7 +484,7 @@ public final class Communicator implements AutoCloseable {
      *     not closed, so the example above works for every rank)
      * @throws IllegalArgumentException on every rank alike, if any rank gave a color below -1 (this
      *     communicator stays usable)
-     * @throws IllegalStateException if this communicator is closed, aborted or failed out of step, or
+     * @throws IllegalStateException if this communicator is closed or aborted, or
      *     another thread is inside a call of it (a second split at the same time is refused so); or if
      *     building the sub-communicator failed on a rendezvous step of its own
      * @throws PeerLostException if a rank of this group was lost (during the split or before it)
@@ -511,9 +516,10 @@ public final class Communicator implements AutoCloseable {
      * as the group's other collective calls), bounded by the rendezvous timeout. Use it, for
      * example, before {@link #close()}, so that no peer still reads this rank's buffers.
      *
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     * @throws IllegalStateException if the communicator is closed or aborted, or used by
      *     another thread at the same time
      * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws OutOfStepException if the ranks fell out of step (during this call or before it)
      * @throws dev.ar4j.rendezvous.RendezvousException if the other ranks did not arrive in time
      */
     public void barrier() {
@@ -529,9 +535,10 @@ public final class Communicator implements AutoCloseable {
      * @param value this rank's bytes, at most a few MiB; not {@code null}
      * @return every rank's bytes, rank r at index r (this rank's is a copy of {@code value})
      * @throws NullPointerException if {@code value} is {@code null}
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     * @throws IllegalStateException if the communicator is closed or aborted, or used by
      *     another thread at the same time
      * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws OutOfStepException if the ranks fell out of step (during this call or before it)
      * @throws dev.ar4j.rendezvous.RendezvousException if the other ranks did not arrive in time
      */
     public byte[][] exchange(byte[] value) {

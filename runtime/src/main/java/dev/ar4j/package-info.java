@@ -52,8 +52,9 @@
  * 100 ms) reads the kernels' timeout record and NCCL's asynchronous error, and the rendezvous
  * tells it when a rank is lost. On the first failure it poisons the custom kernels, aborts NCCL,
  * marks the communicator failed and tells the {@link dev.ar4j.Communicator.Builder#onFailure listener}; every later call
- * throws {@link dev.ar4j.PeerLostException} or {@link dev.ar4j.PeerTimeoutException} naming the rank (or
- * {@link java.lang.IllegalStateException} after {@link dev.ar4j.Communicator#abort()} or when the ranks fell out of step), and
+ * throws {@link dev.ar4j.PeerLostException} or {@link dev.ar4j.PeerTimeoutException} naming the rank,
+ * {@link dev.ar4j.OutOfStepException} when the ranks fell out of step (or
+ * {@link java.lang.IllegalStateException} after {@link dev.ar4j.Communicator#abort()}), and
  * {@link dev.ar4j.Communicator#health()} says why. Rendezvous waits are bounded too.
  *
  * <h2>Sub-communicators: ownership and failure</h2>
@@ -78,6 +79,8 @@
  * ({@link dev.ar4j.NativeLibraryException}), no GPU driver or device or a failed CUDA call
  * ({@link dev.ar4j.cuda.CudaException}), ranks that cannot meet ({@link dev.ar4j.rendezvous.RendezvousException}),
  * a peer lost or timed out ({@link dev.ar4j.PeerLostException}, {@link dev.ar4j.PeerTimeoutException}),
+ * ranks that disagree (a malformed or forged peer record, different collective calls:
+ * {@link dev.ar4j.OutOfStepException}),
  * an NCCL failure ({@link dev.ar4j.nccl.NcclException}), a call that needs NCCL on a group built
  * with {@code nccl(false)} ({@link dev.ar4j.nccl.NcclDisabledException}), and a kernel that refused
  * its call ({@link dev.ar4j.CustomArException}). Each message names what failed, the values

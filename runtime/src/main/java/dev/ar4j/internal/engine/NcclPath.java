@@ -1,5 +1,6 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.rendezvous.RendezvousException;
 import dev.ar4j.ConfigurationException;
 import dev.ar4j.DType;
 import dev.ar4j.internal.nccl.NcclCommInit;
@@ -54,7 +55,7 @@ final class NcclPath implements AutoCloseable {
         } catch (RuntimeException e) {
             throw e;
         } catch (Exception e) {
-            throw new IllegalStateException("rank " + group.rank + ": unsubscribing from the rendezvous failed: " + e, e);
+            throw new RendezvousException("rank " + group.rank + ": unsubscribing from the rendezvous failed: " + e, e);
         }
     }
 
