@@ -73,7 +73,10 @@ public final class NcclErrors {
      * @return the exception, not thrown
      */
     public static NcclException exception(int result, String call, String errorString, String lastError) {
-        return new NcclException(call, result, resultName(result), errorString, lastError);
+        String name = resultName(result);
+        return new NcclException(call + " failed: " + name + " (" + result + "): " + errorString
+                + (lastError == null || lastError.isEmpty() ? "" : "; NCCL's last error: " + lastError)
+                + advice(result), call, result, name, errorString, lastError, null);
     }
 
     /**
