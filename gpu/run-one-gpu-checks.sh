@@ -75,7 +75,7 @@ for s in "${steps[@]}"; do
               step its 330 gpu/run-its.sh \
                 --select-class dev.ar4j.it.FailureContainmentOneJvmIT --select-class dev.ar4j.it.PeerFailureTwoJvmIT \
                 --select-class dev.ar4j.it.NcclMissingRankIT --select-class dev.ar4j.internal.kernels.ResidualRmsNormIT \
-                --select-class dev.ar4j.nccl.NcclSingleGpuIT --select-class dev.ar4j.nccl.NcclInitTimeoutIT \
+                --select-class dev.ar4j.internal.nccl.NcclSingleGpuIT --select-class dev.ar4j.internal.nccl.NcclInitTimeoutIT \
                 --select-class dev.ar4j.cuda.CudaSingleGpuIT --select-class dev.ar4j.it.CommunicatorSplitIT \
                 --select-class dev.ar4j.it.FusedNormOneJvmIT \
                 --select-class dev.ar4j.it.FusedNormTwoJvmIT ;;

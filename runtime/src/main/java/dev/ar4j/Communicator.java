@@ -3,24 +3,19 @@ package dev.ar4j;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.dispatch.Algorithm;
-import dev.ar4j.dispatch.AlgorithmPolicy;
 import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.Topology;
-import dev.ar4j.internal.engine.BuilderChecks;
 import dev.ar4j.internal.engine.CaptureRecorder;
 import dev.ar4j.internal.engine.Engine;
 import dev.ar4j.internal.engine.LocalGroup;
 import dev.ar4j.internal.engine.Settings;
 import dev.ar4j.nccl.NcclCollectives;
 import dev.ar4j.rendezvous.LaunchEnvironment;
-import dev.ar4j.rendezvous.Rendezvous;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
-import java.util.Properties;
 import java.util.function.Consumer;
 
 /**
@@ -38,44 +33,8 @@ import java.util.function.Consumer;
  * }
  * }</pre>
  *
- * <h2>Process models</h2>
- * One JVM per GPU (the usual launcher model; buffers are shared through CUDA IPC handles), or one
- * JVM driving several GPUs with one thread per GPU ({@link #localGroup}; buffers are shared
- * through peer access). The model is detected: ranks that report the same process use peer
- * access.
- *
- * <h2>Buffers</h2>
- * At build, every rank allocates its signal block and a staging buffer and shares them. An
- * unregistered input goes to the push kernel directly (no copy), or is copied into the
- * staging buffer for the one-stage and two-stage kernels. {@link #register} shares a buffer once
- * so that inputs inside it are reduced with no copy; {@link #unregister} ends that (collectively;
- * a registered buffer found closed is no longer used zero-copy either). Inside a CUDA graph
- * capture, inputs are recorded and shared when the {@link GraphCapture} scope closes, which also
- * checks that every rank captured the same calls.
- *
- * <h2>One GPU, several ranks</h2>
- * Ranks may share a GPU (in one JVM through {@link #localGroup} with a repeated ordinal, or in
- * several JVMs): the custom kernels run there with a grid sized so that every rank's blocks are
- * resident. NCCL refuses that, so build such a group with {@link Builder#nccl nccl(false)}; then a
- * call that would need NCCL throws, naming its size and why.
- *
- * <h2>Threads and ordering</h2>
- * A communicator is used by one thread at a time, whose current CUDA device must be
- * {@link #device()} (the builder makes it current on the building thread); a call from a second
- * thread while another is inside throws {@link IllegalStateException} naming both threads.
- * {@link #abort()}, {@link #health()} and {@link #close()} may be called from any thread. Every
- * rank makes the same collective calls (all-reduces, {@link #register}, {@link #unregister},
- * capture scopes) in the same order; the all-reduces of one communicator are ordered on one
- * stream or synchronised between streams.
- *
- * <h2>Failure</h2>
- * A per-communicator watchdog thread (interval: {@link Builder#watchdogInterval}, default
- * 100 ms) reads the kernels' timeout record and NCCL's asynchronous error, and the rendezvous
- * tells it when a rank is lost. On the first failure it poisons the custom kernels, aborts NCCL,
- * marks the communicator failed and tells the {@link Builder#onFailure listener}; every later call
- * throws {@link PeerLostException} or {@link PeerTimeoutException} naming the rank (or
- * {@link IllegalStateException} after {@link #abort()} or when the ranks fell out of step), and
- * {@link #health()} says why. Rendezvous waits are bounded too.
+ * <p>How a group shares buffers, runs several ranks on one GPU, orders calls across threads and
+ * reports failures is described in the {@linkplain dev.ar4j package documentation}.
  */
 public final class Communicator implements AutoCloseable {
 
@@ -111,7 +70,7 @@ public final class Communicator implements AutoCloseable {
     // ---- building -------------------------------------------------------------------------------
 
     /**
-     * A builder; nothing is read from the environment unless {@link Builder#fromEnvironment()} says so.
+     * A builder; nothing is read from the environment unless {@link CommunicatorBuilder#fromEnvironment()} says so.
      *
      * @return a new builder with every setting at its default
      */
@@ -172,9 +131,10 @@ public final class Communicator implements AutoCloseable {
      *     stream
      * @throws IllegalArgumentException if the buffer is on another device or holds no whole number of
      *     elements
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     * @throws IllegalStateException if the communicator is closed or aborted, or used by
      *     another thread at the same time
      * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws OutOfStepException if the ranks fell out of step (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(DeviceBuffer buffer, DType dtype, CudaStream stream) {
@@ -192,9 +152,10 @@ public final class Communicator implements AutoCloseable {
      * @throws IllegalArgumentException if the buffers differ in size, are on another device, or
      *                                  hold no whole number of elements
      * @throws NullPointerException if an argument is {@code null}
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     * @throws IllegalStateException if the communicator is closed or aborted, or used by
      *     another thread at the same time
      * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws OutOfStepException if the ranks fell out of step (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(DeviceBuffer in, DeviceBuffer out, DType dtype, CudaStream stream) {
@@ -214,6 +175,7 @@ public final class Communicator implements AutoCloseable {
      * @throws dev.ar4j.nccl.NcclDisabledException if the call needs NCCL and the communicator was built
      *     with {@code nccl(false)} (the message names the size and the reason)
      * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws OutOfStepException if the ranks fell out of step (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public void allReduce(long in, long out, long count, DType dtype, long stream) {
@@ -229,17 +191,19 @@ public final class Communicator implements AutoCloseable {
      * @param count the number of elements, positive
      * @param dtype the element type
      * @param stream a {@code cudaStream_t} (0 = legacy default stream)
-     * @param policy the policy of this call, overriding the configured one
+     * @param policy the algorithm of this call ({@link Algorithm#AUTO} to let the dispatcher choose),
+     *     overriding the configured policy
      * @return the decision that was carried out, with its reason
      * @throws NullPointerException if {@code dtype} or {@code policy} is {@code null}
      * @throws IllegalArgumentException if {@code count} is not positive
      * @throws dev.ar4j.nccl.NcclDisabledException if the decision needs NCCL and the communicator was
      *     built with {@code nccl(false)}
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step
+     * @throws IllegalStateException if the communicator is closed or aborted
      * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws OutOfStepException if the ranks fell out of step (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
-    public Decision allReduce(long in, long out, long count, DType dtype, long stream, AlgorithmPolicy policy) {
+    public Decision allReduce(long in, long out, long count, DType dtype, long stream, Algorithm policy) {
         return engine.allReduce(in, out, count, dtype, stream, policy);
     }
 
@@ -253,7 +217,7 @@ public final class Communicator implements AutoCloseable {
      *
      * @param buffer the buffer to share, on this communicator's GPU
      * @throws IllegalArgumentException if {@code buffer} is on another GPU
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step
+     * @throws IllegalStateException if the communicator is closed or aborted
      * @throws PeerLostException if a peer is lost during the registration, or was lost before
      * @throws Ar4jException if the registration fails otherwise; the ranks may then be out of step, so the
      *     communicator is failed
@@ -286,7 +250,7 @@ public final class Communicator implements AutoCloseable {
      * replays are zero-copy. Collective on close.
      *
      * @return the open capture scope, to be closed after the capture ends
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, a capture
+     * @throws IllegalStateException if the communicator is closed or aborted, a capture
      *     scope is already open, or all-reduces were captured outside a scope
      */
     public GraphCapture graphCapture() {
@@ -367,9 +331,10 @@ public final class Communicator implements AutoCloseable {
      * @return {@code true} when a fused kernel ran, {@code false} for all-reduce then the separate kernel
      * @throws IllegalArgumentException if a size, the row shape, the device or an overlap is wrong (the message
      *     says what is accepted)
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     * @throws IllegalStateException if the communicator is closed or aborted, or used by
      *     another thread at the same time
      * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws OutOfStepException if the ranks fell out of step (during this call or before it)
      * @throws PeerTimeoutException if a custom kernel gave up waiting for a peer (during this call or before it)
      */
     public boolean allReduceResidualRmsNorm(DeviceBuffer in, DeviceBuffer residual, DeviceBuffer weight,
@@ -477,7 +442,7 @@ public final class Communicator implements AutoCloseable {
      * The other collectives of this group, through NCCL: all-gather, reduce-scatter, broadcast,
      * reduce, send/recv and all-reduce with any reduction, for every dtype the installed NCCL
      * supports (see {@link dev.ar4j.nccl.NcclCollectives}); group them with
-     * {@link dev.ar4j.nccl.NcclGroup#start()}. Arguments are checked as strictly as
+     * {@link dev.ar4j.nccl.NcclCollectives#startGroup()}. Arguments are checked as strictly as
      * {@code allReduce}'s. The watchdog, {@link #abort()} and {@link #close()} cover these calls too.
      *
      * @return the collectives of this group's NCCL communicator
@@ -509,19 +474,8 @@ public final class Communicator implements AutoCloseable {
      * }
      * }</pre>
      *
-     * <h4>Ownership and failure</h4>
-     * The caller owns the sub-communicator and closes it; closing this communicator does not close
-     * it, but close every sub-communicator first: this communicator's rendezvous (and, on the
-     * serving rank, the rendezvous server) is theirs too. The two fail independently: a failure of
-     * this communicator (a watchdog finding, {@link #abort()}, ranks out of step) is not one of the
-     * sub-communicator, except through what they share: the loss of one of its own ranks, reported
-     * by the rendezvous, fails the sub-communicator too (its watchdog is told), and the loss of a
-     * rank outside it does not. An in-process group's rendezvous reports {@link #abort()} as the
-     * loss of the aborting rank, so there aborting this communicator also fails the
-     * sub-communicator that rank belongs to (on every member); abort each sub-communicator
-     * yourself to be sure. A failed split of this group's step (a rank lost, a timeout) fails
-     * this communicator, like any collective step; a failure while the sub-communicator is being
-     * built is thrown here and leaves this communicator as it was.
+     * <p>The caller owns the sub-communicator and closes it, before this communicator; how the two
+     * fail together is in the {@linkplain dev.ar4j package documentation}.
      *
      * @param color the sub-group to join: 0 or more, or -1 to join none (this rank still takes part
      *     in the split, and gets {@code null})
@@ -532,7 +486,7 @@ public final class Communicator implements AutoCloseable {
      *     not closed, so the example above works for every rank)
      * @throws IllegalArgumentException on every rank alike, if any rank gave a color below -1 (this
      *     communicator stays usable)
-     * @throws IllegalStateException if this communicator is closed, aborted or failed out of step, or
+     * @throws IllegalStateException if this communicator is closed or aborted, or
      *     another thread is inside a call of it (a second split at the same time is refused so); or if
      *     building the sub-communicator failed on a rendezvous step of its own
      * @throws PeerLostException if a rank of this group was lost (during the split or before it)
@@ -564,9 +518,10 @@ public final class Communicator implements AutoCloseable {
      * as the group's other collective calls), bounded by the rendezvous timeout. Use it, for
      * example, before {@link #close()}, so that no peer still reads this rank's buffers.
      *
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     * @throws IllegalStateException if the communicator is closed or aborted, or used by
      *     another thread at the same time
      * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws OutOfStepException if the ranks fell out of step (during this call or before it)
      * @throws dev.ar4j.rendezvous.RendezvousException if the other ranks did not arrive in time
      */
     public void barrier() {
@@ -582,9 +537,10 @@ public final class Communicator implements AutoCloseable {
      * @param value this rank's bytes, at most a few MiB; not {@code null}
      * @return every rank's bytes, rank r at index r (this rank's is a copy of {@code value})
      * @throws NullPointerException if {@code value} is {@code null}
-     * @throws IllegalStateException if the communicator is closed, aborted or failed out of step, or used by
+     * @throws IllegalStateException if the communicator is closed or aborted, or used by
      *     another thread at the same time
      * @throws PeerLostException if a peer was lost (during this call or before it)
+     * @throws OutOfStepException if the ranks fell out of step (during this call or before it)
      * @throws dev.ar4j.rendezvous.RendezvousException if the other ranks did not arrive in time
      */
     public byte[][] exchange(byte[] value) {
@@ -638,323 +594,18 @@ public final class Communicator implements AutoCloseable {
         void failed(Communicator communicator, RuntimeException failure);
     }
 
-    /** Configures and builds a {@link Communicator}; every setter validates its value at once. */
-    public static final class Builder {
-
-        private final Settings.Draft s = new Settings.Draft();
+    /**
+     * Configures and builds a {@link Communicator}: the setters of {@link CommunicatorBuilder},
+     * {@link #onFailure} and {@link #build()}.
+     */
+    public static final class Builder extends CommunicatorBuilder<Builder> {
         private FailureListener failureListener;
 
         private Builder() {
         }
 
-        /**
-         * Reads rank, world size, local rank and the rendezvous address from the launcher's environment.
-         *
-         * @return this builder
-         */
-        public Builder fromEnvironment() {
-            s.fromEnvironment = true;
-            return this;
-        }
-
-        /**
-         * Uses this map instead of {@code System.getenv()} for the launcher and configuration variables (tests).
-         *
-         * @param environment the variables to read instead of the process environment; copied, must not be
-         *     {@code null} nor hold {@code null} keys or values
-         * @return this builder
-         * @throws NullPointerException if {@code environment} or one of its keys or values is {@code null}
-         */
-        public Builder environment(Map<String, String> environment) {
-            s.environment = Map.copyOf(environment);
-            return this;
-        }
-
-        /**
-         * Uses these instead of {@code System.getProperties()} for configuration (tests).
-         *
-         * @param properties the properties to read instead of the system properties; kept by reference, not
-         *     copied
-         * @return this builder
-         */
-        public Builder systemProperties(Properties properties) {
-            s.systemProperties = properties;
-            return this;
-        }
-
-        /**
-         * This process's rank (with {@link #worldSize(int)} and {@link #masterAddress(String, int)}, instead of the environment).
-         *
-         * @param rank this process's rank, 0 to world size - 1 (checked against the world size, and against the
-         *     rendezvous's rank if one is given, at {@code build()})
-         * @return this builder
-         */
-        public Builder rank(int rank) {
-            s.rank = rank;
-            return this;
-        }
-
-        /**
-         * The number of ranks.
-         *
-         * @param worldSize the number of ranks in the group, at least 1
-         * @return this builder
-         */
-        public Builder worldSize(int worldSize) {
-            s.worldSize = worldSize;
-            return this;
-        }
-
-        /**
-         * This rank's index on its host; the default GPU.
-         *
-         * @param localRank this rank's index among the ranks on its host, 0 to the local world size - 1
-         * @return this builder
-         */
-        public Builder localRank(int localRank) {
-            s.localRank = localRank;
-            return this;
-        }
-
-        /**
-         * The number of ranks on this host. Without it (and without launcher variables) a group
-         * whose rendezvous address is loopback is taken to be all on this host.
-         *
-         * @param localWorldSize the number of ranks on this host, at least 1
-         * @return this builder
-         */
-        public Builder localWorldSize(int localWorldSize) {
-            s.localWorldSize = localWorldSize;
-            return this;
-        }
-
-        /**
-         * The CUDA ordinal to drive (default: the local rank).
-         *
-         * @param device the CUDA device ordinal, 0 or more (below the number of visible devices, checked at
-         *     {@code build()})
-         * @return this builder
-         * @throws IllegalArgumentException if {@code device} is negative
-         */
-        public Builder device(int device) {
-            if (device < 0) {
-                throw new IllegalArgumentException("device ordinal must be >= 0, got " + device);
-            }
-            s.device = device;
-            return this;
-        }
-
-        /**
-         * Where rank 0 serves the TCP rendezvous (rank 0 binds it; loopback unless an address is given).
-         *
-         * @param host the host name or address of rank 0's rendezvous server; not {@code null}
-         * @param port the TCP port of rank 0's rendezvous server
-         * @return this builder
-         * @throws NullPointerException if {@code host} is {@code null}
-         */
-        public Builder masterAddress(String host, int port) {
-            s.masterAddr = Objects.requireNonNull(host, "host");
-            s.masterPort = port;
-            return this;
-        }
-
-        /**
-         * Uses an existing rendezvous (an implementation of the application's); not closed by the communicator.
-         *
-         * @param rendezvous the rendezvous to join the group through; not {@code null}. The rank is its rank
-         *     unless {@link #rank(int)} is set too, in which case the two must agree (checked at {@code build()})
-         * @return this builder
-         * @throws NullPointerException if {@code rendezvous} is {@code null}
-         */
-        public Builder rendezvous(Rendezvous rendezvous) {
-            s.rendezvous = Objects.requireNonNull(rendezvous, "rendezvous");
-            return this;
-        }
-
-        /**
-         * Size of the staging buffer and the two-stage scratch (default 8 MiB, multiple of 16).
-         *
-         * @param bytes the staging size in bytes: a multiple of 16 from 16 to 4 GiB
-         * @return this builder
-         * @throws IllegalArgumentException if {@code bytes} is not a multiple of 16 in that range
-         */
-        public Builder stagingBytes(long bytes) {
-            BuilderChecks.stagingBytes(bytes);
-            s.stagingBytes = bytes;
-            return this;
-        }
-
-        /**
-         * How long a custom kernel waits for a peer before it gives up (default 30 s).
-         *
-         * @param timeout how long a kernel spins on a peer, 1 ms to 24 h
-         * @return this builder
-         * @throws IllegalArgumentException if {@code timeout} is {@code null} or outside 1 ms to 24 h
-         */
-        public Builder kernelTimeout(Duration timeout) {
-            BuilderChecks.kernelTimeout(timeout);
-            s.kernelTimeout = timeout;
-            return this;
-        }
-
-        /**
-         * How long each rendezvous step waits for the other ranks (default 2 min).
-         *
-         * @param timeout the wait of each rendezvous step: positive, at most 24 h
-         * @return this builder
-         * @throws IllegalArgumentException if {@code timeout} is {@code null}, zero, negative or longer than 24 h
-         */
-        public Builder rendezvousTimeout(Duration timeout) {
-            BuilderChecks.rendezvousTimeout(timeout);
-            s.rendezvousTimeout = timeout;
-            return this;
-        }
-
-        /**
-         * Capacity for registered buffers plus captured graph inputs (default 4096).
-         *
-         * @param n the number of registration slots, 1 to 1,048,576
-         * @return this builder
-         * @throws IllegalArgumentException if {@code n} is outside 1 to 1,048,576
-         */
-        public Builder maxRegistrations(int n) {
-            BuilderChecks.maxRegistrations(n);
-            s.maxRegistrations = n;
-            return this;
-        }
-
-        /**
-         * Algorithm policy (highest precedence): {@code auto}, {@code 1stage} (also {@code oneshot},
-         * {@code force_1stage}), {@code 2stage} (also {@code twoshot}, {@code force_2stage}),
-         * {@code push} (also {@code lamport}) or {@code nccl}; see {@link AlgorithmPolicy#parse}.
-         *
-         * @param policy one of the policy names above, case-insensitive
-         * @return this builder
-         * @throws NullPointerException if {@code policy} is {@code null}
-         * @throws IllegalArgumentException if {@code policy} names no policy (the message lists those accepted)
-         */
-        public Builder algorithmPolicy(String policy) {
-            AlgorithmPolicy.parse(Objects.requireNonNull(policy, "policy"), "algorithmPolicy(..)");
-            s.algorithmPolicy = policy;
-            return this;
-        }
-
-        /**
-         * Lifts (true) or keeps (false) the PCIe gate for more than two GPUs without full NVLink.
-         *
-         * @param force {@code true} to allow the custom kernels on PCIe-only groups of more than two GPUs,
-         *     {@code false} to keep them on NCCL
-         * @return this builder
-         */
-        public Builder forceCustomOnPcie(boolean force) {
-            s.forceCustomOnPcie = force;
-            return this;
-        }
-
-        /**
-         * Overrides the detected "NVLink between every pair" (tests, or hardware the probe misjudges).
-         *
-         * @param nvlink {@code true} to treat every pair of GPUs as joined by NVLink, {@code false} to treat none
-         *     as joined
-         * @return this builder
-         */
-        public Builder fullNvlink(boolean nvlink) {
-            s.nvlinkOverride = nvlink;
-            return this;
-        }
-
-        /**
-         * Overrides the detected "P2P between every pair".
-         *
-         * @param p2p {@code true} to treat every pair of GPUs as able to access each other's memory,
-         *     {@code false} to treat none as able
-         * @return this builder
-         */
-        public Builder p2pAllPairs(boolean p2p) {
-            s.p2pOverride = p2p;
-            return this;
-        }
-
-        /**
-         * Up to which size the automatic policy uses the push kernel (0: never; at most
-         * 512 KiB). Default: 512 KiB for two ranks, 256 KiB for more.
-         *
-         * @param bytes the largest size in bytes sent to the push kernel by the automatic policy, 0 to 524,288
-         *     ({@link Algorithm#PUSH_MAX_BYTES})
-         * @return this builder
-         * @throws IllegalArgumentException if {@code bytes} is negative or above {@link Algorithm#PUSH_MAX_BYTES}
-         */
-        public Builder pushUpToBytes(long bytes) {
-            if (bytes < 0 || bytes > Algorithm.PUSH_MAX_BYTES) {
-                throw new IllegalArgumentException("pushUpToBytes must be between 0 and " + Algorithm.PUSH_MAX_BYTES
-                        + " (the push kernel's limit), got " + bytes);
-            }
-            s.pushUpToBytes = bytes;
-            return this;
-        }
-
-        /**
-         * Overrides the custom kernels' launch geometry (defaults: one block per SM, at most 128,
-         * of 512 threads; with several ranks on one GPU, the smallest SM count / ranks per GPU).
-         * Every rank must give the same values (checked at build).
-         *
-         * @param maxBlocks 1 to 128
-         * @param threads   a multiple of 32, 32 to 1024
-         * @return this builder
-         * @throws IllegalArgumentException if {@code maxBlocks} or {@code threads} is outside its range
-         */
-        public Builder launchConfig(int maxBlocks, int threads) {
-            BuilderChecks.launchConfig(maxBlocks, threads);
-            s.launchBlocks = maxBlocks;
-            s.launchThreads = threads;
-            return this;
-        }
-
-        /**
-         * Whether the group sets up NCCL (default true; else system property
-         * {@code ar4j.nccl}, environment {@code AR4J_NCCL}). Without
-         * NCCL, every call the dispatcher would send to NCCL throws {@link dev.ar4j.nccl.NcclDisabledException}
-         * naming the size and why, instead of falling back silently: for ranks sharing one GPU
-         * (which NCCL refuses), and for users who want a fallback to be an error.
-         *
-         * @param enabled {@code false} to build the group without NCCL, {@code true} to set it up
-         * @return this builder
-         */
-        public Builder nccl(boolean enabled) {
-            s.ncclEnabled = enabled;
-            return this;
-        }
-
-        /**
-         * Whether the custom kernels use programmatic dependent launch on GPUs of compute capability
-         * 9.0 and newer (default true; else system property {@code ar4j.pdl}, environment
-         * {@code AR4J_PDL}, each {@code 0|1|false|true|off|on}): a kernel then starts while the
-         * previous one on the stream finishes and waits ({@code griddepcontrol.wait}) before its first
-         * dependent access, which saves a few hundred nanoseconds a call in CUDA graphs. Older GPUs are
-         * unaffected.
-         *
-         * @param enabled false to launch the kernels plainly
-         * @return this builder
-         */
-        public Builder pdl(boolean enabled) {
-            s.pdlEnabled = enabled;
-            return this;
-        }
-
-        /**
-         * How often the watchdog polls the kernels' timeout record and NCCL's asynchronous error
-         * (default 100 ms; else system property {@code ar4j.watchdog.interval.ms} or
-         * environment {@code AR4J_WATCHDOG_INTERVAL_MS}, in milliseconds). Zero stops the
-         * polling (peer-loss reports from the rendezvous are still acted on).
-         *
-         * @param interval zero, or 1 ms to 60 s
-         * @return this builder
-         * @throws IllegalArgumentException if {@code interval} is {@code null}, negative, or between zero and 1
-         *     ms, or above 60 s
-         */
-        public Builder watchdogInterval(Duration interval) {
-            BuilderChecks.watchdogInterval(interval);
-            s.watchdogInterval = interval;
+        @Override
+        Builder self() {
             return this;
         }
 
@@ -985,12 +636,7 @@ public final class Communicator implements AutoCloseable {
          * @throws dev.ar4j.cuda.CudaException if the GPU cannot be set up
          */
         public Communicator build() {
-            return new Communicator(s.freeze(), failureListener);
-        }
-
-        /** The settings as they stand (tests of the checks). */
-        Settings settings() {
-            return s.freeze();
+            return new Communicator(draft.freeze(), failureListener);
         }
     }
 }

@@ -98,7 +98,7 @@ public final class AllReduceDispatcher {
             throw new IllegalArgumentException("staging buffer size must be a positive byte count, got " + stagingBytes);
         }
         this.stagingBytes = stagingBytes;
-        AlgorithmPolicy policy = config.algorithmPolicy();
+        Algorithm policy = config.algorithmPolicy();
         this.plan = switch (policy) {
             case AUTO -> automaticPlan();
             case ONE_STAGE -> forcedPlan(Algorithm.ONE_STAGE);
@@ -300,21 +300,24 @@ public final class AllReduceDispatcher {
      * buffer). {@code why} is the phrase that led to the choice.
      */
     private Branch branch(Algorithm algorithm, String why, boolean forced, Decision overStaging) {
+        if (algorithm == Algorithm.AUTO) {
+            throw new IllegalArgumentException("a branch launches an algorithm; AUTO is what the dispatcher decides");
+        }
         Decision success = new Decision(algorithm, why + " → " + algorithm.displayName() + switch (algorithm) {
             case PUSH -> " (needs no registration or staging copy)";
-            case ONE_STAGE, TWO_STAGE, NCCL -> "";
+            case ONE_STAGE, TWO_STAGE, NCCL, AUTO -> "";
         }, false);
         long unregisteredLimit = switch (algorithm) {
             case ONE_STAGE, TWO_STAGE -> stagingBytes;
-            case PUSH, NCCL -> Long.MAX_VALUE;
+            case PUSH, NCCL, AUTO -> Long.MAX_VALUE;
         };
         long sizeLimit = switch (algorithm) {
-            case ONE_STAGE, NCCL -> Long.MAX_VALUE;
+            case ONE_STAGE, NCCL, AUTO -> Long.MAX_VALUE;
             case TWO_STAGE -> stagingBytes;
             case PUSH -> Algorithm.PUSH_MAX_BYTES;
         };
         String sizeLimitName = switch (algorithm) {
-            case ONE_STAGE, NCCL -> "";
+            case ONE_STAGE, NCCL, AUTO -> "";
             case TWO_STAGE -> formatBytes(stagingBytes) + " two-stage scratch";
             case PUSH -> formatBytes(Algorithm.PUSH_MAX_BYTES) + " push limit (AR4J_PUSH_MAX_BYTES)";
         };
@@ -323,7 +326,7 @@ public final class AllReduceDispatcher {
                         + sizeLimitName + " → NCCL", forced);
         Decision staged = switch (algorithm) {
             case ONE_STAGE, TWO_STAGE -> new Decision(algorithm, success.reason(), false, true);
-            case PUSH, NCCL -> success;
+            case PUSH, NCCL, AUTO -> success;
         };
         return new Branch(success, staged, unregisteredLimit, overStaging, sizeLimit, overSizeLimit);
     }
@@ -444,8 +447,9 @@ public final class AllReduceDispatcher {
         return verdict(decision) + switch (decision.algorithm()) {
             case ONE_STAGE, TWO_STAGE -> "; the eager path first copies the input into the "
                     + formatBytes(stagingBytes) + " staging buffer";
-            // the push reason already says that it makes no staging copy; NCCL reads the input in place
-            case PUSH, NCCL -> "";
+            // the push reason already says that it makes no staging copy; NCCL reads the input in
+            // place; a decision is never AUTO
+            case PUSH, NCCL, AUTO -> "";
         };
     }
 

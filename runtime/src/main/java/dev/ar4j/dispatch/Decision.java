@@ -9,7 +9,7 @@ import java.util.Objects;
  * decision carries no per-call data (the byte count is not in the reason; {@code explain()} adds
  * it).
  *
- * @param algorithm the algorithm to launch
+ * @param algorithm the algorithm to launch, never {@link Algorithm#AUTO}
  * @param reason    one human sentence, e.g. "auto: world size 2 → one-stage"
  * @param fellBack  a forced custom algorithm could not run and NCCL runs instead
  * @param staged    the input is first copied into the staging buffer and the kernel reads the copy
@@ -21,7 +21,7 @@ public record Decision(Algorithm algorithm, String reason, boolean fellBack, boo
     /**
      * Creates a decision, checking it.
      *
-     * @throws IllegalArgumentException if the reason is blank, if {@code fellBack} is set for
+     * @throws IllegalArgumentException if the algorithm is {@link Algorithm#AUTO}, if the reason is blank, if {@code fellBack} is set for
      *                                  an algorithm other than NCCL, or if {@code staged} is set for
      *                                  an algorithm other than the one-stage and two-stage kernels
      * @throws NullPointerException if {@code algorithm} or {@code reason} is {@code null}
@@ -29,6 +29,9 @@ public record Decision(Algorithm algorithm, String reason, boolean fellBack, boo
     public Decision {
         Objects.requireNonNull(algorithm, "algorithm");
         Objects.requireNonNull(reason, "reason");
+        if (algorithm == Algorithm.AUTO) {
+            throw new IllegalArgumentException("a decision names the algorithm that runs, never AUTO");
+        }
         if (reason.isBlank()) {
             throw new IllegalArgumentException("a decision needs a reason");
         }

@@ -16,7 +16,7 @@ import java.util.Properties;
  * <ul>
  *   <li>algorithm policy: builder &gt; system property {@value #ALGORITHM_PROPERTY} &gt;
  *       environment variable {@value #ALGORITHM_ENV} &gt; {@value #SGLANG_ALGORITHM_ENV} &gt;
- *       {@value #VLLM_ALGORITHM_ENV} &gt; {@link AlgorithmPolicy#AUTO};</li>
+ *       {@value #VLLM_ALGORITHM_ENV} &gt; {@link Algorithm#AUTO};</li>
  *   <li>PCIe gate override: builder &gt; system property {@value #FORCE_PCIE_PROPERTY} &gt;
  *       environment variable {@value #FORCE_PCIE_ENV} &gt; {@code false}.</li>
  * </ul>
@@ -31,7 +31,7 @@ import java.util.Properties;
  *                                than two GPUs without NVLink between every pair)
  * @param forceCustomOnPcieSource where that came from
  */
-public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algorithmPolicySource,
+public record DispatchConfig(Algorithm algorithmPolicy, SettingSource algorithmPolicySource,
                              boolean forceCustomOnPcie, SettingSource forceCustomOnPcieSource) {
 
     /** System property holding the algorithm policy. */
@@ -62,7 +62,7 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
      * @return the defaults, each from {@link SettingSource.DefaultValue}
      */
     public static DispatchConfig defaults() {
-        return new DispatchConfig(AlgorithmPolicy.AUTO, new SettingSource.DefaultValue(),
+        return new DispatchConfig(Algorithm.AUTO, new SettingSource.DefaultValue(),
                 false, new SettingSource.DefaultValue());
     }
 
@@ -101,7 +101,7 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
      * Not thread-safe; build once.
      */
     public static final class Builder {
-        private AlgorithmPolicy algorithmPolicy;
+        private Algorithm algorithmPolicy;
         private Boolean forceCustomOnPcie;
         private Map<String, String> environment;
         private Properties systemProperties;
@@ -115,14 +115,14 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
          * @param policy the policy, or {@code null} to let properties and the environment decide
          * @return this builder
          */
-        public Builder algorithmPolicy(AlgorithmPolicy policy) {
+        public Builder algorithmPolicy(Algorithm policy) {
             this.algorithmPolicy = policy;
             return this;
         }
 
         /**
          * Parses and sets the policy ({@code auto | 1stage | oneshot | 2stage | twoshot | push |
-         * lamport | nccl}; see {@link AlgorithmPolicy#parse}).
+         * lamport | nccl}; see {@link Algorithm#parse}).
          *
          * @param policy the policy's name
          * @return this builder
@@ -130,7 +130,7 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
          * @throws NullPointerException if {@code policy} is {@code null}
          */
         public Builder algorithmPolicy(String policy) {
-            this.algorithmPolicy = AlgorithmPolicy.parse(policy, "builder value algorithmPolicy");
+            this.algorithmPolicy = Algorithm.parse(policy, "builder value algorithmPolicy");
             return this;
         }
 
@@ -180,7 +180,7 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
             Map<String, String> env = environment != null ? environment : System.getenv();
             Properties props = systemProperties != null ? systemProperties : System.getProperties();
 
-            AlgorithmPolicy policy;
+            Algorithm policy;
             SettingSource policySource;
             if (algorithmPolicy != null) {
                 policy = algorithmPolicy;
@@ -192,10 +192,10 @@ public record DispatchConfig(AlgorithmPolicy algorithmPolicy, SettingSource algo
                         new SettingSource.EnvironmentVariable(SGLANG_ALGORITHM_ENV),
                         new SettingSource.EnvironmentVariable(VLLM_ALGORITHM_ENV)));
                 if (raw == null) {
-                    policy = AlgorithmPolicy.AUTO;
+                    policy = Algorithm.AUTO;
                     policySource = new SettingSource.DefaultValue();
                 } else {
-                    policy = fromSetting(() -> AlgorithmPolicy.parse(raw.value(), raw.source().describe()));
+                    policy = fromSetting(() -> Algorithm.parse(raw.value(), raw.source().describe()));
                     policySource = raw.source();
                 }
             }

@@ -65,7 +65,7 @@ public final class Nccl {
 
     /**
      * Allocates device memory with {@code ncclMemAlloc} on the current device: memory NCCL can
-     * register for its zero-copy and symmetric algorithms ({@link NcclCommunicator#registerWindow}).
+     * register for its zero-copy and symmetric algorithms ({@link NcclCollectives#registerWindow}).
      * The buffer is owned and freed with {@code ncclMemFree} exactly once on close. NCCL may round
      * the allocation up; the buffer covers the bytes asked for.
      *

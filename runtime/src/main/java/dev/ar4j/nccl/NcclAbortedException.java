@@ -1,9 +1,8 @@
 package dev.ar4j.nccl;
 
 /**
- * An NCCL wait ended because the communicator was aborted ({@link NcclCommunicator#abort()} from
- * another thread, a watchdog) or because the caller's cancel condition became true during
- * {@link NcclCommunicator#initRank(NcclUniqueId, int, int, java.time.Duration, java.util.function.BooleanSupplier)}.
+ * An NCCL wait ended because the communicator was aborted (by {@code Communicator.abort()}, from
+ * another thread, or by the watchdog) or because a lost rank ended the group's NCCL init.
  * The communicator is unusable afterwards; NCCL's resources were released by {@code ncclCommAbort}.
  */
 public final class NcclAbortedException extends NcclException {
@@ -12,7 +11,15 @@ public final class NcclAbortedException extends NcclException {
     /** This process's rank in the aborted communicator. */
     private final int rank;
 
-    NcclAbortedException(String message, String call, int rank, Throwable cause) {
+    /**
+     * A wait on {@code call} ended by an abort.
+     *
+     * @param message what happened and what to do
+     * @param call the NCCL call that was waiting
+     * @param rank this process's rank in the communicator
+     * @param cause the failure that led to the abort, or {@code null}
+     */
+    public NcclAbortedException(String message, String call, int rank, Throwable cause) {
         super(message, call, NcclErrors.IN_PROGRESS, NcclErrors.resultName(NcclErrors.IN_PROGRESS),
                 "operation abandoned in progress", "", cause);
         this.rank = rank;

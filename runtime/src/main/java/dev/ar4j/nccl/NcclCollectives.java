@@ -4,8 +4,8 @@ import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 
 /**
- * NCCL's collectives and point-to-point calls on one {@link NcclCommunicator}
- * ({@link NcclCommunicator#collectives()}), each enqueued on a CUDA stream. Every call comes twice:
+ * NCCL's collectives and point-to-point calls on one NCCL communicator
+ * ({@code Communicator.collectives()}), each enqueued on a CUDA stream. Every call comes twice:
  * with {@link DeviceBuffer}s, whose sizes, devices and overlap are checked against NCCL's rules
  * before NCCL is called (counts are in elements), and with raw device addresses and a
  * {@code cudaStream_t}, checked only for count, ranks and support. Both refuse a data type or
@@ -15,23 +15,15 @@ import dev.ar4j.cuda.DeviceBuffer;
  * that NCCL reports {@code ncclInProgress} is waited out, bounded by the communicator's timeout;
  * inside an {@link NcclGroup} the group's close does that.
  */
-public final class NcclCollectives {
-    private final NcclCommunicator comm;
-    private final NcclCollectiveCalls calls;
-
-    NcclCollectives(NcclCommunicator comm) {
-        this.comm = comm;
-        this.calls = new NcclCollectiveCalls(comm);
-    }
-
+public interface NcclCollectives {
     /**
-     * The communicator these calls run on.
+     * Starts an NCCL group on the calling thread ({@code ncclGroupStart}): the calls made on this
+     * thread until it closes, on this or any other communicator, are launched together.
      *
-     * @return the communicator that made this object
+     * @return the open group, to be closed on this thread
+     * @throws NcclException if {@code ncclGroupStart} fails
      */
-    public NcclCommunicator communicator() {
-        return comm;
-    }
+    NcclGroup startGroup();
 
     /**
      * Registers {@code buffer} as an NCCL window of this communicator ({@code ncclCommWindowRegister},
@@ -47,9 +39,7 @@ public final class NcclCollectives {
      *     thread at the same time
      * @throws NcclException if NCCL refuses the registration
      */
-    public NcclWindow registerWindow(DeviceBuffer buffer, int flags) {
-        return comm.registerWindow(buffer, flags);
-    }
+    NcclWindow registerWindow(DeviceBuffer buffer, int flags);
 
     // ---- all-reduce ----
 
@@ -73,11 +63,8 @@ public final class NcclCollectives {
      * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
      *     {@code ncclInProgress})
      */
-    public void allReduce(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, NcclReduction op,
-                          CudaStream stream) {
-        NcclBufferChecks.allReduce(comm, send, receive, count, type, stream);
-        allReduce(send.address(), receive.address(), count, type, op, stream.handle());
-    }
+    void allReduce(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, NcclReduction op,
+            CudaStream stream);
 
     /**
      * {@link #allReduce(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, CudaStream)} on device addresses.
@@ -97,10 +84,8 @@ public final class NcclCollectives {
      * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
      *     {@code ncclInProgress})
      */
-    public void allReduce(long sendAddress, long receiveAddress, long count, NcclDataType type, NcclReduction op,
-                          long streamHandle) {
-        calls.allReduce(sendAddress, receiveAddress, count, type, op, streamHandle);
-    }
+    void allReduce(long sendAddress, long receiveAddress, long count, NcclDataType type, NcclReduction op,
+            long streamHandle);
 
     // ---- broadcast ----
 
@@ -125,11 +110,8 @@ public final class NcclCollectives {
      * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
      *     {@code ncclInProgress})
      */
-    public void broadcast(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, int root,
-                          CudaStream stream) {
-        long sendAddress = NcclBufferChecks.broadcast(comm, send, receive, count, type, root, stream);
-        broadcast(sendAddress, receive.address(), count, type, root, stream.handle());
-    }
+    void broadcast(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, int root,
+            CudaStream stream);
 
     /**
      * {@link #broadcast(DeviceBuffer, DeviceBuffer, long, NcclDataType, int, CudaStream)} on device addresses.
@@ -147,10 +129,8 @@ public final class NcclCollectives {
      * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
      *     {@code ncclInProgress})
      */
-    public void broadcast(long sendAddress, long receiveAddress, long count, NcclDataType type, int root,
-                          long streamHandle) {
-        calls.broadcast(sendAddress, receiveAddress, count, type, root, streamHandle);
-    }
+    void broadcast(long sendAddress, long receiveAddress, long count, NcclDataType type, int root,
+            long streamHandle);
 
     // ---- reduce ----
 
@@ -176,11 +156,8 @@ public final class NcclCollectives {
      * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
      *     {@code ncclInProgress})
      */
-    public void reduce(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, NcclReduction op,
-                       int root, CudaStream stream) {
-        long receiveAddress = NcclBufferChecks.reduce(comm, send, receive, count, type, root, stream);
-        reduce(send.address(), receiveAddress, count, type, op, root, stream.handle());
-    }
+    void reduce(DeviceBuffer send, DeviceBuffer receive, long count, NcclDataType type, NcclReduction op,
+            int root, CudaStream stream);
 
     /**
      * {@link #reduce(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, int, CudaStream)} on device addresses.
@@ -199,10 +176,8 @@ public final class NcclCollectives {
      * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
      *     {@code ncclInProgress})
      */
-    public void reduce(long sendAddress, long receiveAddress, long count, NcclDataType type, NcclReduction op, int root,
-                       long streamHandle) {
-        calls.reduce(sendAddress, receiveAddress, count, type, op, root, streamHandle);
-    }
+    void reduce(long sendAddress, long receiveAddress, long count, NcclDataType type, NcclReduction op, int root,
+            long streamHandle);
 
     // ---- all-gather ----
 
@@ -224,10 +199,7 @@ public final class NcclCollectives {
      * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
      *     {@code ncclInProgress})
      */
-    public void allGather(DeviceBuffer send, DeviceBuffer receive, long sendCount, NcclDataType type, CudaStream stream) {
-        NcclBufferChecks.allGather(comm, send, receive, sendCount, type, stream);
-        allGather(send.address(), receive.address(), sendCount, type, stream.handle());
-    }
+    void allGather(DeviceBuffer send, DeviceBuffer receive, long sendCount, NcclDataType type, CudaStream stream);
 
     /**
      * {@link #allGather(DeviceBuffer, DeviceBuffer, long, NcclDataType, CudaStream)} on device addresses.
@@ -244,9 +216,7 @@ public final class NcclCollectives {
      * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
      *     {@code ncclInProgress})
      */
-    public void allGather(long sendAddress, long receiveAddress, long sendCount, NcclDataType type, long streamHandle) {
-        calls.allGather(sendAddress, receiveAddress, sendCount, type, streamHandle);
-    }
+    void allGather(long sendAddress, long receiveAddress, long sendCount, NcclDataType type, long streamHandle);
 
     // ---- reduce-scatter ----
 
@@ -269,11 +239,8 @@ public final class NcclCollectives {
      * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
      *     {@code ncclInProgress})
      */
-    public void reduceScatter(DeviceBuffer send, DeviceBuffer receive, long receiveCount, NcclDataType type,
-                              NcclReduction op, CudaStream stream) {
-        NcclBufferChecks.reduceScatter(comm, send, receive, receiveCount, type, stream);
-        reduceScatter(send.address(), receive.address(), receiveCount, type, op, stream.handle());
-    }
+    void reduceScatter(DeviceBuffer send, DeviceBuffer receive, long receiveCount, NcclDataType type,
+            NcclReduction op, CudaStream stream);
 
     /**
      * {@link #reduceScatter(DeviceBuffer, DeviceBuffer, long, NcclDataType, NcclReduction, CudaStream)} on device addresses.
@@ -292,10 +259,8 @@ public final class NcclCollectives {
      * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
      *     {@code ncclInProgress})
      */
-    public void reduceScatter(long sendAddress, long receiveAddress, long receiveCount, NcclDataType type,
-                              NcclReduction op, long streamHandle) {
-        calls.reduceScatter(sendAddress, receiveAddress, receiveCount, type, op, streamHandle);
-    }
+    void reduceScatter(long sendAddress, long receiveAddress, long receiveCount, NcclDataType type,
+            NcclReduction op, long streamHandle);
 
     // ---- point to point ----
 
@@ -317,9 +282,7 @@ public final class NcclCollectives {
      * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
      *     {@code ncclInProgress})
      */
-    public void send(DeviceBuffer buffer, long count, NcclDataType type, int peer, CudaStream stream) {
-        pointToPoint(true, buffer, count, type, peer, stream);
-    }
+    void send(DeviceBuffer buffer, long count, NcclDataType type, int peer, CudaStream stream);
 
     /**
      * {@link #send(DeviceBuffer, long, NcclDataType, int, CudaStream)} on a device address.
@@ -336,9 +299,7 @@ public final class NcclCollectives {
      * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
      *     {@code ncclInProgress})
      */
-    public void send(long address, long count, NcclDataType type, int peer, long streamHandle) {
-        calls.pointToPoint(true, address, count, type, peer, streamHandle);
-    }
+    void send(long address, long count, NcclDataType type, int peer, long streamHandle);
 
     /**
      * Receives {@code count} elements from rank {@code peer} into {@code buffer} ({@code ncclRecv}); see {@link #send}.
@@ -356,9 +317,7 @@ public final class NcclCollectives {
      * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
      *     {@code ncclInProgress})
      */
-    public void recv(DeviceBuffer buffer, long count, NcclDataType type, int peer, CudaStream stream) {
-        pointToPoint(false, buffer, count, type, peer, stream);
-    }
+    void recv(DeviceBuffer buffer, long count, NcclDataType type, int peer, CudaStream stream);
 
     /**
      * {@link #recv(DeviceBuffer, long, NcclDataType, int, CudaStream)} on a device address.
@@ -375,19 +334,5 @@ public final class NcclCollectives {
      * @throws NcclException if NCCL reports an error (or the communicator's timeout passes waiting out
      *     {@code ncclInProgress})
      */
-    public void recv(long address, long count, NcclDataType type, int peer, long streamHandle) {
-        calls.pointToPoint(false, address, count, type, peer, streamHandle);
-    }
-
-    /** The buffer checks of {@link #send} and {@link #recv}, then the call on the buffer's address. */
-    private void pointToPoint(boolean isSend, DeviceBuffer buffer, long count, NcclDataType type, int peer,
-                              CudaStream stream) {
-        NcclBufferChecks.pointToPoint(comm, isSend, buffer, count, type, peer, stream);
-        calls.pointToPoint(isSend, buffer.address(), count, type, peer, stream.handle());
-    }
-
-    @Override
-    public String toString() {
-        return "NcclCollectives[" + comm + "]";
-    }
+    void recv(long address, long count, NcclDataType type, int peer, long streamHandle);
 }

@@ -4,17 +4,30 @@ import dev.ar4j.bindings.nccl.nccl_h;
 
 import java.lang.foreign.MemorySegment;
 
-/** The one checking helper for NCCL calls. */
-final class NcclErrors {
-    static final int SUCCESS = 0;
-    static final int UNHANDLED_CUDA_ERROR = 1;
-    static final int SYSTEM_ERROR = 2;
-    static final int INTERNAL_ERROR = 3;
-    static final int INVALID_ARGUMENT = 4;
-    static final int INVALID_USAGE = 5;
-    static final int REMOTE_ERROR = 6;
-    static final int IN_PROGRESS = 7;
-    static final int TIMEOUT = 8;
+/**
+ * The one place an {@code ncclResult_t} becomes an exception (as {@link dev.ar4j.cuda.CudaErrors}
+ * is for CUDA): the result codes, their names, whether one leaves a communicator unusable, and what
+ * to do about it.
+ */
+public final class NcclErrors {
+    /** {@code ncclSuccess}. */
+    public static final int SUCCESS = 0;
+    /** {@code ncclUnhandledCudaError}. */
+    public static final int UNHANDLED_CUDA_ERROR = 1;
+    /** {@code ncclSystemError}. */
+    public static final int SYSTEM_ERROR = 2;
+    /** {@code ncclInternalError}. */
+    public static final int INTERNAL_ERROR = 3;
+    /** {@code ncclInvalidArgument}. */
+    public static final int INVALID_ARGUMENT = 4;
+    /** {@code ncclInvalidUsage}. */
+    public static final int INVALID_USAGE = 5;
+    /** {@code ncclRemoteError}. */
+    public static final int REMOTE_ERROR = 6;
+    /** {@code ncclInProgress}. */
+    public static final int IN_PROGRESS = 7;
+    /** {@code ncclTimeout}. */
+    public static final int TIMEOUT = 8;
 
     private static final String[] RESULT_NAMES = {
             "ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError", "ncclInvalidArgument",
@@ -23,38 +36,77 @@ final class NcclErrors {
     private NcclErrors() {
     }
 
-    /** Throws unless {@code result} is {@code ncclSuccess}. {@code comm} may be {@link MemorySegment#NULL}. */
-    static void check(int result, String call, MemorySegment comm) {
+    /**
+     * Throws unless {@code result} is {@code ncclSuccess}.
+     *
+     * @param result the {@code ncclResult_t} a call returned
+     * @param call the call, for the message
+     * @param comm the communicator whose last error to quote, or {@link MemorySegment#NULL}
+     * @throws NcclException unless {@code result} is {@code ncclSuccess}
+     */
+    public static void check(int result, String call, MemorySegment comm) {
         if (result != 0) {
             throw exception(result, call, comm);
         }
     }
 
-    static NcclException exception(int result, String call, MemorySegment comm) {
-        return new NcclException(call, result, resultName(result), cString(nccl_h.ncclGetErrorString(result)),
+    /**
+     * The exception for a failed call, with NCCL's strings for {@code result} and {@code comm}.
+     *
+     * @param result the {@code ncclResult_t} a call returned
+     * @param call the call, for the message
+     * @param comm the communicator whose last error to quote, or {@link MemorySegment#NULL}
+     * @return the exception, not thrown
+     */
+    public static NcclException exception(int result, String call, MemorySegment comm) {
+        return exception(result, call, cString(nccl_h.ncclGetErrorString(result)),
                 cString(nccl_h.ncclGetLastError(comm)));
     }
 
-    /** {@link #exception(int, String, MemorySegment)} with NCCL's strings read through {@code calls}. */
-    static NcclException exception(NcclCalls calls, int result, String call, MemorySegment comm) {
-        return new NcclException(call, result, resultName(result), calls.errorString(result), calls.lastError(comm));
+    /**
+     * The exception for a failed call, with NCCL's strings as given.
+     *
+     * @param result the {@code ncclResult_t} a call returned
+     * @param call the call, for the message
+     * @param errorString {@code ncclGetErrorString(result)}
+     * @param lastError {@code ncclGetLastError(comm)}, empty if none
+     * @return the exception, not thrown
+     */
+    public static NcclException exception(int result, String call, String errorString, String lastError) {
+        String name = resultName(result);
+        return new NcclException(call + " failed: " + name + " (" + result + "): " + errorString
+                + (lastError == null || lastError.isEmpty() ? "" : "; NCCL's last error: " + lastError)
+                + advice(result), call, result, name, errorString, lastError, null);
     }
 
-    /** The name of an {@code ncclResult_t}. */
-    static String resultName(int result) {
+    /**
+     * The name of an {@code ncclResult_t}.
+     *
+     * @param result the code
+     * @return its symbolic name, such as {@code ncclInProgress}
+     */
+    public static String resultName(int result) {
         return result >= 0 && result < RESULT_NAMES.length ? RESULT_NAMES[result] : "ncclResult_t " + result;
     }
 
     /**
      * True for a result after which the communicator cannot be trusted (a peer, the network, CUDA
      * or NCCL itself failed): it must be aborted, not destroyed. Argument and usage errors leave it usable.
+     *
+     * @param result the code
+     * @return whether the communicator must be aborted
      */
-    static boolean isFatal(int result) {
+    public static boolean isFatal(int result) {
         return result != SUCCESS && result != IN_PROGRESS && result != INVALID_ARGUMENT && result != INVALID_USAGE;
     }
 
-    /** What to do about a result, as the tail of a message ("; ..."); empty for success. */
-    static String advice(int result) {
+    /**
+     * What to do about a result, as the tail of a message; empty for success.
+     *
+     * @param result the code
+     * @return the advice, starting with {@code ". "}, or empty
+     */
+    public static String advice(int result) {
         return switch (result) {
             case SUCCESS -> "";
             case UNHANDLED_CUDA_ERROR -> ". A CUDA call inside NCCL failed: check the driver, the device the communicator"
@@ -76,13 +128,13 @@ final class NcclErrors {
         };
     }
 
-    /** {@code "; NCCL's last error: ..."}, or empty when NCCL has none. */
-    static String lastErrorTail(NcclCalls calls, MemorySegment comm) {
-        String last = calls.lastError(comm);
-        return last.isEmpty() ? "" : "; NCCL's last error: " + last;
-    }
-
-    static String cString(MemorySegment pointer) {
+    /**
+     * A C string NCCL returned, read up to its NUL.
+     *
+     * @param pointer the {@code const char*}, possibly NULL
+     * @return the string, or empty for NULL
+     */
+    public static String cString(MemorySegment pointer) {
         return pointer.address() == 0 ? "" : pointer.reinterpret(Long.MAX_VALUE).getString(0);
     }
 }

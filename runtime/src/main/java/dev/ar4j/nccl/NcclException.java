@@ -21,13 +21,7 @@ public class NcclException extends Ar4jException {
     /** NCCL's last error message, empty if none. */
     private final String lastError;
 
-    NcclException(String call, int code, String resultName, String errorString, String lastError) {
-        this(call + " failed: " + resultName + " (" + code + "): " + errorString
-                + (lastError == null || lastError.isEmpty() ? "" : "; NCCL's last error: " + lastError)
-                + NcclErrors.advice(code), call, code, resultName, errorString, lastError, null);
-    }
-
-    /** For the subtypes: a message of their own, with the same facts. */
+    /** The message (NcclErrors composes it for a plain failure; a subtype has its own) and the facts. */
     NcclException(String message, String call, int code, String resultName, String errorString, String lastError,
                   Throwable cause) {
         super(message, cause);

@@ -18,7 +18,17 @@ public final class NcclTimeoutException extends NcclException {
     /** The deadline that passed. */
     private final Duration timeout;
 
-    NcclTimeoutException(String message, String call, int rank, int nranks, Duration timeout, String lastError) {
+    /**
+     * A wait on {@code call} that passed {@code timeout}.
+     *
+     * @param message what happened and what to do
+     * @param call the NCCL call that was waited on
+     * @param rank this process's rank in the communicator
+     * @param nranks the communicator's number of ranks
+     * @param timeout the deadline that passed
+     * @param lastError NCCL's last error message, empty if none
+     */
+    public NcclTimeoutException(String message, String call, int rank, int nranks, Duration timeout, String lastError) {
         super(message, call, NcclErrors.IN_PROGRESS, NcclErrors.resultName(NcclErrors.IN_PROGRESS),
                 "operation still in progress", lastError, null);
         this.rank = rank;

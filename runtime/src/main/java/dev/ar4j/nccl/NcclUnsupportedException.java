@@ -15,7 +15,15 @@ public final class NcclUnsupportedException extends NcclException {
     /** The oldest NCCL version that has the feature. */
     private final NcclVersion required;
 
-    NcclUnsupportedException(String message, String call, NcclVersion installed, NcclVersion required) {
+    /**
+     * A call the loaded NCCL or GPU cannot make.
+     *
+     * @param message what is missing and what to do
+     * @param call the refused call
+     * @param installed the loaded NCCL's version
+     * @param required the oldest version that has the feature
+     */
+    public NcclUnsupportedException(String message, String call, NcclVersion installed, NcclVersion required) {
         super(message, call, NcclErrors.INVALID_ARGUMENT, NcclErrors.resultName(NcclErrors.INVALID_ARGUMENT),
                 "unsupported by the installed NCCL or GPU", "", null);
         this.installed = installed;

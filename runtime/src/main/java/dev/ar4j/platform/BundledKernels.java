@@ -1,5 +1,6 @@
 package dev.ar4j.platform;
 
+import dev.ar4j.ConfigurationException;
 import dev.ar4j.platform.NativeLibraries.Library;
 import dev.ar4j.platform.NativeLibraries.LoadedLibrary;
 import dev.ar4j.natives.BundledLibraries;
@@ -84,7 +85,7 @@ final class BundledKernels {
         NativeCache cache;
         try {
             cache = NativeCache.configured(System::getProperty, System::getenv);
-        } catch (IllegalStateException e) {
+        } catch (ConfigurationException | IllegalStateException e) {
             attempts.failed(place + " (choosing the cache directory)", e);
             return loadTemporaryCopy(library, resource.get(), place, attempts);
         }

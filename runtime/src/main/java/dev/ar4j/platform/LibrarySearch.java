@@ -185,8 +185,9 @@ final class LibrarySearch {
             return null;
         }
         if (SymbolLookup.loaderLookup().find(library.markerSymbol()).isEmpty()) {
-            throw new IllegalStateException("System.load(" + absolute + ") succeeded but " + library.markerSymbol()
-                    + " is not visible through the class loader's lookup");
+            throw new NativeLibraryException(library.name(), "System.load(" + absolute + ") succeeded but "
+                    + library.markerSymbol() + " is not visible through the class loader's lookup: load ar4j-runtime"
+                    + " and ar4j-bindings in one class loader", List.copyOf(attempts.lines), null);
         }
         return new LoadedLibrary(library, absolute, origin);
     }

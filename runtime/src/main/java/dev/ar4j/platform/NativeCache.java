@@ -1,5 +1,6 @@
 package dev.ar4j.platform;
 
+import dev.ar4j.ConfigurationException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URL;
@@ -78,7 +79,7 @@ final class NativeCache {
         }
         String home = LibrarySearch.blankToNull(property.apply("user.home"));
         if (home == null || home.equals("?")) {
-            throw new IllegalStateException("no cache directory: user.home is not set; set -D" + PROPERTY
+            throw new ConfigurationException("no cache directory: user.home is not set; set -D" + PROPERTY
                     + " or " + ENVIRONMENT_VARIABLE);
         }
         return new NativeCache(Path.of(home, ".cache", "ar4j", "native"), "~/.cache/ar4j/native");

@@ -1,5 +1,6 @@
 package dev.ar4j.platform;
 
+import dev.ar4j.ConfigurationException;
 import dev.ar4j.NativeLibraryException;
 import java.lang.foreign.SymbolLookup;
 import java.nio.file.Path;
@@ -315,7 +316,7 @@ public final class NativeLibraries {
             return;
         }
         if (NativeLibraries.class.getClassLoader() != dev.ar4j.bindings.cudart.cuda_runtime_api_h.class.getClassLoader()) {
-            throw new IllegalStateException("ar4j-runtime and ar4j-bindings are in different class loaders ("
+            throw new ConfigurationException("ar4j-runtime and ar4j-bindings are in different class loaders ("
                     + NativeLibraries.class.getClassLoader() + " and "
                     + dev.ar4j.bindings.cudart.cuda_runtime_api_h.class.getClassLoader()
                     + "): the bindings find native symbols through their class loader's libraries, which are"

@@ -19,17 +19,17 @@ class AllReduceDispatcherTest {
     private static final long MIB = 1024 * KIB;
     private static final long STAGING = 8 * MIB;
 
-    private static DispatchConfig config(AlgorithmPolicy policy, boolean gateLifted) {
+    private static DispatchConfig config(Algorithm policy, boolean gateLifted) {
         return new DispatchConfig(policy, new SettingSource.BuilderValue(), gateLifted, new SettingSource.BuilderValue());
     }
 
-    private static AllReduceDispatcher dispatcher(Topology topology, AlgorithmPolicy policy) {
+    private static AllReduceDispatcher dispatcher(Topology topology, Algorithm policy) {
         return AllReduceDispatcher.of(topology, config(policy, false), STAGING);
     }
 
     @Test
     void twoRanksPushUpTo256KiBAndRunOneStageAbove() {
-        AllReduceDispatcher d = dispatcher(Topology.singleHost(2, true), AlgorithmPolicy.AUTO);
+        AllReduceDispatcher d = dispatcher(Topology.singleHost(2, true), Algorithm.AUTO);
         for (long bytes : new long[] {16, KIB, 43008, 256 * KIB}) {
             for (boolean registered : new boolean[] {true, false}) {
                 Decision decision = d.decide(bytes, DType.BFLOAT16, true, registered);
@@ -56,7 +56,7 @@ class AllReduceDispatcherTest {
     @Test
     void unregisteredInputsPushEvenWhenLargerThanASmallStagingBuffer() {
         AllReduceDispatcher d = AllReduceDispatcher.of(Topology.singleHost(2, true),
-                config(AlgorithmPolicy.AUTO, false), 64 * KIB);
+                config(Algorithm.AUTO, false), 64 * KIB);
         Decision push = d.decide(256 * KIB, DType.FLOAT16, true, false);
         assertEquals(Algorithm.PUSH, push.algorithm());
         assertFalse(push.fellBack());
@@ -68,7 +68,7 @@ class AllReduceDispatcherTest {
         assertEquals(Algorithm.ONE_STAGE, d.decide(256 * KIB + 16, DType.FLOAT16, true, true).algorithm());
 
         AllReduceDispatcher forced = AllReduceDispatcher.of(Topology.singleHost(4, true),
-                config(AlgorithmPolicy.PUSH, false), 64 * KIB);
+                config(Algorithm.PUSH, false), 64 * KIB);
         assertEquals(Algorithm.PUSH, forced.decide(512 * KIB, DType.FLOAT16, true, false).algorithm());
         Decision overLimit = forced.decide(512 * KIB + 16, DType.FLOAT16, true, false);
         assertTrue(overLimit.fellBack());
@@ -78,7 +78,7 @@ class AllReduceDispatcherTest {
 
     @Test
     void nvlinkThresholdsSwitchFromPushToOneStageToTwoStage() {
-        AllReduceDispatcher four = dispatcher(Topology.singleHost(4, true), AlgorithmPolicy.AUTO);
+        AllReduceDispatcher four = dispatcher(Topology.singleHost(4, true), Algorithm.AUTO);
         Decision fourPush = four.decide(256 * KIB, DType.FLOAT32, true, true);
         assertEquals(Algorithm.PUSH, fourPush.algorithm());
         assertTrue(fourPush.reason().startsWith("auto: 4 ranks on NVLink, up to 256 KiB → push"),
@@ -89,7 +89,7 @@ class AllReduceDispatcherTest {
         assertEquals(Algorithm.ONE_STAGE, four.decide(512 * KIB - 16, DType.FLOAT32, true, true).algorithm());
         assertEquals(Algorithm.TWO_STAGE, four.decide(512 * KIB, DType.FLOAT32, true, true).algorithm());
 
-        AllReduceDispatcher eight = dispatcher(Topology.singleHost(8, true), AlgorithmPolicy.AUTO);
+        AllReduceDispatcher eight = dispatcher(Topology.singleHost(8, true), Algorithm.AUTO);
         assertEquals(Algorithm.PUSH, eight.decide(256 * KIB - 16, DType.FLOAT32, true, true).algorithm());
         assertEquals(Algorithm.PUSH, eight.decide(256 * KIB, DType.FLOAT32, true, false).algorithm());
         Decision large = eight.decide(256 * KIB + 16, DType.FLOAT32, true, true);
@@ -104,7 +104,7 @@ class AllReduceDispatcherTest {
 
     @Test
     void thresholdsAreConfigurable() {
-        AllReduceDispatcher d = AllReduceDispatcher.of(Topology.singleHost(4, true), config(AlgorithmPolicy.AUTO, false),
+        AllReduceDispatcher d = AllReduceDispatcher.of(Topology.singleHost(4, true), config(Algorithm.AUTO, false),
                 STAGING, new AlgorithmThresholds(16 * KIB, 64 * KIB, 32 * KIB));
         assertEquals(Algorithm.PUSH, d.decide(16 * KIB, DType.FLOAT16, true, true).algorithm());
         assertEquals(Algorithm.ONE_STAGE, d.decide(16 * KIB + 16, DType.FLOAT16, true, true).algorithm());
@@ -114,15 +114,15 @@ class AllReduceDispatcherTest {
 
         // A push threshold of 0 keeps the automatic policy off the push kernel; forcing it still works.
         AlgorithmThresholds noPush = AlgorithmThresholds.DEFAULTS.withPushUpToBytes(0);
-        Decision two = AllReduceDispatcher.of(Topology.singleHost(2, true), config(AlgorithmPolicy.AUTO, false),
+        Decision two = AllReduceDispatcher.of(Topology.singleHost(2, true), config(Algorithm.AUTO, false),
                 STAGING, noPush).decide(16, DType.FLOAT16, true, true);
         assertEquals(new Decision(Algorithm.ONE_STAGE, "auto: world size 2 → one-stage", false), two);
         assertEquals(Algorithm.PUSH, AllReduceDispatcher.of(Topology.singleHost(2, true),
-                config(AlgorithmPolicy.PUSH, false), STAGING, noPush).decide(16, DType.FLOAT16, true, true).algorithm());
+                config(Algorithm.PUSH, false), STAGING, noPush).decide(16, DType.FLOAT16, true, true).algorithm());
 
         // The push threshold may reach the kernel's limit, inclusive.
         AllReduceDispatcher atLimit = AllReduceDispatcher.of(Topology.singleHost(2, true),
-                config(AlgorithmPolicy.AUTO, false), STAGING, AlgorithmThresholds.DEFAULTS.withPushUpToBytes(512 * KIB));
+                config(Algorithm.AUTO, false), STAGING, AlgorithmThresholds.DEFAULTS.withPushUpToBytes(512 * KIB));
         assertEquals(Algorithm.PUSH, atLimit.decide(512 * KIB, DType.BFLOAT16, true, true).algorithm());
         assertEquals(Algorithm.ONE_STAGE, atLimit.decide(512 * KIB + 16, DType.BFLOAT16, true, true).algorithm());
     }
@@ -130,12 +130,12 @@ class AllReduceDispatcherTest {
     @Test
     void pcieGateBlocksAutoButNotForcedAndCanBeLifted() {
         Topology pcie = Topology.singleHost(4, false);
-        Decision gated = dispatcher(pcie, AlgorithmPolicy.AUTO).decide(KIB, DType.BFLOAT16, true, true);
+        Decision gated = dispatcher(pcie, Algorithm.AUTO).decide(KIB, DType.BFLOAT16, true, true);
         assertEquals(Algorithm.NCCL, gated.algorithm());
         assertFalse(gated.fellBack());
         assertTrue(gated.reason().contains("AR4J_FORCE_CUSTOM_AR_PCIE=1"), gated.reason());
 
-        AllReduceDispatcher lifted = AllReduceDispatcher.of(pcie, config(AlgorithmPolicy.AUTO, true), STAGING);
+        AllReduceDispatcher lifted = AllReduceDispatcher.of(pcie, config(Algorithm.AUTO, true), STAGING);
         Decision liftedPush = lifted.decide(KIB, DType.BFLOAT16, true, true);
         assertEquals(Algorithm.PUSH, liftedPush.algorithm());
         assertTrue(liftedPush.reason().contains("PCIe (gate lifted by builder)"), liftedPush.reason());
@@ -143,15 +143,15 @@ class AllReduceDispatcherTest {
         assertEquals(Algorithm.TWO_STAGE, liftedOneStage.algorithm());
         assertTrue(liftedOneStage.reason().contains("PCIe (gate lifted by builder)"), liftedOneStage.reason());
 
-        Decision forced = dispatcher(pcie, AlgorithmPolicy.TWO_STAGE).decide(KIB, DType.BFLOAT16, true, true);
+        Decision forced = dispatcher(pcie, Algorithm.TWO_STAGE).decide(KIB, DType.BFLOAT16, true, true);
         assertEquals(Algorithm.TWO_STAGE, forced.algorithm());
         assertTrue(forced.reason().contains("PCIe gate does not apply"), forced.reason());
-        Decision forcedPush = dispatcher(pcie, AlgorithmPolicy.PUSH).decide(512 * KIB, DType.BFLOAT16, true, false);
+        Decision forcedPush = dispatcher(pcie, Algorithm.PUSH).decide(512 * KIB, DType.BFLOAT16, true, false);
         assertEquals(new Decision(Algorithm.PUSH, "forced push by builder (the PCIe gate does not apply to a forced"
                 + " algorithm) → push (needs no registration or staging copy)", false), forcedPush);
 
         // Two GPUs over PCIe are not gated.
-        AllReduceDispatcher twoOnPcie = dispatcher(Topology.singleHost(2, false), AlgorithmPolicy.AUTO);
+        AllReduceDispatcher twoOnPcie = dispatcher(Topology.singleHost(2, false), Algorithm.AUTO);
         assertEquals(Algorithm.PUSH, twoOnPcie.decide(KIB, DType.BFLOAT16, true, true).algorithm());
         assertEquals(Algorithm.ONE_STAGE, twoOnPcie.decide(MIB, DType.BFLOAT16, true, true).algorithm());
     }
@@ -159,36 +159,36 @@ class AllReduceDispatcherTest {
     @Test
     void forcedAlgorithmsAreHonouredOrFallBackWithAReason() {
         Topology nvlink4 = Topology.singleHost(4, true);
-        assertEquals(Algorithm.ONE_STAGE, dispatcher(nvlink4, AlgorithmPolicy.ONE_STAGE)
+        assertEquals(Algorithm.ONE_STAGE, dispatcher(nvlink4, Algorithm.ONE_STAGE)
                 .decide(4 * MIB, DType.FLOAT32, true, true).algorithm());
-        assertEquals(Algorithm.ONE_STAGE, dispatcher(nvlink4, AlgorithmPolicy.ONE_STAGE)
+        assertEquals(Algorithm.ONE_STAGE, dispatcher(nvlink4, Algorithm.ONE_STAGE)
                 .decide(16, DType.FLOAT32, true, true).algorithm());
-        assertEquals(Algorithm.TWO_STAGE, dispatcher(nvlink4, AlgorithmPolicy.TWO_STAGE)
+        assertEquals(Algorithm.TWO_STAGE, dispatcher(nvlink4, Algorithm.TWO_STAGE)
                 .decide(16, DType.FLOAT32, true, true).algorithm());
-        assertEquals(Algorithm.TWO_STAGE, dispatcher(Topology.singleHost(2, true), AlgorithmPolicy.TWO_STAGE)
+        assertEquals(Algorithm.TWO_STAGE, dispatcher(Topology.singleHost(2, true), Algorithm.TWO_STAGE)
                 .decide(KIB, DType.FLOAT32, true, true).algorithm());
-        Decision nccl = dispatcher(nvlink4, AlgorithmPolicy.NCCL).decide(16, DType.FLOAT32, true, true);
+        Decision nccl = dispatcher(nvlink4, Algorithm.NCCL).decide(16, DType.FLOAT32, true, true);
         assertEquals(Algorithm.NCCL, nccl.algorithm());
         assertFalse(nccl.fellBack());
 
-        Decision unaligned = dispatcher(Topology.singleHost(2, true), AlgorithmPolicy.ONE_STAGE)
+        Decision unaligned = dispatcher(Topology.singleHost(2, true), Algorithm.ONE_STAGE)
                 .decide(43010, DType.BFLOAT16, true, true);
         assertEquals(new Decision(Algorithm.NCCL,
                 "forced 1stage by builder, but the byte count is not a multiple of 16 → NCCL", true), unaligned);
 
-        Decision oddWorld = dispatcher(Topology.singleHost(3, true), AlgorithmPolicy.TWO_STAGE)
+        Decision oddWorld = dispatcher(Topology.singleHost(3, true), Algorithm.TWO_STAGE)
                 .decide(KIB, DType.BFLOAT16, true, true);
         assertTrue(oddWorld.fellBack());
         assertTrue(oddWorld.reason().contains("world size 3 is not 2, 4, 6 or 8"), oddWorld.reason());
 
-        Decision misaligned = dispatcher(nvlink4, AlgorithmPolicy.ONE_STAGE).decide(KIB, DType.BFLOAT16, false, true);
+        Decision misaligned = dispatcher(nvlink4, Algorithm.ONE_STAGE).decide(KIB, DType.BFLOAT16, false, true);
         assertTrue(misaligned.fellBack());
         assertTrue(misaligned.reason().contains("16-byte aligned"), misaligned.reason());
     }
 
     @Test
     void forcedPushRunsUpTo512KiBAndFallsBackAbove() {
-        AllReduceDispatcher d = dispatcher(Topology.singleHost(8, true), AlgorithmPolicy.PUSH);
+        AllReduceDispatcher d = dispatcher(Topology.singleHost(8, true), Algorithm.PUSH);
         Decision push = d.decide(16, DType.BFLOAT16, true, true);
         assertEquals(new Decision(Algorithm.PUSH,
                 "forced push by builder → push (needs no registration or staging copy)", false), push);
@@ -208,7 +208,7 @@ class AllReduceDispatcherTest {
         assertEquals(new Decision(Algorithm.NCCL, "forced push by builder, but a pointer is not 16-byte aligned → NCCL",
                 true), misaligned);
         assertTrue(d.decide(43010, DType.BFLOAT16, true, true).fellBack());
-        Decision twoHosts = dispatcher(new Topology(2, true, true, false), AlgorithmPolicy.PUSH)
+        Decision twoHosts = dispatcher(new Topology(2, true, true, false), Algorithm.PUSH)
                 .decide(KIB, DType.FLOAT32, true, true);
         assertEquals(new Decision(Algorithm.NCCL, "forced push by builder, but the ranks span several hosts → NCCL",
                 true), twoHosts);
@@ -217,19 +217,19 @@ class AllReduceDispatcherTest {
     @Test
     void topologyThatRulesOutCustomKernelsGivesNccl() {
         Topology twoHosts = new Topology(4, true, true, false);
-        Decision d = dispatcher(twoHosts, AlgorithmPolicy.AUTO).decide(KIB, DType.FLOAT32, true, true);
+        Decision d = dispatcher(twoHosts, Algorithm.AUTO).decide(KIB, DType.FLOAT32, true, true);
         assertEquals(new Decision(Algorithm.NCCL, "auto: the ranks span several hosts → NCCL", false), d);
-        Decision noP2p = dispatcher(new Topology(2, false, false, true), AlgorithmPolicy.AUTO)
+        Decision noP2p = dispatcher(new Topology(2, false, false, true), Algorithm.AUTO)
                 .decide(KIB, DType.FLOAT32, true, true);
         assertTrue(noP2p.reason().contains("P2P"), noP2p.reason());
-        Decision single = dispatcher(Topology.singleHost(1, true), AlgorithmPolicy.AUTO)
+        Decision single = dispatcher(Topology.singleHost(1, true), Algorithm.AUTO)
                 .decide(KIB, DType.FLOAT32, true, true);
         assertEquals(Algorithm.NCCL, single.algorithm());
     }
 
     @Test
     void decisionsAreCachedInstances() {
-        AllReduceDispatcher d = dispatcher(Topology.singleHost(8, true), AlgorithmPolicy.AUTO);
+        AllReduceDispatcher d = dispatcher(Topology.singleHost(8, true), Algorithm.AUTO);
         assertSame(d.decide(16, DType.BFLOAT16, true, true), d.decide(4 * KIB, DType.FLOAT32, true, false));
         assertSame(d.decide(256 * KIB, DType.BFLOAT16, true, true), d.decide(16, DType.FLOAT16, true, false));
         assertSame(d.decide(256 * KIB + 16, DType.BFLOAT16, true, true), d.decide(MIB, DType.FLOAT16, true, true));
@@ -243,7 +243,7 @@ class AllReduceDispatcherTest {
 
     @Test
     void emptyNegativeAndPartialElementSizesAreRejected() {
-        AllReduceDispatcher d = dispatcher(Topology.singleHost(2, true), AlgorithmPolicy.AUTO);
+        AllReduceDispatcher d = dispatcher(Topology.singleHost(2, true), Algorithm.AUTO);
         IllegalArgumentException empty = assertThrows(IllegalArgumentException.class,
                 () -> d.decide(0, DType.FLOAT32, true, true));
         assertTrue(empty.getMessage().contains("0 bytes"), empty.getMessage());
@@ -311,7 +311,7 @@ class AllReduceDispatcherTest {
 
     @Test
     void explainSaysWhetherAnUnregisteredInputIsCopiedIntoStaging() {
-        AllReduceDispatcher d = dispatcher(Topology.singleHost(2, true), AlgorithmPolicy.AUTO);
+        AllReduceDispatcher d = dispatcher(Topology.singleHost(2, true), Algorithm.AUTO);
         String push = d.explain(43008, DType.BFLOAT16);
         assertTrue(push.contains("unregistered input, 16-byte aligned pointers: push — auto: world size 2,"
                 + " up to 256 KiB → push (needs no registration or staging copy)\n"), push);
@@ -327,7 +327,7 @@ class AllReduceDispatcherTest {
         assertFalse(registered.contains("staging buffer;"), registered);
         assertFalse(registered.contains("copies the input"), registered);
 
-        String off = AllReduceDispatcher.of(Topology.singleHost(2, true), config(AlgorithmPolicy.AUTO, false), STAGING,
+        String off = AllReduceDispatcher.of(Topology.singleHost(2, true), config(Algorithm.AUTO, false), STAGING,
                 AlgorithmThresholds.DEFAULTS.withPushUpToBytes(0)).explain(KIB, DType.FLOAT32);
         assertTrue(off.contains("automatic push off"), off);
     }

@@ -19,16 +19,16 @@ class DispatchConfigTest {
 
     /** The policy sources from highest to lowest precedence, each with a distinct value. */
     private enum PolicySlot {
-        BUILDER(AlgorithmPolicy.TWO_STAGE, "builder"),
-        PROPERTY(AlgorithmPolicy.NCCL, "system property ar4j.allreduce.algo"),
-        AR4J_ENV(AlgorithmPolicy.ONE_STAGE, "environment variable AR4J_ALLREDUCE_ALGO"),
-        SGLANG_ENV(AlgorithmPolicy.TWO_STAGE, "environment variable SGLANG_CUSTOM_ALLREDUCE_ALGO"),
-        VLLM_ENV(AlgorithmPolicy.PUSH, "environment variable VLLM_CUSTOM_ALLREDUCE_ALGO");
+        BUILDER(Algorithm.TWO_STAGE, "builder"),
+        PROPERTY(Algorithm.NCCL, "system property ar4j.allreduce.algo"),
+        AR4J_ENV(Algorithm.ONE_STAGE, "environment variable AR4J_ALLREDUCE_ALGO"),
+        SGLANG_ENV(Algorithm.TWO_STAGE, "environment variable SGLANG_CUSTOM_ALLREDUCE_ALGO"),
+        VLLM_ENV(Algorithm.PUSH, "environment variable VLLM_CUSTOM_ALLREDUCE_ALGO");
 
-        final AlgorithmPolicy value;
+        final Algorithm value;
         final String description;
 
-        PolicySlot(AlgorithmPolicy value, String description) {
+        PolicySlot(Algorithm value, String description) {
             this.value = value;
             this.description = description;
         }
@@ -52,7 +52,7 @@ class DispatchConfigTest {
                 }
                 set.add(slot);
                 switch (slot) {
-                    case BUILDER -> builder.algorithmPolicy(AlgorithmPolicy.TWO_STAGE);
+                    case BUILDER -> builder.algorithmPolicy(Algorithm.TWO_STAGE);
                     case PROPERTY -> props.setProperty("ar4j.allreduce.algo", "NCCL");
                     case AR4J_ENV -> env.put("AR4J_ALLREDUCE_ALGO", " 1stage ");
                     case SGLANG_ENV -> env.put("SGLANG_CUSTOM_ALLREDUCE_ALGO", "twoshot");
@@ -61,7 +61,7 @@ class DispatchConfigTest {
             }
             DispatchConfig config = builder.build();
             if (set.isEmpty()) {
-                assertEquals(AlgorithmPolicy.AUTO, config.algorithmPolicy(), "nothing set");
+                assertEquals(Algorithm.AUTO, config.algorithmPolicy(), "nothing set");
                 assertEquals("default", config.algorithmPolicySource().describe());
             } else {
                 PolicySlot winner = set.getFirst(); // enum order is precedence order
@@ -107,7 +107,7 @@ class DispatchConfigTest {
         props.setProperty("ar4j.force.custom.ar.pcie", "");
         DispatchConfig config = isolated(Map.of("AR4J_ALLREDUCE_ALGO", "", "VLLM_CUSTOM_ALLREDUCE_ALGO", "nccl",
                 "AR4J_FORCE_CUSTOM_AR_PCIE", "true"), props).build();
-        assertEquals(AlgorithmPolicy.NCCL, config.algorithmPolicy());
+        assertEquals(Algorithm.NCCL, config.algorithmPolicy());
         assertEquals(new SettingSource.EnvironmentVariable("VLLM_CUSTOM_ALLREDUCE_ALGO"), config.algorithmPolicySource());
         assertTrue(config.forceCustomOnPcie());
         assertEquals(new SettingSource.EnvironmentVariable("AR4J_FORCE_CUSTOM_AR_PCIE"), config.forceCustomOnPcieSource());
@@ -132,12 +132,12 @@ class DispatchConfigTest {
         ConfigurationException e = assertThrows(ConfigurationException.class,
                 () -> isolated(Map.of(), props).build());
         assertTrue(e.getMessage().contains("system property ar4j.allreduce.algo"), e.getMessage());
-        assertTrue(e.getMessage().contains(AlgorithmPolicy.ACCEPTED_VALUES), e.getMessage());
+        assertTrue(e.getMessage().contains(Algorithm.ACCEPTED_VALUES), e.getMessage());
 
         IllegalArgumentException fromBuilder = assertThrows(IllegalArgumentException.class,
                 () -> DispatchConfig.builder().algorithmPolicy("quick"));
         assertTrue(fromBuilder.getMessage().contains("builder"), fromBuilder.getMessage());
-        assertTrue(fromBuilder.getMessage().contains(AlgorithmPolicy.ACCEPTED_VALUES), fromBuilder.getMessage());
+        assertTrue(fromBuilder.getMessage().contains(Algorithm.ACCEPTED_VALUES), fromBuilder.getMessage());
     }
 
     @Test
@@ -146,7 +146,7 @@ class DispatchConfigTest {
                 "AR4J_FORCE_CUSTOM_AR_PCIE", "maybe"), new Properties())
                 .forceCustomOnPcie(false)
                 .build();
-        assertEquals(AlgorithmPolicy.TWO_STAGE, config.algorithmPolicy());
+        assertEquals(Algorithm.TWO_STAGE, config.algorithmPolicy());
         assertFalse(config.forceCustomOnPcie());
     }
 
@@ -175,16 +175,16 @@ class DispatchConfigTest {
     @Test
     void defaultsAndDescription() {
         DispatchConfig defaults = DispatchConfig.defaults();
-        assertEquals(AlgorithmPolicy.AUTO, defaults.algorithmPolicy());
+        assertEquals(Algorithm.AUTO, defaults.algorithmPolicy());
         assertFalse(defaults.forceCustomOnPcie());
         assertEquals(defaults, isolated(Map.of(), new Properties()).build());
         assertEquals("algorithm policy auto (from default), PCIe gate in force (AR4J_FORCE_CUSTOM_AR_PCIE=0 from default)",
                 defaults.describe());
         DispatchConfig push = isolated(Map.of("AR4J_ALLREDUCE_ALGO", "lamport"), new Properties()).build();
-        assertEquals(AlgorithmPolicy.PUSH, push.algorithmPolicy());
+        assertEquals(Algorithm.PUSH, push.algorithmPolicy());
         assertEquals("algorithm policy push (from environment variable AR4J_ALLREDUCE_ALGO), PCIe gate in force"
                 + " (AR4J_FORCE_CUSTOM_AR_PCIE=0 from default)", push.describe());
-        assertEquals(AlgorithmPolicy.ONE_STAGE,
+        assertEquals(Algorithm.ONE_STAGE,
                 isolated(Map.of("SGLANG_CUSTOM_ALLREDUCE_ALGO", "oneshot"), new Properties()).build().algorithmPolicy());
         DispatchConfig lifted = isolated(Map.of(), new Properties()).algorithmPolicy("TwoShot").forceCustomOnPcie(true).build();
         assertEquals("algorithm policy 2stage (from builder), PCIe gate lifted (AR4J_FORCE_CUSTOM_AR_PCIE=1 from builder)",

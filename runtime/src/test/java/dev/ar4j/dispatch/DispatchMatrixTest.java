@@ -25,15 +25,15 @@ class DispatchMatrixTest {
 
     /** One call and the configuration around it. */
     private record Case(int worldSize, boolean fullNvlink, boolean p2p, boolean singleHost,
-                        AlgorithmPolicy policy, boolean gateLifted, long staging, long pushUpTo, long upTo4, long upTo8,
+                        Algorithm policy, boolean gateLifted, long staging, long pushUpTo, long upTo4, long upTo8,
                         long bytes, DType dtype, boolean aligned, boolean registered) {
         boolean auto() {
-            return policy == AlgorithmPolicy.AUTO;
+            return policy == Algorithm.AUTO;
         }
 
         boolean forcedCustom() {
-            return policy == AlgorithmPolicy.ONE_STAGE || policy == AlgorithmPolicy.TWO_STAGE
-                    || policy == AlgorithmPolicy.PUSH;
+            return policy == Algorithm.ONE_STAGE || policy == Algorithm.TWO_STAGE
+                    || policy == Algorithm.PUSH;
         }
     }
 
@@ -68,7 +68,7 @@ class DispatchMatrixTest {
     private static final List<Rule> RULES = List.of(
             new Rule("bytes not whole elements", c -> c.bytes % c.dtype.byteSize() != 0,
                     c -> Expected.rejectedCall()),
-            new Rule("forced nccl", c -> c.policy == AlgorithmPolicy.NCCL,
+            new Rule("forced nccl", c -> c.policy == Algorithm.NCCL,
                     c -> Expected.run(Algorithm.NCCL, "forced nccl")),
             new Rule("world size outside 2/4/6/8", c -> !KERNEL_WORLD_SIZES.contains(c.worldSize),
                     c -> Expected.ncclOrFallback(c, "world size " + c.worldSize)),
@@ -82,19 +82,19 @@ class DispatchMatrixTest {
                     c -> Expected.ncclOrFallback(c, "multiple of 16")),
             new Rule("misaligned pointers", c -> !c.aligned,
                     c -> Expected.ncclOrFallback(c, "aligned")),
-            new Rule("forced push beyond its 512 KiB limit", c -> c.policy == AlgorithmPolicy.PUSH && c.bytes > PUSH_LIMIT,
+            new Rule("forced push beyond its 512 KiB limit", c -> c.policy == Algorithm.PUSH && c.bytes > PUSH_LIMIT,
                     c -> Expected.ncclOrFallback(c, "512 KiB push limit")),
-            new Rule("forced push", c -> c.policy == AlgorithmPolicy.PUSH,
+            new Rule("forced push", c -> c.policy == Algorithm.PUSH,
                     c -> Expected.run(Algorithm.PUSH, "forced push")),
             new Rule("auto, up to the push threshold", c -> c.auto() && c.bytes <= c.pushUpTo,
                     c -> Expected.run(Algorithm.PUSH, "up to")),
             new Rule("unregistered beyond staging", c -> !c.registered && c.bytes > c.staging,
                     c -> Expected.ncclOrFallback(c, "staging")),
-            new Rule("forced one-stage", c -> c.policy == AlgorithmPolicy.ONE_STAGE,
+            new Rule("forced one-stage", c -> c.policy == Algorithm.ONE_STAGE,
                     c -> Expected.run(Algorithm.ONE_STAGE, "forced 1stage")),
-            new Rule("forced two-stage beyond scratch", c -> c.policy == AlgorithmPolicy.TWO_STAGE && c.bytes > c.staging,
+            new Rule("forced two-stage beyond scratch", c -> c.policy == Algorithm.TWO_STAGE && c.bytes > c.staging,
                     c -> Expected.ncclOrFallback(c, "scratch")),
-            new Rule("forced two-stage", c -> c.policy == AlgorithmPolicy.TWO_STAGE,
+            new Rule("forced two-stage", c -> c.policy == Algorithm.TWO_STAGE,
                     c -> Expected.run(Algorithm.TWO_STAGE, "forced 2stage")),
             new Rule("auto, two ranks", c -> c.worldSize == 2,
                     c -> Expected.run(Algorithm.ONE_STAGE, "world size 2")),
@@ -143,7 +143,7 @@ class DispatchMatrixTest {
                 for (boolean nvlink : new boolean[] {false, true}) {
                     for (boolean p2p : new boolean[] {false, true}) {
                         for (boolean host : new boolean[] {false, true}) {
-                            for (AlgorithmPolicy policy : AlgorithmPolicy.values()) {
+                            for (Algorithm policy : Algorithm.values()) {
                                 for (boolean gate : new boolean[] {false, true}) {
                                     DispatchConfig config = new DispatchConfig(policy, new SettingSource.BuilderValue(),
                                             gate, new SettingSource.BuilderValue());

@@ -4,7 +4,6 @@ import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
 
@@ -13,7 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The value types: {@link Algorithm}, {@link AlgorithmPolicy}, {@link Decision}, {@link Topology}, sources. */
+/** The value types: {@link Algorithm}, {@link Algorithm}, {@link Decision}, {@link Topology}, sources. */
 class DispatchTypesTest {
 
     @Test
@@ -37,22 +36,22 @@ class DispatchTypesTest {
     void policyParsesEverySpellingCaseInsensitivelyAndTrimmed() {
         // "oneshot" keeps its SGLang/vLLM meaning (the one-stage kernel), not the push kernel; no name
         // of the push kernel says "shot".
-        Map<String, AlgorithmPolicy> spellings = Map.ofEntries(
-                Map.entry("auto", AlgorithmPolicy.AUTO), Map.entry(" AUTO ", AlgorithmPolicy.AUTO),
-                Map.entry("1stage", AlgorithmPolicy.ONE_STAGE), Map.entry("OneShot", AlgorithmPolicy.ONE_STAGE),
-                Map.entry("2Stage", AlgorithmPolicy.TWO_STAGE), Map.entry("\ttwoshot\n", AlgorithmPolicy.TWO_STAGE),
-                Map.entry("push", AlgorithmPolicy.PUSH), Map.entry(" PUSH", AlgorithmPolicy.PUSH),
-                Map.entry("lamport", AlgorithmPolicy.PUSH), Map.entry("Lamport ", AlgorithmPolicy.PUSH),
-                Map.entry("force_1stage", AlgorithmPolicy.ONE_STAGE), Map.entry("FORCE_2STAGE", AlgorithmPolicy.TWO_STAGE),
-                Map.entry("nccl", AlgorithmPolicy.NCCL), Map.entry("NCCL", AlgorithmPolicy.NCCL));
-        spellings.forEach((text, policy) -> assertEquals(policy, AlgorithmPolicy.parse(text, "test"), text));
-        for (AlgorithmPolicy policy : AlgorithmPolicy.values()) {
-            assertEquals(policy, AlgorithmPolicy.parse(policy.configName(), "test"), "round trip of " + policy);
+        Map<String, Algorithm> spellings = Map.ofEntries(
+                Map.entry("auto", Algorithm.AUTO), Map.entry(" AUTO ", Algorithm.AUTO),
+                Map.entry("1stage", Algorithm.ONE_STAGE), Map.entry("OneShot", Algorithm.ONE_STAGE),
+                Map.entry("2Stage", Algorithm.TWO_STAGE), Map.entry("\ttwoshot\n", Algorithm.TWO_STAGE),
+                Map.entry("push", Algorithm.PUSH), Map.entry(" PUSH", Algorithm.PUSH),
+                Map.entry("lamport", Algorithm.PUSH), Map.entry("Lamport ", Algorithm.PUSH),
+                Map.entry("force_1stage", Algorithm.ONE_STAGE), Map.entry("FORCE_2STAGE", Algorithm.TWO_STAGE),
+                Map.entry("nccl", Algorithm.NCCL), Map.entry("NCCL", Algorithm.NCCL));
+        spellings.forEach((text, policy) -> assertEquals(policy, Algorithm.parse(text, "test"), text));
+        for (Algorithm policy : Algorithm.values()) {
+            assertEquals(policy, Algorithm.parse(policy.configName(), "test"), "round trip of " + policy);
         }
-        for (String name : AlgorithmPolicy.ACCEPTED_VALUES.split(", ")) {
-            AlgorithmPolicy p = AlgorithmPolicy.parse(name, "test");
+        for (String name : Algorithm.ACCEPTED_VALUES.split(", ")) {
+            Algorithm p = Algorithm.parse(name, "test");
             assertEquals(name.contains("shot") || name.contains("1stage") || name.contains("2stage"),
-                    p == AlgorithmPolicy.ONE_STAGE || p == AlgorithmPolicy.TWO_STAGE, name + " -> " + p);
+                    p == Algorithm.ONE_STAGE || p == Algorithm.TWO_STAGE, name + " -> " + p);
         }
         assertEquals("push", Algorithm.PUSH.displayName(), "the push kernel is not called one-shot");
     }
@@ -61,7 +60,7 @@ class DispatchTypesTest {
     void policyRejectsUnknownValuesNamingSourceAndAcceptedValues() {
         for (String bad : new String[] {"", "  ", "3stage", "one-stage", "ncc", "oneshot-push", "pushes"}) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> AlgorithmPolicy.parse(bad, "environment variable AR4J_ALLREDUCE_ALGO"));
+                    () -> Algorithm.parse(bad, "environment variable AR4J_ALLREDUCE_ALGO"));
             assertTrue(e.getMessage().startsWith("environment variable AR4J_ALLREDUCE_ALGO"), e.getMessage());
             assertTrue(e.getMessage().contains("auto, 1stage, oneshot, force_1stage, 2stage, twoshot, force_2stage, push, lamport, nccl"),
                     e.getMessage());
@@ -69,13 +68,12 @@ class DispatchTypesTest {
     }
 
     @Test
-    void policyForcesTheMatchingAlgorithm() {
-        assertEquals(Optional.empty(), AlgorithmPolicy.AUTO.forcedAlgorithm());
-        assertEquals(Optional.of(Algorithm.ONE_STAGE), AlgorithmPolicy.ONE_STAGE.forcedAlgorithm());
-        assertEquals(Optional.of(Algorithm.TWO_STAGE), AlgorithmPolicy.TWO_STAGE.forcedAlgorithm());
-        assertEquals(Optional.of(Algorithm.PUSH), AlgorithmPolicy.PUSH.forcedAlgorithm());
-        assertEquals("push", AlgorithmPolicy.PUSH.configName());
-        assertEquals(Optional.of(Algorithm.NCCL), AlgorithmPolicy.NCCL.forcedAlgorithm());
+    void autoIsAskedForButNeverLaunchedOrDecided() {
+        assertEquals("auto", Algorithm.AUTO.configName());
+        assertEquals("push", Algorithm.PUSH.configName());
+        assertFalse(Algorithm.AUTO.isCustomKernel());
+        assertThrows(IllegalStateException.class, Algorithm.AUTO::kernelCode);
+        assertThrows(IllegalArgumentException.class, () -> new Decision(Algorithm.AUTO, "why", false));
     }
 
     @Test

@@ -10,7 +10,6 @@ import dev.ar4j.cuda.CudaGraphExec;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.dispatch.Algorithm;
-import dev.ar4j.dispatch.AlgorithmPolicy;
 import dev.ar4j.dispatch.Decision;
 
 import java.lang.foreign.Arena;
@@ -46,9 +45,9 @@ public final class AllReduceMatrix {
         return all.stream().mapToLong(Long::longValue).toArray();
     }
 
-    static final AlgorithmPolicy[] POLICIES = {
-            AlgorithmPolicy.ONE_STAGE, AlgorithmPolicy.TWO_STAGE, AlgorithmPolicy.PUSH, AlgorithmPolicy.NCCL,
-            AlgorithmPolicy.AUTO};
+    static final Algorithm[] POLICIES = {
+            Algorithm.ONE_STAGE, Algorithm.TWO_STAGE, Algorithm.PUSH, Algorithm.NCCL,
+            Algorithm.AUTO};
 
     /** Per-rank result. */
     public record Summary(int rank, int cases, int passed, int failed, int skipped, Map<Algorithm, Integer> ran,
@@ -97,7 +96,7 @@ public final class AllReduceMatrix {
             int caseId = 0;
             for (DType dtype : DType.values()) {
                 for (long count : counts) {
-                    for (AlgorithmPolicy policy : POLICIES) {
+                    for (Algorithm policy : POLICIES) {
                         for (int mode = 0; mode < 8; mode++) {
                             boolean inPlace = (mode & 1) != 0;
                             boolean registered = (mode & 2) != 0;
@@ -134,7 +133,7 @@ public final class AllReduceMatrix {
     }
 
     /** Returns null when every round matched, else what went wrong. */
-    private String runCase(int caseId, DType dtype, long count, AlgorithmPolicy policy, DeviceBuffer in, DeviceBuffer out,
+    private String runCase(int caseId, DType dtype, long count, Algorithm policy, DeviceBuffer in, DeviceBuffer out,
                            boolean inPlace, boolean graph, CudaStream stream, MemorySegment host, MemorySegment expected,
                            MemorySegment got, DeviceBuffer outBuf, Map<Algorithm, Integer> ran,
                            Map<Algorithm, Integer> fellBack) {
@@ -200,7 +199,7 @@ public final class AllReduceMatrix {
     }
 
     /** A forced custom algorithm must run where it can: guards against "everything went to NCCL". */
-    private String checkDecision(AlgorithmPolicy policy, long bytes, Decision decision) {
+    private String checkDecision(Algorithm policy, long bytes, Decision decision) {
         boolean multipleOf16 = bytes % 16 == 0;
         Algorithm algorithm = decision.algorithm();
         boolean ok = switch (policy) {

@@ -8,7 +8,6 @@ import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.cuda.PinnedHostBuffer;
 import dev.ar4j.dispatch.Algorithm;
-import dev.ar4j.dispatch.AlgorithmPolicy;
 import dev.ar4j.dispatch.Decision;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -150,7 +149,7 @@ class CommunicatorSplitIT {
                 out.fillAsync(0xff, stream);  // NaN in bf16: an element the all-reduce does not write stays wrong
                 DeviceBuffer target = inPlace ? in : out;
                 Decision d = comm.allReduce(in.address(), target.address(), count, DType.BFLOAT16,
-                        stream.handle(), AlgorithmPolicy.AUTO);
+                        stream.handle(), Algorithm.AUTO);
                 target.copyToAsync(got.asSlice(0, bytes), stream);
                 stream.synchronize();
                 comm.checkPeers();

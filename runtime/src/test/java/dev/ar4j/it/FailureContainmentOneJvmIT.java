@@ -4,7 +4,6 @@ import dev.ar4j.Communicator;
 import dev.ar4j.DType;
 import dev.ar4j.Health;
 import dev.ar4j.dispatch.Algorithm;
-import dev.ar4j.dispatch.AlgorithmPolicy;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.CudaStream;
@@ -194,7 +193,7 @@ class FailureContainmentOneJvmIT {
                             b.copyFrom(host);
                             // One-stage reads the registered buffer in place: the zero-copy lookup decides.
                             Decision d = comm.allReduce(b.address(), b.address(), 1024, DType.FLOAT32, stream.handle(),
-                                    AlgorithmPolicy.ONE_STAGE);
+                                    Algorithm.ONE_STAGE);
                             assertEquals(Algorithm.ONE_STAGE, d.algorithm(), d.toString());
                             stream.synchronize();
                             comm.checkPeers();
@@ -243,7 +242,7 @@ class FailureContainmentOneJvmIT {
                         }
                         b.copyFrom(host);
                         comm.allReduce(b.address(), b.address(), 2048, DType.FLOAT32, stream.handle(),
-                                AlgorithmPolicy.ONE_STAGE);
+                                Algorithm.ONE_STAGE);
                         stream.synchronize();
                         comm.checkPeers();
                         b.copyTo(host);

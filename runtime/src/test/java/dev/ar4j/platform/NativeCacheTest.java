@@ -1,5 +1,6 @@
 package dev.ar4j.platform;
 
+import dev.ar4j.ConfigurationException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -111,7 +112,7 @@ class NativeCacheTest {
                 NativeCache.configured(Map.of("user.home", "/home/u")::get, Map.of("XDG_CACHE_HOME", "/x")::get).root());
         assertEquals(Path.of("/home/u/.cache/ar4j/native"),
                 NativeCache.configured(Map.of("user.home", "/home/u")::get, Map.<String, String>of()::get).root());
-        IllegalStateException e = assertThrows(IllegalStateException.class,
+        ConfigurationException e = assertThrows(ConfigurationException.class,
                 () -> NativeCache.configured(Map.<String, String>of()::get, Map.<String, String>of()::get));
         assertTrue(e.getMessage().contains("ar4j.native.cacheDir"), e.getMessage());
     }

@@ -7,7 +7,7 @@ import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.CudaEvent;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.dispatch.AlgorithmPolicy;
+import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.Decision;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -66,7 +66,7 @@ public class EagerAllReduceBenchmark {
     @Param({"43008"})
     public int bytes;
 
-    private AlgorithmPolicy policy;
+    private Algorithm policy;
     private List<Communicator> group;
     private Rank rank0;
     private Rank rank1;
@@ -95,7 +95,7 @@ public class EagerAllReduceBenchmark {
             in.fill(0);
         }
 
-        Decision calls(int n, long count, AlgorithmPolicy policy) {
+        Decision calls(int n, long count, Algorithm policy) {
             long src = in.address();
             long dst = out.address();
             long s = stream.handle();
@@ -139,7 +139,7 @@ public class EagerAllReduceBenchmark {
         if (!check.usable()) {
             throw new IllegalStateException("EagerAllReduceBenchmark skipped: it needs 2 GPUs: " + check.problem());
         }
-        policy = AlgorithmPolicy.parse(algorithm, "the algorithm parameter");
+        policy = Algorithm.parse(algorithm, "the algorithm parameter");
         group = Communicator.localGroup(new int[] {0, 1},
                 b -> b.kernelTimeout(Duration.ofSeconds(10)).rendezvousTimeout(Duration.ofSeconds(60)));
         rank1 = new Rank(group.get(1), bytes);

@@ -73,7 +73,7 @@ public final class Ar4jPerf implements Callable<Integer> {
 
     @Option(names = {"-o", "--op"}, paramLabel = "OP", defaultValue = "allreduce",
             description = "allreduce (default; ar4j's kernels against NCCL), or allgather, reducescatter, broadcast: "
-                    + "NCCL's collectives through NcclCommunicator.collectives() (nccl and nccl-symm), sizes and busbw "
+                    + "NCCL's collectives through Communicator.collectives() (nccl and nccl-symm), sizes and busbw "
                     + "as in nccl-tests (size = the whole buffer; busbw factor (n-1)/n, broadcast 1, root 0)")
     private String operation;
 

@@ -25,7 +25,7 @@ import java.util.Properties;
  * cannot take the call falls back to NCCL, and the table says so.
  *
  * <p>The decision is the one the communicator makes for a call with the policy forced
- * ({@code Communicator.allReduce(..., AlgorithmPolicy)}): the same topology, staging size and PCIe
+ * ({@code Communicator.allReduce(..., Algorithm)}): the same topology, staging size and PCIe
  * gate. In a CUDA graph an unregistered input counts as registered (the runtime records it and
  * shares it when the capture scope closes), so a cell can be runnable in graph mode and not in
  * eager mode. Every rank decides alike, so every rank skips the same cells and no collective is

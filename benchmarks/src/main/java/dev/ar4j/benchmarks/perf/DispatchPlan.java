@@ -109,6 +109,6 @@ public final class DispatchPlan {
     }
 
     private static String name(Decision d) {
-        return PerfAlgorithm.shortName(d.algorithm()) + (d.fellBack() ? " (fell back)" : "");
+        return d.algorithm().configName() + (d.fellBack() ? " (fell back)" : "");
     }
 }

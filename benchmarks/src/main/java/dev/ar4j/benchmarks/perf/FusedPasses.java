@@ -232,7 +232,7 @@ final class FusedPasses implements AutoCloseable {
             outs[c.index()] = normOut.slice(c.offset(), c.bytes());
             residualOuts[c.index()] = residualOut.slice(c.offset(), c.bytes());
         }
-        String unfusedRan = PerfAlgorithm.shortName(unfusedDecision.algorithm()) + FusedVariant.NORM_SUFFIX;
+        String unfusedRan = unfusedDecision.algorithm().configName() + FusedVariant.NORM_SUFFIX;
         PassTimer.Pass pass = () -> {
             boolean first = fusedCall.call(ins[0], residuals[0], weight, outs[0], residualOuts[0]);
             for (int i = 1; i < n; i++) {

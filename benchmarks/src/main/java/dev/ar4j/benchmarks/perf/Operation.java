@@ -7,7 +7,7 @@ import java.util.Locale;
 /**
  * The collective a sweep measures ({@code -o}), as nccl-tests' binaries do: {@code all_reduce_perf},
  * {@code all_gather_perf}, {@code reduce_scatter_perf}, {@code broadcast_perf}. Only the all-reduce has
- * ar4j kernels; the others run through NCCL ({@code NcclCommunicator#collectives()}).
+ * ar4j kernels; the others run through NCCL ({@code Communicator#collectives()}).
  *
  * <p>Sizes follow nccl-tests: the size of a row is the whole buffer of the collective
  * (all-gather: the receive buffer, {@code nranks x sendCount} elements; reduce-scatter: the send

@@ -1,7 +1,6 @@
 package dev.ar4j.benchmarks.perf;
 
 import dev.ar4j.dispatch.Algorithm;
-import dev.ar4j.dispatch.AlgorithmPolicy;
 
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -12,19 +11,19 @@ import java.util.Set;
 
 /**
  * What one column group of the ar4j-perf table measures: an ar4j policy forced per call through
- * {@code Communicator.allReduce(..., AlgorithmPolicy)}, or one of the two NCCL baselines called
+ * {@code Communicator.allReduce(..., Algorithm)}, or one of the two NCCL baselines called
  * directly ({@code ncclAllReduce} on the same kind of buffers as ar4j, and on
  * {@code ncclMemAlloc} buffers registered as symmetric windows).
  */
 public enum PerfAlgorithm {
     /** ar4j's automatic choice. */
-    AUTO("auto", AlgorithmPolicy.AUTO),
+    AUTO("auto", Algorithm.AUTO),
     /** ar4j forced to the one-stage kernel. */
-    ONE_STAGE("1stage", AlgorithmPolicy.ONE_STAGE),
+    ONE_STAGE("1stage", Algorithm.ONE_STAGE),
     /** ar4j forced to the two-stage kernel. */
-    TWO_STAGE("2stage", AlgorithmPolicy.TWO_STAGE),
+    TWO_STAGE("2stage", Algorithm.TWO_STAGE),
     /** ar4j forced to the push kernel. */
-    PUSH("push", AlgorithmPolicy.PUSH),
+    PUSH("push", Algorithm.PUSH),
     /** Plain {@code ncclAllReduce} on the same buffers as ar4j. */
     NCCL("nccl", null),
     /** {@code ncclAllReduce} on {@code ncclMemAlloc} buffers registered with {@code NCCL_WIN_COLL_SYMMETRIC}. */
@@ -36,9 +35,9 @@ public enum PerfAlgorithm {
     public static final String ACCEPTED = "auto, 1stage (oneshot), 2stage (twoshot), push (lamport), nccl, nccl-symm";
 
     private final String label;
-    private final AlgorithmPolicy policy;
+    private final Algorithm policy;
 
-    PerfAlgorithm(String label, AlgorithmPolicy policy) {
+    PerfAlgorithm(String label, Algorithm policy) {
         this.label = label;
         this.policy = policy;
     }
@@ -49,7 +48,7 @@ public enum PerfAlgorithm {
     }
 
     /** {@return the ar4j policy forced per call, or empty for the NCCL baselines} */
-    public Optional<AlgorithmPolicy> policy() {
+    public Optional<Algorithm> policy() {
         return Optional.ofNullable(policy);
     }
 
@@ -72,9 +71,9 @@ public enum PerfAlgorithm {
             case "nccl" -> NCCL;
             case "nccl-symm", "nccl-symmetric", "nccl_symm" -> NCCL_SYMMETRIC;
             default -> {
-                AlgorithmPolicy p;
+                Algorithm p;
                 try {
-                    p = AlgorithmPolicy.parse(t, "-a");
+                    p = Algorithm.parse(t, "-a");
                 } catch (IllegalArgumentException e) {
                     throw new IllegalArgumentException("-a: '" + text + "' is not an algorithm; accepted: " + ACCEPTED, e);
                 }
@@ -112,20 +111,5 @@ public enum PerfAlgorithm {
         result.add(NCCL);
         result.add(NCCL_SYMMETRIC);
         return List.copyOf(new ArrayList<>(result));
-    }
-
-    /**
-     * Short name of an algorithm that ran, as in the {@code ran} column.
-     *
-     * @param algorithm the algorithm the dispatcher chose
-     * @return "1stage", "2stage", "push" or "nccl"
-     */
-    public static String shortName(Algorithm algorithm) {
-        return switch (algorithm) {
-            case ONE_STAGE -> "1stage";
-            case TWO_STAGE -> "2stage";
-            case PUSH -> "push";
-            case NCCL -> "nccl";
-        };
     }
 }

@@ -310,9 +310,9 @@ final class RankSweep {
         return switch (algorithm) {
             case NCCL -> "nccl";
             case NCCL_SYMMETRIC -> "nccl-symm";
-            case AUTO -> PerfAlgorithm.shortName(decision.algorithm());
+            case AUTO -> decision.algorithm().configName();
             case ONE_STAGE, TWO_STAGE, PUSH -> decision.fellBack() ? algorithm.label() + "→nccl"
-                    : PerfAlgorithm.shortName(decision.algorithm());
+                    : decision.algorithm().configName();
         };
     }
 

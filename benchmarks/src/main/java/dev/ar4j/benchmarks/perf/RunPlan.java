@@ -99,7 +99,7 @@ final class RunPlan {
             case BROADCAST -> "ncclBroadcast(send, receive, count, root " + Operation.ROOT + ")";
             case ALL_REDUCE -> throw new IllegalArgumentException("the all-reduce plan is DispatchPlan's");
         };
-        out.println("# " + op.title() + " runs through NCCL only: NcclCommunicator.collectives()." + call
+        out.println("# " + op.title() + " runs through NCCL only: Communicator.collectives()." + call
                 + "; busbw = algbw x " + String.format(Locale.ROOT, "%.4f", op.busFactor(n)) + " ("
                 + (op == Operation.BROADCAST ? "1" : "(n-1)/n") + ", nccl-tests); size = "
                 + (op == Operation.ALL_GATHER ? "the receive buffer (n x sendCount)" : op == Operation.REDUCE_SCATTER
@@ -139,8 +139,8 @@ final class RunPlan {
         return fusedKernel
                 ? List.of(FusedVariant.FUSED, call + " -> fused (push: " + d.reason() + ")",
                         "nothing: the one kernel adds the residual and normalises")
-                : List.of(FusedVariant.FUSED, call + " -> " + PerfAlgorithm.shortName(d.algorithm()) + " (" + d.reason()
-                        + "), ran " + PerfAlgorithm.shortName(d.algorithm()) + FusedVariant.NORM_SUFFIX,
+                : List.of(FusedVariant.FUSED, call + " -> " + d.algorithm().configName() + " (" + d.reason()
+                        + "), ran " + d.algorithm().configName() + FusedVariant.NORM_SUFFIX,
                         "ResidualRmsNorm (the runtime's fallback: no fused kernel for this all-reduce)");
     }
 
@@ -162,7 +162,7 @@ final class RunPlan {
                 AllReduceDispatcher dispatcher = AllReduceDispatcher.of(topology, forced, settings.stagingBytes(),
                         AlgorithmThresholds.forWorldSize(topology.worldSize()));
                 Decision d = dispatcher.decide(bytes, dtype, true, true);
-                allReduce = "ar4j " + a.label() + " -> " + PerfAlgorithm.shortName(d.algorithm())
+                allReduce = "ar4j " + a.label() + " -> " + d.algorithm().configName()
                         + (d.fellBack() ? " (fell back: " + d.reason() + ")" : "");
             } else {
                 allReduce = a == PerfAlgorithm.NCCL ? "ncclAllReduce" : "ncclAllReduce on symmetric windows";

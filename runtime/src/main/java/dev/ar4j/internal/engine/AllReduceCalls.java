@@ -108,6 +108,7 @@ final class AllReduceCalls {
                         kernels.launch(algorithm, dtype, in, out, count, stream);
                     }
                 }
+                case AUTO -> throw new IllegalStateException("a decision is never AUTO: " + decision);
             }
             return decision;
         } catch (PeerTimeoutException e) {

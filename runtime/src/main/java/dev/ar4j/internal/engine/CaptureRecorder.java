@@ -1,5 +1,6 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.OutOfStepException;
 import dev.ar4j.DType;
 import dev.ar4j.dispatch.Algorithm;
 
@@ -91,7 +92,7 @@ public final class CaptureRecorder {
      * @return null on success, otherwise the failure that makes the communicator unusable
      *         (the caller marks it failed and throws it)
      */
-    IllegalStateException finish(Scope scope, CustomKernelPath kernels) {
+    OutOfStepException finish(Scope scope, CustomKernelPath kernels) {
         if (open != scope) {
             return null;
         }
@@ -104,7 +105,7 @@ public final class CaptureRecorder {
         String difference = firstDifference(group.rank, all);
         if (difference != null) {
             inputs.clear();
-            return new IllegalStateException("ranks captured different all-reduces: " + difference + "; the "
+            return new OutOfStepException("ranks captured different all-reduces: " + difference + "; the "
                     + "captured graphs must not be replayed, and this communicator is closed for further use. Every "
                     + "rank must capture the same calls (algorithm, dtype, element count) in the same order");
         }
@@ -116,7 +117,7 @@ public final class CaptureRecorder {
         int pending = kernels.graphPendingCount();
         if (pending != mineInputs) {
             inputs.clear();
-            return new IllegalStateException("the kernel library recorded " + pending + " graph inputs but the "
+            return new OutOfStepException("the kernel library recorded " + pending + " graph inputs but the "
                     + "communicator " + mineInputs + " on rank " + group.rank + "; the captured graphs must not be "
                     + "replayed");
         }

@@ -1,5 +1,6 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.OutOfStepException;
 import dev.ar4j.PeerLostException;
 import dev.ar4j.internal.rendezvous.SplitPlan;
 import dev.ar4j.internal.engine.FailureState.Failure;
@@ -64,7 +65,7 @@ final class CollectiveCalls {
     /** {@code GraphCapture.close()}: compares the ranks' captured calls and shares the recorded inputs. */
     void finishCapture(CaptureRecorder.Scope scope) {
         run("GraphCapture.close", () -> {
-            IllegalStateException mismatch = capture.finish(scope, kernels);
+            OutOfStepException mismatch = capture.finish(scope, kernels);
             if (mismatch != null) {
                 throw mismatch;
             }

@@ -1,5 +1,6 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.OutOfStepException;
 import dev.ar4j.DType;
 import dev.ar4j.PeerTimeoutException;
 import dev.ar4j.cuda.Cuda;
@@ -129,7 +130,7 @@ final class CustomKernelPath implements AutoCloseable {
         int perGpu = groupRanksPerGpu;
         for (int r = 0; r < all.length; r++) {
             if (all[r].length != 16) {
-                throw new IllegalStateException("rank " + r + " sent a malformed launch-geometry record ("
+                throw new OutOfStepException("rank " + r + " sent a malformed launch-geometry record ("
                         + all[r].length + " bytes, 16 expected); run the same ar4j version on every rank");
             }
             ByteBuffer b = ByteBuffer.wrap(all[r]);
@@ -138,13 +139,13 @@ final class CustomKernelPath implements AutoCloseable {
             int threads = b.getInt();
             int theirSharers = b.getInt();
             if (blocks != launchBlocks || threads != launchThreads) {
-                throw new IllegalStateException("ranks disagree on the launch configuration: rank " + rank
+                throw new OutOfStepException("ranks disagree on the launch configuration: rank " + rank
                         + " has launchConfig(" + launchBlocks + ", " + launchThreads + "), rank " + r + " has ("
                         + blocks + ", " + threads + "); ranks that split the work differently sum wrong elements. "
                         + "Give every rank the same launchConfig (or none)");
             }
             if (theirSms < 1 || theirSharers < 1) {
-                throw new IllegalStateException("rank " + r + " sent an invalid launch-geometry record (" + theirSms
+                throw new OutOfStepException("rank " + r + " sent an invalid launch-geometry record (" + theirSms
                         + " SMs, " + theirSharers + " ranks per GPU); run the same ar4j version on every rank");
             }
             minSms = Math.min(minSms, theirSms);

@@ -1,7 +1,7 @@
 package dev.ar4j.internal.engine;
 
 import dev.ar4j.DType;
-import dev.ar4j.dispatch.AlgorithmPolicy;
+import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.AlgorithmThresholds;
 import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
@@ -21,12 +21,12 @@ final class Dispatchers {
 
     final DispatchConfig config;
     final AllReduceDispatcher configured;
-    private final Map<AlgorithmPolicy, AllReduceDispatcher> perPolicy = new EnumMap<>(AlgorithmPolicy.class);
+    private final Map<Algorithm, AllReduceDispatcher> perPolicy = new EnumMap<>(Algorithm.class);
 
     Dispatchers(Topology topology, DispatchConfig config, long stagingBytes, AlgorithmThresholds thresholds) {
         this.config = config;
         this.configured = AllReduceDispatcher.of(topology, config, stagingBytes, thresholds);
-        for (AlgorithmPolicy p : AlgorithmPolicy.values()) {
+        for (Algorithm p : Algorithm.values()) {
             DispatchConfig forced = DispatchConfig.builder().environment(Map.of()).systemProperties(new Properties())
                     .algorithmPolicy(p).forceCustomOnPcie(config.forceCustomOnPcie()).build();
             perPolicy.put(p, AllReduceDispatcher.of(topology, forced, stagingBytes, thresholds));
@@ -44,7 +44,7 @@ final class Dispatchers {
                 + "build with NCCL");
     }
 
-    AllReduceDispatcher forPolicy(AlgorithmPolicy policy) {
+    AllReduceDispatcher forPolicy(Algorithm policy) {
         return perPolicy.get(policy);
     }
 }

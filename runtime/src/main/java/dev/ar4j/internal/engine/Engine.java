@@ -4,7 +4,7 @@ import dev.ar4j.DType;
 import dev.ar4j.Health;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.dispatch.AlgorithmPolicy;
+import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.Topology;
@@ -90,8 +90,8 @@ public final class Engine implements AutoCloseable {
         allReduces.run(dispatchers.configured, in, out, count, dtype, stream);
     }
 
-    /** {@code Communicator.allReduce(long, long, long, DType, long, AlgorithmPolicy)}. */
-    public Decision allReduce(long in, long out, long count, DType dtype, long stream, AlgorithmPolicy policy) {
+    /** {@code Communicator.allReduce(long, long, long, DType, long, Algorithm)}. */
+    public Decision allReduce(long in, long out, long count, DType dtype, long stream, Algorithm policy) {
         AllReduceDispatcher dispatcher = dispatchers.forPolicy(Objects.requireNonNull(policy, "policy"));
         return allReduces.run(dispatcher, in, out, count, dtype, stream);
     }
@@ -208,7 +208,7 @@ public final class Engine implements AutoCloseable {
      * @throws NcclDisabledException when it was built without NCCL
      */
     public NcclCollectives collectives() {
-        return ncclPath().communicator().collectives();
+        return ncclPath().collectives();
     }
 
     /** The NCCL path, checked open (tests and the collectives). */

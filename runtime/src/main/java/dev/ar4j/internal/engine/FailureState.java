@@ -1,5 +1,6 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.OutOfStepException;
 import dev.ar4j.PeerLostException;
 import dev.ar4j.PeerTimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
@@ -36,7 +37,8 @@ final class FailureState {
             return switch (kind) {
                 case PEER_TIMEOUT -> new PeerTimeoutException(message, peer, cause);
                 case PEER_LOST -> new PeerLostException(message, peer, cause);
-                case OUT_OF_STEP, ABORTED -> new IllegalStateException(message, cause);
+                case OUT_OF_STEP -> new OutOfStepException(message, cause);
+                case ABORTED -> new IllegalStateException(message, cause);
             };
         }
     }

@@ -1,5 +1,6 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.OutOfStepException;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.cuda.P2PAttribute;
@@ -168,7 +169,7 @@ final class Group {
                 java.nio.ByteBuffer.allocate(9).putLong(bytes).put((byte) (registeredHere ? 1 : 0)).array(), timeout);
         for (int r = 0; r < all.length; r++) {
             if (all[r].length != 9) {
-                throw new IllegalStateException("rank " + r + " sent a malformed unregister record (" + all[r].length
+                throw new OutOfStepException("rank " + r + " sent a malformed unregister record (" + all[r].length
                         + " bytes); run the same ar4j version on every rank");
             }
             java.nio.ByteBuffer rec = java.nio.ByteBuffer.wrap(all[r]);
@@ -196,7 +197,7 @@ final class Group {
         byte[][] all = rendezvous.allGather(key(what + "-refusal"), new byte[] {(byte) (refuseHere ? 1 : 0)}, timeout);
         for (int r = 0; r < all.length; r++) {
             if (all[r].length != 1) {
-                throw new IllegalStateException("rank " + r + " sent a malformed " + what + " record; run the same "
+                throw new OutOfStepException("rank " + r + " sent a malformed " + what + " record; run the same "
                         + "ar4j version on every rank");
             }
             if (all[r][0] != 0) {

@@ -50,7 +50,10 @@ public final class LocalGroup {
                 } catch (Exception e) {
                     Throwable cause = e instanceof java.util.concurrent.ExecutionException ? e.getCause() : e;
                     if (failure == null) {
-                        failure = new IllegalStateException("building the local group failed: " + cause, cause);
+                        // keep the rank's own exception (an Ar4jException for what ar4j detects), so that the
+                        // caller catches what one rank's build would have thrown
+                        failure = cause instanceof RuntimeException r ? r
+                                : new IllegalStateException("building the local group failed: " + cause, cause);
                     } else {
                         failure.addSuppressed(cause);
                     }

@@ -1,10 +1,15 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.rendezvous.RendezvousException;
 import dev.ar4j.ConfigurationException;
 import dev.ar4j.DType;
-import dev.ar4j.nccl.NcclCommunicator;
+import dev.ar4j.internal.nccl.NcclCommInit;
+import dev.ar4j.internal.nccl.NcclCommunicator;
+import dev.ar4j.internal.nccl.NcclUniqueId;
+import dev.ar4j.nccl.NcclCollectives;
+import dev.ar4j.nccl.NcclDataType;
 import dev.ar4j.nccl.NcclException;
-import dev.ar4j.nccl.NcclUniqueId;
+import dev.ar4j.nccl.NcclReduction;
 
 import java.util.Optional;
 
@@ -46,16 +51,16 @@ final class NcclPath implements AutoCloseable {
     private static NcclCommunicator initRank(NcclUniqueId id, Group group) {
         java.util.concurrent.atomic.AtomicBoolean lost = new java.util.concurrent.atomic.AtomicBoolean();
         try (AutoCloseable subscription = group.rendezvous.onPeerLost((rank, reason) -> lost.set(true))) {
-            return NcclCommunicator.initRank(id, group.worldSize, group.rank, group.timeout, lost::get);
+            return NcclCommInit.nonBlocking(id, group.worldSize, group.rank, group.timeout, lost::get);
         } catch (RuntimeException e) {
             throw e;
         } catch (Exception e) {
-            throw new IllegalStateException("rank " + group.rank + ": unsubscribing from the rendezvous failed: " + e, e);
+            throw new RendezvousException("rank " + group.rank + ": unsubscribing from the rendezvous failed: " + e, e);
         }
     }
 
     void allReduce(long in, long out, long count, DType dtype, long stream) {
-        comm.allReduceSum(in, out, count, dtype, stream);
+        comm.allReduce(in, out, count, NcclDataType.of(dtype), NcclReduction.SUM, stream);
     }
 
     /** NCCL's asynchronous error (a peer died, a timeout), or empty; safe from the watchdog thread. */
@@ -68,8 +73,8 @@ final class NcclPath implements AutoCloseable {
         comm.abort();
     }
 
-    /** The communicator, for benchmarks and interoperability; the path keeps ownership. */
-    NcclCommunicator communicator() {
+    /** The communicator's collectives, for {@code Communicator.collectives()}; the path keeps ownership. */
+    NcclCollectives collectives() {
         return comm;
     }
 

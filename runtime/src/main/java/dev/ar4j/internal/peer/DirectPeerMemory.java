@@ -1,5 +1,6 @@
 package dev.ar4j.internal.peer;
 
+import dev.ar4j.OutOfStepException;
 import dev.ar4j.cuda.AllocationRange;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.rendezvous.Rendezvous;
@@ -80,7 +81,7 @@ final class DirectPeerMemory implements PeerMemory {
                     result[i][r] = pointer;
                 }
             } catch (BufferUnderflowException e) {
-                throw new IllegalStateException("rank " + r + " sent a truncated pointer record", e);
+                throw new OutOfStepException("rank " + r + " sent a truncated pointer record", e);
             }
         }
         return result;
@@ -92,13 +93,13 @@ final class DirectPeerMemory implements PeerMemory {
         try {
             range = rangeOf.of(pointer);
         } catch (RuntimeException e) {
-            throw new IllegalStateException("rank " + peer + " sent shared buffer " + buffer + " at 0x"
+            throw new OutOfStepException("rank " + peer + " sent shared buffer " + buffer + " at 0x"
                     + Long.toHexString(pointer) + ", which is not in a CUDA allocation of this process; refused "
                     + "(a forged or corrupt peer record)", e);
         }
         long offset = pointer - range[0];
         if (offset < 0 || offset > range[1] || peerBytes > range[1] - offset) {
-            throw new IllegalStateException("rank " + peer + " sent shared buffer " + buffer + " at 0x"
+            throw new OutOfStepException("rank " + peer + " sent shared buffer " + buffer + " at 0x"
                     + Long.toHexString(pointer) + " with " + peerBytes + " bytes, outside its allocation [0x"
                     + Long.toHexString(range[0]) + ", +" + range[1] + "); refused (a forged or corrupt peer record)");
         }

@@ -1,5 +1,6 @@
 package dev.ar4j.internal.peer;
 
+import dev.ar4j.OutOfStepException;
 import dev.ar4j.cuda.AllocationRange;
 import dev.ar4j.cuda.IpcMapping;
 import dev.ar4j.cuda.IpcMemHandle;
@@ -154,7 +155,7 @@ final class IpcPeerMemory implements PeerMemory {
                 byte version = record.get();
                 int count = record.getInt();
                 if (version != WIRE_VERSION || all[r].length != 1 + 4 + count * PER_BUFFER) {
-                    throw new IllegalStateException("rank " + r + " sent a malformed IPC record (version " + version
+                    throw new OutOfStepException("rank " + r + " sent a malformed IPC record (version " + version
                             + ", " + all[r].length + " bytes); run the same ar4j version on every rank");
                 }
                 SharedBufferChecks.sameCount(rank, n, r, count);
@@ -165,13 +166,13 @@ final class IpcPeerMemory implements PeerMemory {
                     long peerBytes = record.getLong();
                     SharedBufferChecks.sameSize(i, rank, bytes[i], r, peerBytes);
                     if (ownHandles.contains(ByteBuffer.wrap(handleBytes))) {
-                        throw new IllegalStateException("rank " + r + " sent an IPC handle of rank " + rank
+                        throw new OutOfStepException("rank " + r + " sent an IPC handle of rank " + rank
                                 + "'s own allocation (shared buffer " + i + "); a peer record must describe the "
                                 + "peer's memory. Refused: the record is forged or the launcher started two ranks "
                                 + "in one process (use Communicator.localGroup for that)");
                     }
                     if (peerOffset < 0) {
-                        throw new IllegalStateException("rank " + r + " sent a negative offset " + peerOffset
+                        throw new OutOfStepException("rank " + r + " sent a negative offset " + peerOffset
                                 + " for shared buffer " + i + "; refused (a forged or corrupt peer record)");
                     }
                     Key key = new Key(r, java.nio.ByteBuffer.wrap(handleBytes));
@@ -183,7 +184,7 @@ final class IpcPeerMemory implements PeerMemory {
                     }
                     long allocation = mapping.size();
                     if (peerOffset > allocation || peerBytes > allocation - peerOffset) {
-                        throw new IllegalStateException("rank " + r + " sent shared buffer " + i + " at offset "
+                        throw new OutOfStepException("rank " + r + " sent shared buffer " + i + " at offset "
                                 + peerOffset + " with " + peerBytes + " bytes, outside its allocation of "
                                 + allocation + " bytes; refused: the kernels would write where the record chose "
                                 + "(a forged or corrupt peer record)");
@@ -191,7 +192,7 @@ final class IpcPeerMemory implements PeerMemory {
                     result[i][r] = mapping.base() + peerOffset;
                 }
             } catch (BufferUnderflowException e) {
-                throw new IllegalStateException("rank " + r + " sent a truncated IPC record (" + all[r].length
+                throw new OutOfStepException("rank " + r + " sent a truncated IPC record (" + all[r].length
                         + " bytes)", e);
             }
         }

@@ -1,5 +1,6 @@
 package dev.ar4j.internal.peer;
 
+import dev.ar4j.OutOfStepException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
@@ -25,7 +26,7 @@ public record PeerInfo(String hostId, long pid, int device, String pciBusId) {
             ByteBuffer b = ByteBuffer.wrap(bytes);
             byte version = b.get();
             if (version != VERSION) {
-                throw new IllegalStateException("rank " + fromRank + " speaks peer-info version " + version
+                throw new OutOfStepException("rank " + fromRank + " speaks peer-info version " + version
                         + ", this rank " + VERSION + "; run the same ar4j version on every rank");
             }
             String host = string(b, fromRank);
@@ -34,7 +35,7 @@ public record PeerInfo(String hostId, long pid, int device, String pciBusId) {
             String bus = string(b, fromRank);
             return new PeerInfo(host, pid, device, bus);
         } catch (java.nio.BufferUnderflowException e) {
-            throw new IllegalStateException("rank " + fromRank + " sent a truncated peer-info record ("
+            throw new OutOfStepException("rank " + fromRank + " sent a truncated peer-info record ("
                     + bytes.length + " bytes)", e);
         }
     }
@@ -42,7 +43,7 @@ public record PeerInfo(String hostId, long pid, int device, String pciBusId) {
     private static String string(ByteBuffer b, int fromRank) {
         int n = b.getInt();
         if (n < 0 || n > b.remaining() || n > 4096) {
-            throw new IllegalStateException("rank " + fromRank + " sent a malformed peer-info string length " + n);
+            throw new OutOfStepException("rank " + fromRank + " sent a malformed peer-info string length " + n);
         }
         byte[] s = new byte[n];
         b.get(s);

@@ -1,5 +1,6 @@
 package dev.ar4j.internal.rendezvous;
 
+import dev.ar4j.OutOfStepException;
 import dev.ar4j.rendezvous.Rendezvous;
 
 import java.nio.ByteBuffer;
@@ -62,7 +63,7 @@ public record SplitPlan(int color, int subRank, int[] members, String namespace)
         long[] nonces = new long[all.length];
         for (int r = 0; r < all.length; r++) {
             if (all[r].length != RECORD_BYTES || all[r][0] != VERSION) {
-                throw new IllegalStateException("split: rank " + r + " sent a malformed split record (" + all[r].length
+                throw new OutOfStepException("split: rank " + r + " sent a malformed split record (" + all[r].length
                         + " bytes, version " + (all[r].length > 0 ? all[r][0] : -1) + "; expected " + RECORD_BYTES
                         + " bytes, version " + VERSION + "); run the same ar4j version on every rank");
             }

@@ -1,5 +1,6 @@
 package dev.ar4j.internal.rendezvous;
 
+import dev.ar4j.OutOfStepException;
 import dev.ar4j.rendezvous.PeerLossListener;
 import dev.ar4j.PeerLostException;
 import dev.ar4j.rendezvous.Rendezvous;
@@ -244,7 +245,7 @@ public final class SubGroupRendezvous implements Rendezvous {
         try {
             parentSubscription.close();
         } catch (Exception e) {
-            throw new IllegalStateException(label + ": unsubscribing from the parent's rendezvous failed: " + e, e);
+            throw new RendezvousException(label + ": unsubscribing from the parent's rendezvous failed: " + e, e);
         }
     }
 
@@ -340,7 +341,7 @@ public final class SubGroupRendezvous implements Rendezvous {
 
     private byte[] decode(byte[] record, Op op, String key, long call, int from) {
         if (record.length < HEADER_BYTES || record[0] != MAGIC) {
-            throw new IllegalStateException(label + ": sub-rank " + from + " (parent rank " + members[from] + ") sent "
+            throw new OutOfStepException(label + ": sub-rank " + from + " (parent rank " + members[from] + ") sent "
                     + "a malformed contribution to call " + call + " (" + record.length + " bytes); run the same ar4j "
                     + "version on every rank");
         }
@@ -349,13 +350,13 @@ public final class SubGroupRendezvous implements Rendezvous {
         byte theirOp = b.get();
         int keyBytes = Short.toUnsignedInt(b.getShort());
         if (keyBytes > b.remaining()) {
-            throw new IllegalStateException(label + ": sub-rank " + from + " sent a malformed contribution to call "
+            throw new OutOfStepException(label + ": sub-rank " + from + " sent a malformed contribution to call "
                     + call + " (key of " + keyBytes + " bytes in " + record.length + "); run the same ar4j version on "
                     + "every rank");
         }
         String theirKey = new String(record, HEADER_BYTES, keyBytes, StandardCharsets.UTF_8);
         if (theirOp != op.code || !theirKey.equals(key)) {
-            throw new IllegalStateException(label + ": the members are out of step at call " + call + " of the "
+            throw new OutOfStepException(label + ": the members are out of step at call " + call + " of the "
                     + "sub-group: sub-rank " + rank + " calls " + op.text + " '" + key + "', sub-rank " + from
                     + " (parent rank " + members[from] + ") called " + Op.describe(theirOp) + " '" + theirKey
                     + "'; every member must make the same collective calls in the same order");

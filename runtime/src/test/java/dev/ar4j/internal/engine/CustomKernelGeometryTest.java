@@ -1,5 +1,6 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.OutOfStepException;
 import dev.ar4j.internal.kernels.CustomAllReduceKernels;
 import org.junit.jupiter.api.Test;
 
@@ -52,7 +53,7 @@ class CustomKernelGeometryTest {
         assertEquals(20, g.maxBlocks());
         assertEquals(256, g.threads());
         byte[][] differ = {record(132, 20, 256, 1), record(132, 30, 256, 1)};
-        IllegalStateException e = assertThrows(IllegalStateException.class,
+        OutOfStepException e = assertThrows(OutOfStepException.class,
                 () -> CustomKernelPath.geometryOf(differ, 0, 20, 256, 1));
         assertTrue(e.getMessage().contains("rank 1 has (30, 256)"), e.getMessage());
     }
@@ -60,11 +61,11 @@ class CustomKernelGeometryTest {
     @Test
     void aMalformedOrInvalidRecordNamesItsRank() {
         byte[][] shortRecord = {record(132, -1, -1, 1), new byte[12]};
-        IllegalStateException e = assertThrows(IllegalStateException.class,
+        OutOfStepException e = assertThrows(OutOfStepException.class,
                 () -> CustomKernelPath.geometryOf(shortRecord, 0, -1, -1, 1));
         assertTrue(e.getMessage().contains("rank 1 sent a malformed launch-geometry record (12 bytes"), e.getMessage());
         byte[][] zero = {record(132, -1, -1, 1), record(132, -1, -1, 0)};
-        e = assertThrows(IllegalStateException.class, () -> CustomKernelPath.geometryOf(zero, 0, -1, -1, 1));
+        e = assertThrows(OutOfStepException.class, () -> CustomKernelPath.geometryOf(zero, 0, -1, -1, 1));
         assertTrue(e.getMessage().contains("rank 1 sent an invalid launch-geometry record"), e.getMessage());
     }
 }

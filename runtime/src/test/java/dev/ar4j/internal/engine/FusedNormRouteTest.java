@@ -2,7 +2,6 @@ package dev.ar4j.internal.engine;
 
 import dev.ar4j.DType;
 import dev.ar4j.dispatch.Algorithm;
-import dev.ar4j.dispatch.AlgorithmPolicy;
 import dev.ar4j.dispatch.AllReduceDispatcher;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.DispatchConfig;
@@ -23,7 +22,7 @@ class FusedNormRouteTest {
         return FusedNormRoute.of(a, 7168, DType.BFLOAT16, registered, overlap, bytes, STAGING);
     }
 
-    private static AllReduceDispatcher dispatcher(AlgorithmPolicy policy) {
+    private static AllReduceDispatcher dispatcher(Algorithm policy) {
         DispatchConfig config = new DispatchConfig(policy, new SettingSource.BuilderValue(), false,
                 new SettingSource.BuilderValue());
         return AllReduceDispatcher.of(Topology.singleHost(2, true), config, STAGING);
@@ -74,7 +73,7 @@ class FusedNormRouteTest {
 
     @Test
     void aForcedOneStagePolicyGivesTheFusedOneStageKernelAndExplainSaysSo() {
-        AllReduceDispatcher d = dispatcher(AlgorithmPolicy.ONE_STAGE);
+        AllReduceDispatcher d = dispatcher(Algorithm.ONE_STAGE);
         long bytes = 64 * 7168 * 2;
         Decision registered = d.decide(bytes, DType.BFLOAT16, true, true);
         Decision unregistered = d.decide(bytes, DType.BFLOAT16, true, false);
@@ -100,7 +99,7 @@ class FusedNormRouteTest {
 
     @Test
     void autoPolicyFusesSmallCallsWithPushAndExplainsUnsuitableRows() {
-        AllReduceDispatcher d = dispatcher(AlgorithmPolicy.AUTO);
+        AllReduceDispatcher d = dispatcher(Algorithm.AUTO);
         Decision small = d.decide(3 * 7168 * 2, DType.BFLOAT16, true, false);
         assertEquals(Algorithm.PUSH, small.algorithm());
         assertTrue(FusedNormRoute.PUSH.describe(small, 7168, DType.BFLOAT16).startsWith("fused: one push kernel"));

@@ -1,5 +1,6 @@
 package dev.ar4j.internal.peer;
 
+import dev.ar4j.OutOfStepException;
 import dev.ar4j.internal.rendezvous.InProcessRendezvous;
 import org.junit.jupiter.api.Test;
 
@@ -67,7 +68,7 @@ class PeerRecordValidationTest {
     void offsetsOutsideThePeersAllocationAreRefusedNamingTheRank() throws Exception {
         for (long forged : new long[] {64L << 30, -(1L << 20), Long.MAX_VALUE, FakeIpc.ALLOCATION_BYTES - BYTES + 16}) {
             Throwable e = exchangeWithForgedOffset(forged);
-            assertInstanceOf(IllegalStateException.class, e, "offset " + forged + " was accepted");
+            assertInstanceOf(OutOfStepException.class, e, "offset " + forged + " was accepted");
             assertTrue(e.getMessage().contains("rank 1") && e.getMessage().contains("refused"), e.getMessage());
         }
         assertNull(exchangeWithForgedOffset(FakeIpc.ALLOCATION_BYTES - BYTES), "the last offset that fits");
@@ -81,7 +82,7 @@ class PeerRecordValidationTest {
             return FakeIpc.handle(0, 0);  // rank 0's own allocation, sent back by rank 1
         };
         Throwable e = runRank0(ipc, mirror);
-        assertInstanceOf(IllegalStateException.class, e);
+        assertInstanceOf(OutOfStepException.class, e);
         assertTrue(e.getMessage().contains("rank 1") && e.getMessage().contains("own allocation"), e.getMessage());
     }
 
@@ -107,7 +108,7 @@ class PeerRecordValidationTest {
                         TIMEOUT, ranges), claim[0]));
                 rank1.get(30, TimeUnit.SECONDS);
                 Throwable e = rank0.get(30, TimeUnit.SECONDS);
-                assertInstanceOf(IllegalStateException.class, e, "0x" + Long.toHexString(claim[0]) + " was accepted");
+                assertInstanceOf(OutOfStepException.class, e, "0x" + Long.toHexString(claim[0]) + " was accepted");
                 assertTrue(e.getMessage().contains("rank 1") && e.getMessage().contains("refused"), e.getMessage());
             } finally {
                 pool.shutdownNow();

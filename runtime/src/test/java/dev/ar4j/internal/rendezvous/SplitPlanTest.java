@@ -1,5 +1,6 @@
 package dev.ar4j.internal.rendezvous;
 
+import dev.ar4j.OutOfStepException;
 import dev.ar4j.rendezvous.*;
 
 import dev.ar4j.internal.rendezvous.InProcessRendezvous;
@@ -91,7 +92,7 @@ class SplitPlanTest {
         try {
             Future<byte[][]> stranger = pool.submit(() -> group.forRank(1).allGather("ar4j/comm/split/0",
                     new byte[] {9, 9}, WAIT));
-            IllegalStateException e = assertThrows(IllegalStateException.class,
+            OutOfStepException e = assertThrows(OutOfStepException.class,
                     () -> SplitPlan.agree(group.forRank(0), "ar4j/comm/split/0", 0, 0, WAIT));
             assertTrue(e.getMessage().contains("rank 1 sent a malformed split record")
                     && e.getMessage().contains("same ar4j version"), e.getMessage());

@@ -1,5 +1,6 @@
 package dev.ar4j.internal.rendezvous;
 
+import dev.ar4j.OutOfStepException;
 import dev.ar4j.rendezvous.*;
 
 import dev.ar4j.internal.rendezvous.DroppableRank;
@@ -196,7 +197,7 @@ class SubGroupRendezvousTest {
         List<String> messages = onEveryRank(2, r -> {
             SplitPlan plan = SplitPlan.of(new int[] {0, 0}, new int[] {0, 1}, NONCES, r, "ar4j/comm/split/0");
             try (SubGroupRendezvous sub = SubGroupRendezvous.over(group.forRank(r), plan)) {
-                IllegalStateException e = assertThrows(IllegalStateException.class, () -> {
+                OutOfStepException e = assertThrows(OutOfStepException.class, () -> {
                     if (r == 0) {
                         sub.allGather("a", new byte[] {1}, WAIT);
                     } else {
