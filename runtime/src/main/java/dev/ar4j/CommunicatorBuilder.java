@@ -342,6 +342,30 @@ public abstract class CommunicatorBuilder<B extends CommunicatorBuilder<B>> {
         return self();
     }
 
+    /**
+     * Variants of the custom kernels, each off by default (the kernels of C ABI 0.6):
+     * a comma-separated list of {@code early-trigger} (the push kernels let the next kernel launch
+     * at once; in effect only when no two ranks share a GPU), {@code clear-on-read} (each push pack
+     * is cleared right after it is read, off the completion path), {@code fused-grid-push} (the
+     * fused push kernel pushes over the whole grid), {@code two-stage-push} (2-stage as posted
+     * writes: each rank pushes its shards to their owners and the reduced shards back), and
+     * {@code push-pass-on-poison} (a push kernel that gives up passes the poison on), or
+     * {@code all} / {@code none}. Default: system property {@code ar4j.kernel.variants}, else
+     * environment {@code AR4J_KERNEL_VARIANTS}, else none. Every rank must pass the same list,
+     * {@code early-trigger} and {@code push-pass-on-poison} excepted (a difference fails the group
+     * at its first call, naming it). Not yet measured on two GPUs: keep the default until a
+     * measurement says otherwise (benchmarks/RESULTS.md).
+     *
+     * @param variants the list, {@code all} or {@code none}
+     * @return this builder
+     * @throws IllegalArgumentException for an unknown name, naming the accepted ones
+     */
+    public B kernelVariants(String variants) {
+        dev.ar4j.internal.kernels.KernelVariants.parse(variants, "builder value kernelVariants");
+        draft.kernelVariants = variants;
+        return self();
+    }
+
     /** The settings as they stand (tests of the checks). */
     Settings settings() {
         return draft.freeze();

@@ -27,6 +27,20 @@ class CommunicatorBuilderTest {
     }
 
     @Test
+    void kernelVariantsAreCheckedWhenSetAndNameTheAcceptedOnes() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Communicator.builder().kernelVariants("early-trigger,turbo"));
+        assertTrue(e.getMessage().contains("turbo"), e.getMessage());
+        assertTrue(e.getMessage().contains("two-stage-push"), e.getMessage());
+        // Accepted names reach the settings, ahead of the property and the environment.
+        Communicator.Builder b = Communicator.builder().environment(Map.of("AR4J_KERNEL_VARIANTS", "all"))
+                .kernelVariants("clear-on-read, fused-grid-push").rank(0);
+        org.junit.jupiter.api.Assertions.assertEquals(dev.ar4j.internal.kernels.KernelVariants.PUSH_CLEAR_ON_READ
+                        | dev.ar4j.internal.kernels.KernelVariants.FUSED_GRID_PUSH,
+                dev.ar4j.internal.engine.BuilderChecks.kernelVariants(b.settings()));
+    }
+
+    @Test
     void unknownValueInTheEnvironmentIsRejectedNamingTheVariable() {
         ConfigurationException e = assertThrows(ConfigurationException.class,
                 () -> Communicator.builder().environment(Map.of("SGLANG_CUSTOM_ALLREDUCE_ALGO", "3stage"))

@@ -259,7 +259,7 @@ class FailureContainmentOneJvmIT {
                         }
                         b.copyFrom(host);
                         comm.allReduce(b.address(), b.address(), 2048, DType.FLOAT32, stream.handle(),
-                                AlgorithmPolicy.ONE_STAGE);
+                                Algorithm.ONE_STAGE);
                         stream.synchronize();
                         comm.checkPeers();
                         b.copyTo(host);
