@@ -7,7 +7,9 @@ namespace {
 
 constexpr int kLinearThreads = 256;              // 8 warps, one output feature each
 constexpr int kWarpsPerBlock = kLinearThreads / 32;
-constexpr int kUnroll = 4;                       // 16-byte loads of W in flight per lane
+// 16-byte loads of W in flight per lane: 8 for one or two rows of X, 4 above (registers).
+template <int ROWS>
+constexpr int unroll_for() { return ROWS <= 2 ? 8 : 4; }
 
 // 16 bytes of W, not kept in L1 (each is read once); the read-only path.
 __device__ __forceinline__ uint4 load_streaming(const uint4 *p) {
@@ -57,6 +59,7 @@ __global__ void __launch_bounds__(kLinearThreads) linear_rows_kernel(const uint4
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) acc[r] = 0.0f;
 
+    constexpr int kUnroll = unroll_for<ROWS>();
     int c = lane;
     for (; c + 32 * (kUnroll - 1) < chunks; c += 32 * kUnroll) {
         uint4 wv[kUnroll];

@@ -4,6 +4,7 @@
 // the stated tolerance where fp32 summation order or libm ulps may differ.
 //
 //   build.sh OUT_DIR test && OUT_DIR/ar4j_llama_kernels_test [seed]
+//   OUT_DIR/ar4j_llama_kernels_test --bench-linear     (timing of the rows kernel only)
 //
 // Exits 0 when every check passed, 1 when one failed, 2 when the test itself could not run.
 #include <chrono>
@@ -11,6 +12,7 @@
 #include "attention_checks.h"
 #include "copy_checks.h"
 #include "graph_checks.h"
+#include "linear_bench.h"
 
 int main(int argc, char **argv) {
     using namespace test;
@@ -21,6 +23,10 @@ int main(int argc, char **argv) {
     }
     cudaDeviceProp prop;
     TEST_CUDA(cudaGetDeviceProperties(&prop, 0));
+    if (argc > 1 && strcmp(argv[1], "--bench-linear") == 0) {
+        bench_linear_rows();
+        return 0;
+    }
     const uint64_t seed = argc > 1 ? strtoull(argv[1], nullptr, 0)
                                    : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
     rng().seed(seed);
