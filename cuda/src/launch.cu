@@ -43,9 +43,17 @@ cudaError_t launch_kernel(Kernel kernel, int blocks, int threads, cudaStream_t s
     return cudaLaunchKernelEx(&config, kernel, p);
 }
 
+// One push instance per variant combination: the default one has no variant code at all.
+template <typename T, int WS, bool kClear, bool kPassOn>
+cudaError_t launch_push(bool early, const Params &p, cudaStream_t stream, bool pdl) {
+    const int b = ar4j::kPushBlocks, t = ar4j::kPushThreads;
+    if (early) return launch_kernel(ar4j::push_kernel<T, WS, kClear, kPassOn, true>, b, t, stream, pdl, p);
+    return launch_kernel(ar4j::push_kernel<T, WS, kClear, kPassOn, false>, b, t, stream, pdl, p);
+}
+
 // p.variants selects the variant kernels: kVariantTwoStagePush (set only where its scratch fits:
-// ar4j_all_reduce), kVariantPushClearOnRead and kVariantPushPassOnPoison; the early trigger is a
-// run-time test inside.
+// ar4j_all_reduce), kVariantPushClearOnRead, kVariantPushPassOnPoison and kVariantPushEarlyTrigger
+// (set only where it is in effect).
 template <typename T, int WS>
 cudaError_t launch_typed(int32_t algorithm, bool in_place, const Params &p, int blocks, int threads,
                          cudaStream_t stream, bool pdl) {
@@ -61,11 +69,11 @@ cudaError_t launch_typed(int32_t algorithm, bool in_place, const Params &p, int 
     }
     const bool clear = (p.variants & ar4j::kVariantPushClearOnRead) != 0;
     const bool pass_on = (p.variants & ar4j::kVariantPushPassOnPoison) != 0;
-    const int b = ar4j::kPushBlocks, t = ar4j::kPushThreads;
-    if (clear && pass_on) return launch_kernel(ar4j::push_kernel<T, WS, true, true>, b, t, stream, pdl, p);
-    if (clear) return launch_kernel(ar4j::push_kernel<T, WS, true>, b, t, stream, pdl, p);
-    if (pass_on) return launch_kernel(ar4j::push_kernel<T, WS, false, true>, b, t, stream, pdl, p);
-    return launch_kernel(ar4j::push_kernel<T, WS>, b, t, stream, pdl, p);
+    const bool early = (p.variants & ar4j::kVariantPushEarlyTrigger) != 0;
+    if (clear && pass_on) return launch_push<T, WS, true, true>(early, p, stream, pdl);
+    if (clear) return launch_push<T, WS, true, false>(early, p, stream, pdl);
+    if (pass_on) return launch_push<T, WS, false, true>(early, p, stream, pdl);
+    return launch_push<T, WS, false, false>(early, p, stream, pdl);
 }
 
 template <typename T>
@@ -87,6 +95,10 @@ cudaError_t preload_typed() {
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, true>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, false, true>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, true, true>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, false, false, true>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, true, false, true>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, false, true, true>);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, true, true, true>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::two_stage_push_kernel<T, WS>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS, true, false>);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS, false, true>);

@@ -198,11 +198,14 @@ __device__ __forceinline__ void pdl_trigger_early(const Params &p) {
     if ((p.variants & kVariantPushEarlyTrigger) != 0) pdl_launch_dependents();
 }
 
-template <typename T, int WS, bool kClear = false, bool kPassOn = false>
+// kEarly: the early trigger, as a template parameter (the launch picks the instance from
+// p.variants), so that the default instance has no run-time test of it: with the test inside,
+// the default push kernel measured about 0.07 us slower per call on one H200 (PDL on and off).
+template <typename T, int WS, bool kClear = false, bool kPassOn = false, bool kEarly = false>
 __global__ void __launch_bounds__(kPushThreads) push_kernel(Params p) {
     using Tr = PackTraits<T>;
     pdl_wait();
-    pdl_trigger_early(p);
+    if (kEarly) pdl_launch_dependents();
     __shared__ unsigned long long s_generation;
     __shared__ int s_abort;
     PushState *state = &p.self->push[blockIdx.x];
