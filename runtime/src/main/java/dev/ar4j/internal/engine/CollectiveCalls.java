@@ -54,6 +54,9 @@ final class CollectiveCalls {
     void unregister(DeviceBuffer buffer) {
         Objects.requireNonNull(buffer, "buffer");
         run("unregister", () -> {
+            if (kernels != null) {
+                kernels.settle(true);
+            }
             group.agreeUnregister(buffer.byteSize(), kernels == null
                     || kernels.isRegistered(buffer.address(), buffer.byteSize()));
             if (kernels != null) {

@@ -257,7 +257,7 @@ final class CustomKernelPath implements AutoCloseable {
 
     /** Shares {@code buffer} with every rank and registers it (collective). */
     void register(DeviceBuffer buffer) {
-        freeRetiredSlots();
+        settle(false);
         boolean reusesRetired = retired.overlaps(buffer.address(), buffer.byteSize());
         // Every rank learns whether any rank must refuse, so that all refuse alike and stay in step.
         int refusing = group.agreeOnRefusal("register", reusesRetired);
@@ -287,21 +287,25 @@ final class CustomKernelPath implements AutoCloseable {
             throw new IllegalArgumentException(buffer + " is not registered with this communicator (register(..) it "
                     + "first; unregister each buffer once)");
         }
-        Cuda.deviceSynchronize();   // the launches that read the slot are done before it is freed
+        // settle(true) ran before the collective step: the launches that read the slot are done.
         if (!kernels.unregisterBuffer(buffer.address())) {
             retired.add(buffer.address(), buffer.byteSize());
             slotsToFree.add(new long[] {buffer.address(), buffer.byteSize()});
         }
-        freeRetiredSlots();
     }
 
     /**
-     * Frees the library slots of retired registrations whose graphs are gone (called at register
-     * and unregister, not on an all-reduce's path). Waits for the device first: a launch still
-     * reading a slot would find it freed.
+     * Called at the start of a register or unregister, before its first collective step: waits
+     * for the device, so the launches that read a slot about to be freed are done, then frees the
+     * library slots of retired registrations whose graphs are gone. Before the collective step,
+     * because no peer has passed it yet: none of a peer's later kernels (which would wait for this
+     * rank's) is on the device meanwhile, also when ranks share a GPU in one process. The wait is
+     * bounded by the kernels' deadline and ended by abort()'s poison. Not on an all-reduce's path.
+     *
+     * @param always wait for the device even with no retired slot (an unregister frees one)
      */
-    private void freeRetiredSlots() {
-        if (slotsToFree.isEmpty()) {
+    void settle(boolean always) {
+        if (!always && slotsToFree.isEmpty()) {
             return;
         }
         Cuda.deviceSynchronize();
