@@ -10,6 +10,7 @@ import dev.ar4j.internal.engine.CaptureRecorder;
 import dev.ar4j.internal.engine.Engine;
 import dev.ar4j.internal.engine.LocalGroup;
 import dev.ar4j.internal.engine.Settings;
+import dev.ar4j.internal.rendezvous.AbortSignal;
 import dev.ar4j.nccl.NcclCollectives;
 import dev.ar4j.rendezvous.LaunchEnvironment;
 
@@ -52,14 +53,28 @@ public final class Communicator implements AutoCloseable {
     private final Engine engine;
     private final FailureListener listener;  // may be null; a split's children inherit it
 
-    private Communicator(Settings settings, FailureListener listener) {
+    private final AbortSignal.Registration abortAfterBuild;  // a BuildAbort's forwarding to abort(), or a no-op
+
+    private Communicator(Settings settings, FailureListener listener, AbortSignal abort) {
         this.listener = listener;
-        this.engine = Engine.open(settings, failureReporter(listener));
+        this.engine = Engine.open(settings, failureReporter(listener), abort);
+        this.abortAfterBuild = abort.onAbort(this::abort);
+        if (abort.aborted()) {
+            BuildAbortedException e = abort.aborted("as the group finished forming", null);
+            abortAfterBuild.close();
+            try {
+                engine.close();
+            } catch (RuntimeException closing) {
+                e.addSuppressed(closing);
+            }
+            throw e;
+        }
     }
 
     private Communicator(Engine engine, FailureListener listener) {
         this.listener = listener;
         this.engine = engine;
+        this.abortAfterBuild = () -> { };
     }
 
     /** Hands the engine's first failure to the listener, with this communicator. */
@@ -560,6 +575,7 @@ public final class Communicator implements AutoCloseable {
      */
     @Override
     public void close() {
+        abortAfterBuild.close();
         engine.close();
     }
 
@@ -600,6 +616,7 @@ public final class Communicator implements AutoCloseable {
      */
     public static final class Builder extends CommunicatorBuilder<Builder> {
         private FailureListener failureListener;
+        private BuildAbort buildAbort;
 
         private Builder() {
         }
@@ -622,8 +639,22 @@ public final class Communicator implements AutoCloseable {
         }
 
         /**
+         * Lets {@code abort} end the build from another thread, and abort the communicator once it is
+         * built (see {@link BuildAbort}).
+         *
+         * @param abort the handle; one handle serves one build; not {@code null}
+         * @return this builder
+         * @throws NullPointerException if {@code abort} is {@code null}
+         */
+        public Builder abortWith(BuildAbort abort) {
+            this.buildAbort = Objects.requireNonNull(abort, "abort");
+            return this;
+        }
+
+        /**
          * Joins the group: collective, blocking until every rank has joined (bounded by the
-         * rendezvous timeout). On the calling thread, the communicator's GPU becomes current.
+         * rendezvous timeout, and ended early by a {@link #abortWith BuildAbort}). On the calling
+         * thread, the communicator's GPU becomes current.
          *
          * @return this rank's communicator
          * @throws IllegalArgumentException if the builder's rank, world size or rendezvous are missing or
@@ -634,9 +665,12 @@ public final class Communicator implements AutoCloseable {
          *     rank)
          * @throws NativeLibraryException if the native libraries cannot be loaded
          * @throws dev.ar4j.cuda.CudaException if the GPU cannot be set up
+         * @throws BuildAbortedException if the {@link #abortWith BuildAbort} was aborted before or during the build
+         * @throws IllegalStateException if that handle was already given to another build
          */
         public Communicator build() {
-            return new Communicator(draft.freeze(), failureListener);
+            Settings settings = draft.freeze();
+            return new Communicator(settings, failureListener, buildAbort == null ? AbortSignal.none() : buildAbort.claim());
         }
     }
 }

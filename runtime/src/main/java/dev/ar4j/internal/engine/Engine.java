@@ -10,6 +10,8 @@ import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.Topology;
 import dev.ar4j.internal.engine.FailureState.Failure;
 import dev.ar4j.internal.engine.FailureState.Kind;
+import dev.ar4j.BuildAbortedException;
+import dev.ar4j.internal.rendezvous.AbortSignal;
 import dev.ar4j.internal.rendezvous.SplitPlan;
 import dev.ar4j.internal.rendezvous.SubGroupRendezvous;
 import dev.ar4j.nccl.NcclCollectives;
@@ -45,9 +47,9 @@ public final class Engine implements AutoCloseable {
     private final ResidualNormCalls residualNorm;
 
     private Engine(Settings settings, Rendezvous rendezvous, boolean ownsRendezvous,
-                   Consumer<RuntimeException> onFailure) {
+                   Consumer<RuntimeException> onFailure, AbortSignal abort) {
         this.settings = settings;
-        GroupParts parts = GroupParts.open(settings, rendezvous, ownsRendezvous);
+        GroupParts parts = GroupParts.open(settings, rendezvous, ownsRendezvous, abort);
         this.containment = new Containment(parts.group().rank, state, guard, parts.kernels(), parts.nccl(), onFailure);
         this.lifecycle = Lifecycle.start(parts, settings, state, guard, containment);
         this.group = parts.group();
@@ -72,12 +74,47 @@ public final class Engine implements AutoCloseable {
      * @return this rank's engine, its GPU current on the calling thread
      */
     public static Engine open(Settings settings, Consumer<RuntimeException> onFailure) {
+        return open(settings, onFailure, AbortSignal.none());
+    }
+
+    /**
+     * {@link #open(Settings, Consumer)}, ended early by {@code abort} ({@code dev.ar4j.BuildAbort}):
+     * when it is set, the rendezvous is told this rank aborted (its own and its peers' waits end),
+     * NCCL's init stops and is aborted, what was made is freed, and this throws
+     * {@link dev.ar4j.BuildAbortedException}.
+     */
+    public static Engine open(Settings settings, Consumer<RuntimeException> onFailure, AbortSignal abort) {
         BuilderChecks.validate(settings);
-        if (settings.rendezvous() != null) {
-            return new Engine(settings, settings.rendezvous(), false, onFailure);
+        abort.throwIfAborted("before it started");
+        try {
+            if (settings.rendezvous() != null) {
+                return build(settings, settings.rendezvous(), false, onFailure, abort);
+            }
+            GroupRendezvous.Connected connected = GroupRendezvous.connect(settings, abort);
+            return build(connected.settings(), connected.rendezvous(), true, onFailure, abort);
+        } catch (RuntimeException e) {
+            if (abort.aborted() && !(e instanceof BuildAbortedException)) {
+                throw abort.aborted("while the group was forming", e);
+            }
+            throw e;
         }
-        GroupRendezvous.Connected connected = GroupRendezvous.connect(settings);
-        return new Engine(connected.settings(), connected.rendezvous(), true, onFailure);
+    }
+
+    /** Builds over {@code rendezvous}, which an abort during the build tells that this rank gave up. */
+    private static Engine build(Settings settings, Rendezvous rendezvous, boolean owns,
+                                Consumer<RuntimeException> onFailure, AbortSignal abort) {
+        Engine engine;
+        try (AbortSignal.Registration told = abort.onAbort(() -> rendezvous.abortRank("rank " + rendezvous.rank()
+                + "'s build was aborted: " + abort.reason()))) {
+            engine = new Engine(settings, rendezvous, owns, onFailure, abort);
+        }
+        if (abort.aborted()) {
+            // Aborted after the last step: the peers were told, so the group cannot be used.
+            BuildAbortedException e = abort.aborted("as the group finished forming", null);
+            Closing.quietly(e, engine);
+            throw e;
+        }
+        return engine;
     }
 
     /** {@code Communicator.allReduce(DeviceBuffer, DeviceBuffer, DType, CudaStream)}. */
@@ -247,7 +284,7 @@ public final class Engine implements AutoCloseable {
         }
         Settings child = group.childSettings();
         BuilderChecks.validate(child);
-        return new Engine(child, SubGroupRendezvous.over(group.rendezvous, plan), true, onFailure);
+        return new Engine(child, SubGroupRendezvous.over(group.rendezvous, plan), true, onFailure, AbortSignal.none());
     }
 
     /** The rendezvous of this group (tests that need the same group). */

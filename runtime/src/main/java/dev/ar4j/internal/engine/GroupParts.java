@@ -1,16 +1,18 @@
 package dev.ar4j.internal.engine;
 
 import dev.ar4j.dispatch.AlgorithmThresholds;
+import dev.ar4j.internal.rendezvous.AbortSignal;
 import dev.ar4j.rendezvous.Rendezvous;
 
 /**
  * The native parts of one communicator, opened in order (group, dispatchers, NCCL, custom
  * kernels, the "ready" barrier) by {@link #open}, which closes whatever it opened when a later
- * step fails: a failed build leaves no port, rank slot, mapping or device memory behind.
+ * step fails or the build is aborted: a failed build leaves no port, rank slot, mapping or device
+ * memory behind.
  */
 record GroupParts(Group group, Dispatchers dispatchers, NcclPath nccl, CustomKernelPath kernels) {
 
-    static GroupParts open(Settings b, Rendezvous rendezvous, boolean ownsRendezvous) {
+    static GroupParts open(Settings b, Rendezvous rendezvous, boolean ownsRendezvous, AbortSignal abort) {
         int device = b.resolvedDevice();
         Group g = null;
         NcclPath ncclPath = null;
@@ -20,14 +22,17 @@ record GroupParts(Group group, Dispatchers dispatchers, NcclPath nccl, CustomKer
             g.inheritSettings(ChildSettings.snapshot(b, device, g.maxRanksPerGpu()));
             Dispatchers d = new Dispatchers(g.topology, b.dispatchConfig(), b.stagingBytes(), thresholds(g.worldSize, b));
             if (BuilderChecks.ncclEnabled(b)) {
-                ncclPath = NcclPath.open(g);
+                abort.throwIfAborted("before NCCL's init");
+                ncclPath = NcclPath.open(g, abort);
             }
             if (g.customKernelsPossible()) {
+                abort.throwIfAborted("before the custom kernels were set up");
                 custom = CustomKernelPath.open(g, b.stagingBytes(), b.maxRegistrations(), b.kernelTimeout().toNanos(),
                         b.launchBlocks(), b.launchThreads(), b.ranksPerGpuAtLeast(), BuilderChecks.pdlEnabled(b),
                         BuilderChecks.kernelVariants(b));
             }
             // Every context exists (and its push buffers are filled) before any rank launches.
+            abort.throwIfAborted("before the group's ready barrier");
             g.rendezvous.barrier(g.key("ready"), g.timeout);
             if (custom != null) {
                 custom.afterGroupReady();

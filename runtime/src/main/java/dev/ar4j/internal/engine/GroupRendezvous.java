@@ -1,6 +1,7 @@
 package dev.ar4j.internal.engine;
 
 import dev.ar4j.cuda.Cuda;
+import dev.ar4j.internal.rendezvous.AbortSignal;
 import dev.ar4j.internal.rendezvous.InProcessRendezvous;
 import dev.ar4j.rendezvous.LaunchEnvironment;
 import dev.ar4j.rendezvous.Rendezvous;
@@ -19,7 +20,7 @@ final class GroupRendezvous {
     }
 
     /** Connects (rank 0 serves); resolves the local rank from the launch environment. */
-    static Connected connect(Settings b) {
+    static Connected connect(Settings b, AbortSignal abort) {
         LaunchEnvironment.Builder env = LaunchEnvironment.builder();
         if (b.rank() >= 0) {
             env.rank(b.rank());
@@ -58,7 +59,7 @@ final class GroupRendezvous {
         // The GPU first: a rank that cannot drive its GPU fails now, with CUDA's reason, instead
         // of making the other ranks wait for it on the network until their rendezvous times out.
         requireDevice(resolved.resolvedDevice());
-        return new Connected(resolved, rendezvousFor(launch, b.rendezvousTimeout()));
+        return new Connected(resolved, rendezvousFor(launch, b.rendezvousTimeout(), abort));
     }
 
     /**
@@ -66,11 +67,11 @@ final class GroupRendezvous {
      * worldSize(1)) meets nobody, so it gets an in-process one (no server, no port, no job token);
      * any other world a TCP rendezvous (rank 0 serves).
      */
-    static Rendezvous rendezvousFor(LaunchEnvironment launch, java.time.Duration timeout) {
+    static Rendezvous rendezvousFor(LaunchEnvironment launch, java.time.Duration timeout, AbortSignal abort) {
         if (launch.worldSize() == 1) {
             return InProcessRendezvous.create(1).forRank(0);
         }
-        return TcpRendezvous.connect(launch, timeout);
+        return TcpRendezvous.connect(launch, timeout, abort);
     }
 
     /**

@@ -29,7 +29,7 @@ final class NcclPath implements AutoCloseable {
      * Rank 0 makes the unique id, every rank joins (collective). The ranks meet in a bounded
      * barrier first, so that a rank that is already gone is named here instead of hanging NCCL.
      */
-    static NcclPath open(Group group) {
+    static NcclPath open(Group group, dev.ar4j.internal.rendezvous.AbortSignal abort) {
         if (group.maxRanksPerGpu() > 1) {
             // The same answer on every rank (it comes from the all-gathered peer records).
             throw new ConfigurationException("rank " + group.rank + ": " + group.maxRanksPerGpu() + " ranks of this "
@@ -40,18 +40,20 @@ final class NcclPath implements AutoCloseable {
         byte[] id = group.rendezvous.broadcast(group.key("nccl-id"), 0,
                 group.rank == 0 ? NcclUniqueId.generate().toBytes() : null, group.timeout);
         group.rendezvous.barrier(group.key("nccl-init"), group.timeout);
-        return new NcclPath(initRank(NcclUniqueId.fromBytes(id), group));
+        return new NcclPath(initRank(NcclUniqueId.fromBytes(id), group, abort));
     }
 
     /**
      * The non-blocking {@code ncclCommInitRankConfig}, polled against the group's rendezvous
      * deadline and aborted on expiry ({@code NcclTimeoutException} naming the rank); the wait also
-     * ends as soon as the rendezvous reports a lost rank.
+     * ends as soon as the rendezvous reports a lost rank or the build is aborted.
      */
-    private static NcclCommunicator initRank(NcclUniqueId id, Group group) {
+    private static NcclCommunicator initRank(NcclUniqueId id, Group group,
+                                             dev.ar4j.internal.rendezvous.AbortSignal abort) {
         java.util.concurrent.atomic.AtomicBoolean lost = new java.util.concurrent.atomic.AtomicBoolean();
         try (AutoCloseable subscription = group.rendezvous.onPeerLost((rank, reason) -> lost.set(true))) {
-            return NcclCommInit.nonBlocking(id, group.worldSize, group.rank, group.timeout, lost::get);
+            return NcclCommInit.nonBlocking(id, group.worldSize, group.rank, group.timeout,
+                    () -> lost.get() || abort.aborted());
         } catch (RuntimeException e) {
             throw e;
         } catch (Exception e) {

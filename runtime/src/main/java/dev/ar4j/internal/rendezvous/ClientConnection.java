@@ -83,7 +83,11 @@ final class ClientConnection {
                     + " during " + operation + ": " + e.getMessage() + " (did the serving rank exit or crash?)", e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new RendezvousException("rank " + rank + " was interrupted while waiting in " + operation, e);
+            // The server still answers the request later: this connection is out of step with it.
+            markBroken("rank " + rank + " was interrupted while waiting in " + operation + ", so the connection is out"
+                    + " of step with the server; close the rendezvous");
+            throw new RendezvousException("rank " + rank + " was interrupted while waiting in " + operation
+                    + "; its rendezvous cannot be used any more: close it", e);
         } finally {
             replyLimit = RendezvousProtocol.MAX_MESSAGE_PAYLOAD;
         }
@@ -107,6 +111,25 @@ final class ClientConnection {
             };
         }
         return reply;
+    }
+
+    /**
+     * Sends ABORT for {@code scope} (empty: the whole rank) on a thread of its own: never blocks the
+     * caller, also while a request of this rank waits for its reply (the server then ends that wait).
+     * A connection already gone sends nothing: the server has seen the rank leave.
+     */
+    void sendAbort(String scope, String reason) {
+        if (brokenBecause != null || closing) {
+            return;
+        }
+        byte[] payload = RendezvousProtocol.abort(scope, reason);
+        Thread.ofVirtual().name("ar4j-rendezvous-abort-rank-" + rank).start(() -> {
+            try {
+                channel.send(RendezvousProtocol.ABORT, payload);
+            } catch (IOException | RuntimeException e) {
+                LOG.log(System.Logger.Level.DEBUG, () -> "rank " + rank + " could not send its ABORT: " + e);
+            }
+        });
     }
 
     /** Marks the connection broken after a reply that does not fit its request. */

@@ -63,6 +63,7 @@ final class GroupState {
     private final Map<String, Integer> sharedKeyCharge = new HashMap<>();
     private final PeerLossListeners losses = new PeerLossListeners();
     private final ServerMemoryBudget budget;
+    private final AbortedScopes abortedScopes;
     /** Why the group cannot form (a rank with another world size), or null. */
     private volatile String groupFailure;
     private volatile boolean closed;
@@ -73,6 +74,7 @@ final class GroupState {
         this.budget = budget;
         this.keysUsed = new long[worldSize];
         this.bytesUsed = new long[worldSize];
+        this.abortedScopes = new AbortedScopes(worldSize);
     }
 
     int worldSize() {
@@ -181,6 +183,37 @@ final class GroupState {
         }
     }
 
+    /**
+     * {@code rank}'s ABORT. An empty {@code scope} aborts the rank: it counts as lost (its peers are
+     * told), and every wait that needs its keys, and each of its own, ends. A scope ends only the
+     * waits for its keys inside the scope and its own waits there ({@link AbortedScopes}).
+     *
+     * @return false if a scope could not be recorded (the rank's limit of scopes or the server's
+     *     memory budget is exhausted); the caller warns
+     */
+    boolean abort(int rank, String scope, String reason) {
+        if (scope.isEmpty()) {
+            String message = "rank " + rank + " aborted: " + reason;
+            if (!closed && lost.putIfAbsent(rank, message) == null) {
+                reportLoss(rank, message);
+            } else {
+                store.wakeAll();
+            }
+            return true;
+        }
+        long cost = 2L * scope.length() + 2L * Math.min(reason.length(), AbortedScopes.MAX_REASON_CHARS) + 128;
+        if (!budget.tryCharge(cost)) {
+            return false;
+        }
+        boolean recorded = abortedScopes.add(rank, scope, "rank " + rank + " aborted " + reason);
+        if (!recorded) {
+            budget.release(cost);
+            return false;
+        }
+        store.wakeAll();
+        return true;
+    }
+
     /** Subscribes to the first rank loss the server sees. */
     AutoCloseable onPeerLost(PeerLossListener listener) {
         return losses.add(listener);
@@ -261,6 +294,15 @@ final class GroupState {
         String failure = groupFailure;
         if (failure != null) {
             return new RendezvousRefusedException(failure);
+        }
+        String own = lostReason(session.rank);
+        if (own != null) {
+            return new PeerLostException(own + "; this wait of rank " + session.rank + " ended with it", session.rank,
+                    null);
+        }
+        PeerLostException scoped = abortedScopes.check(keys, missing, session.rank);
+        if (scoped != null) {
+            return scoped;
         }
         for (int index : missing) {
             int owner = owners[index];

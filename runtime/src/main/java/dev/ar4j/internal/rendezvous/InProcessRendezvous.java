@@ -29,9 +29,11 @@ import java.util.List;
  * lives in one JVM.
  *
  * <p>Liveness: a wait that needs a key of a rank whose view was closed, or that was
- * {@linkplain #abort aborted}, fails at once with a {@link PeerLostException}; an abort is also
- * reported to every view's {@linkplain Rendezvous#onPeerLost peer-loss listeners}. Closing a view
- * is a normal departure and is not reported.
+ * {@linkplain #abort aborted}, fails at once with a {@link PeerLostException}, and so does every
+ * wait of the aborted rank itself; an abort is also reported to every view's
+ * {@linkplain Rendezvous#onPeerLost peer-loss listeners}. Closing a view is a normal departure and
+ * is not reported. A view's {@link ScopedAbort#abortScope} ends only the waits of one key scope
+ * (a sub-group's), and reports nothing.
  */
 public final class InProcessRendezvous {
 
@@ -41,10 +43,12 @@ public final class InProcessRendezvous {
     private final PeerLossListeners listeners = new PeerLossListeners();
     private final java.util.BitSet departed = new java.util.BitSet();
     private final java.util.Map<Integer, String> lost = new java.util.HashMap<>();
+    private final AbortedScopes scopes;
 
     private InProcessRendezvous(int worldSize) {
         this.worldSize = worldSize;
         this.views = new RankView[worldSize];
+        this.scopes = new AbortedScopes(worldSize);
     }
 
     /**
@@ -110,7 +114,15 @@ public final class InProcessRendezvous {
         listeners.report(rank, message);
     }
 
-    private synchronized RuntimeException abortReason(List<String> keys, int[] missing) {
+    private synchronized RuntimeException abortReason(List<String> keys, int[] missing, int waitingRank) {
+        String own = lost.get(waitingRank);
+        if (own != null) {
+            return new PeerLostException(own + "; this wait of rank " + waitingRank + " ended with it", waitingRank, null);
+        }
+        PeerLostException scoped = scopes.check(keys, missing, waitingRank);
+        if (scoped != null) {
+            return scoped;
+        }
         for (int index : missing) {
             int owner = StoreKeys.owner(keys.get(index), worldSize);
             if (owner < 0) {
@@ -128,7 +140,7 @@ public final class InProcessRendezvous {
         return null;
     }
 
-    private final class RankView extends StoreBackedRendezvous {
+    private final class RankView extends StoreBackedRendezvous implements ScopedAbort {
 
         RankView(int rank) {
             super(rank, worldSize);
@@ -144,7 +156,7 @@ public final class InProcessRendezvous {
             AwaitResult result;
             try {
                 result = store.await(storeKeys, Durations.toNanos(timeout),
-                        missing -> abortReason(storeKeys, missing));
+                        missing -> abortReason(storeKeys, missing, rank()));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new RendezvousException("rank " + rank() + " was interrupted while waiting in " + operation, e);
@@ -175,6 +187,20 @@ public final class InProcessRendezvous {
         @Override
         public void abortRank(String reason) {
             abort(rank(), reason);
+        }
+
+        @Override
+        public void abortScope(String prefix, String reason) {
+            java.util.Objects.requireNonNull(reason, "reason");
+            if (java.util.Objects.requireNonNull(prefix, "prefix").isEmpty()) {
+                throw new IllegalArgumentException("an aborted scope needs a prefix; abortRank aborts the whole rank");
+            }
+            if (!scopes.add(rank(), prefix, "rank " + rank() + " aborted " + reason)) {
+                System.getLogger(InProcessRendezvous.class.getName()).log(System.Logger.Level.WARNING, "rank " + rank()
+                        + " has aborted " + AbortedScopes.MAX_SCOPES_PER_RANK + " scopes; the waits of scope '" + prefix
+                        + "' end at their timeouts");
+            }
+            store.wakeAll();
         }
 
         @Override

@@ -22,7 +22,7 @@ import java.util.List;
  * Every message is one frame, big-endian:
  * <pre>
  * offset 0  int   magic 0x41523452 ("AR4R")
- * offset 4  byte  protocol version (2)
+ * offset 4  byte  protocol version (3)
  * offset 5  byte  type
  * offset 6  int   payload length, checked against the reader's maximum before anything is allocated
  * offset 10       payload
@@ -55,6 +55,11 @@ import java.util.List;
  *                                                    | ERROR
  * HEARTBEAT (empty), both directions, no reply
  * BYE       (empty), the client leaves on purpose, no reply
+ * ABORT     bytes scope, bytes reason (UTF-8): the client gave up, no reply, allowed while its GET
+ *           waits. An empty scope aborts the rank: it counts as lost (PEER_LOST to every other rank)
+ *           and every wait that needs its keys, and every wait of its own, ends. A scope (a
+ *           sub-group's namespace) ends only the waits for its keys in that scope and its own
+ *           waits there, with ERROR code 4; nothing is reported as a loss.
  * PEER_LOST int rank, UTF-8 reason: the server tells every client a rank is lost, no reply
  * ERROR     byte code, int rank, UTF-8 message
  * </pre>
@@ -64,7 +69,7 @@ import java.util.List;
 final class RendezvousProtocol {
 
     static final int MAGIC = 0x41523452;
-    static final byte VERSION = 2;
+    static final byte VERSION = 3;
     static final int HEADER_BYTES = 10;
 
     /** Longest key on the wire: a user key plus the namespace prefix the collectives add. */
@@ -91,6 +96,7 @@ final class RendezvousProtocol {
     static final byte AUTH = 4;
     static final byte HEARTBEAT = 5;
     static final byte BYE = 6;
+    static final byte ABORT = 7;
     static final byte CHALLENGE = 0x13;
     static final byte WELCOME = 0x14;
     static final byte PEER_LOST = 0x15;
@@ -130,6 +136,7 @@ final class RendezvousProtocol {
             case AUTH -> "AUTH";
             case HEARTBEAT -> "HEARTBEAT";
             case BYE -> "BYE";
+            case ABORT -> "ABORT";
             case CHALLENGE -> "CHALLENGE";
             case WELCOME -> "WELCOME";
             case PEER_LOST -> "PEER_LOST";
@@ -246,6 +253,20 @@ final class RendezvousProtocol {
         return writer.toByteArray();
     }
 
+    /** The longest ABORT reason, in UTF-8 bytes; a longer one is cut by the sender. */
+    static final int MAX_ABORT_REASON_BYTES = 4096;
+
+    static byte[] abort(String scope, String reason) {
+        byte[] text = reason.getBytes(StandardCharsets.UTF_8);
+        if (text.length > MAX_ABORT_REASON_BYTES) {
+            text = java.util.Arrays.copyOf(text, MAX_ABORT_REASON_BYTES);
+        }
+        PayloadWriter writer = new PayloadWriter();
+        writer.bytes(scope.getBytes(StandardCharsets.UTF_8));
+        writer.bytes(text);
+        return writer.toByteArray();
+    }
+
     static byte[] values(byte[][] values) {
         PayloadWriter writer = new PayloadWriter();
         writer.intValue(values.length);
@@ -297,6 +318,18 @@ final class RendezvousProtocol {
     }
 
     record GetRequest(long timeoutMillis, List<String> keys) {
+    }
+
+    /** An ABORT: the scope (empty: the whole rank) and the reason. */
+    record AbortRequest(String scope, String reason) {
+    }
+
+    static AbortRequest parseAbort(byte[] payload) throws ProtocolViolation {
+        PayloadReader reader = new PayloadReader(payload, "ABORT");
+        byte[] scope = reader.bytes(MAX_KEY_BYTES, "scope");
+        byte[] reason = reader.bytes(MAX_ABORT_REASON_BYTES, "reason");
+        reader.expectEnd();
+        return new AbortRequest(reader.utf8(scope, "scope"), new String(reason, StandardCharsets.UTF_8));
     }
 
     static HelloRequest parseHello(byte[] payload) throws ProtocolViolation {
@@ -460,13 +493,17 @@ final class RendezvousProtocol {
             if (raw.length == 0) {
                 throw new ProtocolViolation(frame + " payload: empty key");
             }
+            return utf8(raw, "key");
+        }
+
+        String utf8(byte[] raw, String what) throws ProtocolViolation {
             try {
                 return StandardCharsets.UTF_8.newDecoder()
                         .onMalformedInput(CodingErrorAction.REPORT)
                         .onUnmappableCharacter(CodingErrorAction.REPORT)
                         .decode(ByteBuffer.wrap(raw)).toString();
             } catch (CharacterCodingException e) {
-                throw new ProtocolViolation(frame + " payload: key is not valid UTF-8");
+                throw new ProtocolViolation(frame + " payload: " + what + " is not valid UTF-8");
             }
         }
 

@@ -40,7 +40,7 @@ final class ServerDialer {
      * @throws RendezvousException if interrupted while pausing between attempts
      */
     static Socket connectWithRetry(int rank, String host, int port, String description, long deadline,
-                                   Duration connectTimeout) {
+                                   Duration connectTimeout, AbortSignal abort) {
         long delayMillis = FIRST_RETRY_DELAY_MILLIS;
         List<String> distinctErrors = new ArrayList<>();
         int attempts = 0;
@@ -53,6 +53,7 @@ final class ServerDialer {
                         + " running and that the master address and port (MASTER_ADDR / MASTER_PORT) point at it.",
                         "(connect)", List.of(), connectTimeout);
             }
+            abort.throwIfAborted("while rank " + rank + " was connecting to the rendezvous server at " + description);
             attempts++;
             InetSocketAddress target = new InetSocketAddress(host, port);
             String error;
@@ -60,11 +61,15 @@ final class ServerDialer {
                 error = "unknown host '" + host + "'";
             } else {
                 Socket socket = new Socket();
-                try {
+                try (AbortSignal.Registration closer = abort.onAbort(() -> closeQuietly(socket))) {
                     socket.connect(target, (int) Math.clamp(leftMillis, 1, LONGEST_CONNECT_ATTEMPT_MILLIS));
                     return socket;
                 } catch (IOException e) {
                     closeQuietly(socket);
+                    if (abort.aborted()) {
+                        throw abort.aborted("while rank " + rank + " was connecting to the rendezvous server at "
+                                + description, e);
+                    }
                     error = e.getClass().getSimpleName() + ": " + e.getMessage();
                 }
             }
@@ -74,7 +79,7 @@ final class ServerDialer {
             long sleepMillis = Math.min(delayMillis, Math.max(0, (deadline - System.nanoTime()) / 1_000_000));
             if (sleepMillis > 0) {
                 try {
-                    Thread.sleep(sleepMillis);
+                    abort.sleep(sleepMillis);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     throw new RendezvousException("rank " + rank + " was interrupted while connecting to the"
@@ -94,7 +99,8 @@ final class ServerDialer {
      * @throws RendezvousException for a refusal that no retry can change (token, world size, rank taken, protocol)
      */
     static SecureChannel join(int rank, int worldSize, String host, int port, String description, long deadline,
-                              Duration connectTimeout, JobToken token, RendezvousSettings settings) throws IOException {
+                              Duration connectTimeout, JobToken token, RendezvousSettings settings, AbortSignal abort)
+            throws IOException {
         long pauseMillis = FIRST_HANDSHAKE_RETRY_MILLIS;
         int refusals = 0;
         int busy = 0;
@@ -105,7 +111,7 @@ final class ServerDialer {
             }
             Socket socket;
             try {
-                socket = connectWithRetry(rank, host, port, description, deadline, connectTimeout);
+                socket = connectWithRetry(rank, host, port, description, deadline, connectTimeout, abort);
             } catch (RendezvousTimeoutException e) {
                 if (last == null) {
                     throw e;
@@ -114,13 +120,25 @@ final class ServerDialer {
                 // handshake (a busy server, most often) is the cause to name, not the last connect.
                 throw handshakeTimeout(rank, description, connectTimeout, refusals, busy, last);
             }
-            try {
+            Socket dialled = socket;
+            try (AbortSignal.Registration closer = abort.onAbort(() -> closeQuietly(dialled))) {
                 socket.setTcpNoDelay(true);
                 socket.setKeepAlive(true);
                 long leftMillis = Math.max(1_000, (deadline - System.nanoTime()) / 1_000_000);
-                return ClientHandshake.perform(socket, rank, worldSize, token, description,
+                SecureChannel channel = ClientHandshake.perform(socket, rank, worldSize, token, description,
                         Math.min(leftMillis, Durations.toMillis(settings.handshakeTimeout())));
+                if (abort.aborted()) {
+                    closeQuietly(socket);
+                    throw abort.aborted("while rank " + rank + " was joining the rendezvous server at " + description,
+                            null);
+                }
+                return channel;
             } catch (ClientHandshake.Retry retry) {
+                if (abort.aborted()) {
+                    closeQuietly(socket);
+                    throw abort.aborted("while rank " + rank + " was joining the rendezvous server at " + description,
+                            retry);
+                }
                 closeQuietly(socket);
                 last = retry;
                 refusals++;
@@ -131,19 +149,24 @@ final class ServerDialer {
                         + retry.getMessage());
             } catch (IOException | RuntimeException | Error e) {
                 closeQuietly(socket);
+                if (abort.aborted() && !(e instanceof dev.ar4j.BuildAbortedException)) {
+                    throw abort.aborted("while rank " + rank + " was joining the rendezvous server at " + description,
+                            e);
+                }
                 throw e;
             }
             long leftMillis = (deadline - System.nanoTime()) / 1_000_000;
             long sleepMillis = Math.min(leftMillis, pauseMillis / 2 + ThreadLocalRandom.current().nextLong(pauseMillis / 2 + 1));
             if (sleepMillis > 0) {
                 try {
-                    Thread.sleep(sleepMillis);
+                    abort.sleep(sleepMillis);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     throw new RendezvousException("rank " + rank + " was interrupted while joining the rendezvous"
                             + " server at " + description, e);
                 }
             }
+            abort.throwIfAborted("while rank " + rank + " was joining the rendezvous server at " + description);
             pauseMillis = Math.min(pauseMillis * 2, LONGEST_HANDSHAKE_RETRY_MILLIS);
         }
     }

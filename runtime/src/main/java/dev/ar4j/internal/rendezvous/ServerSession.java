@@ -233,6 +233,16 @@ final class ServerSession {
             case RendezvousProtocol.HEARTBEAT -> {
             }
             case RendezvousProtocol.BYE -> byeReceived = true;
+            case RendezvousProtocol.ABORT -> {
+                // No reply, and allowed while a GET waits: the GET it may end answers for it.
+                RendezvousProtocol.AbortRequest abort = RendezvousProtocol.parseAbort(request.payload());
+                if (!group.abort(rank, abort.scope(), abort.reason())) {
+                    server.warn("rendezvous server dropped an ABORT of rank " + rank + " for scope '"
+                            + GroupState.shorten(abort.scope()) + "': the rank has aborted "
+                            + AbortedScopes.MAX_SCOPES_PER_RANK + " scopes already, or the server's memory budget is"
+                            + " exhausted; its waits in that scope end at their timeouts");
+                }
+            }
             case RendezvousProtocol.SET -> {
                 requireNoPendingGet("SET");
                 SetRequest set = RendezvousProtocol.parseSet(request.payload());
@@ -254,7 +264,7 @@ final class ServerSession {
                 Thread.ofVirtual().name("ar4j-rendezvous-get").start(() -> answerGet(get));
             }
             default -> throw new ProtocolViolation("unexpected frame type "
-                    + RendezvousProtocol.typeName(request.type()) + "; requests are SET, GET, HEARTBEAT and BYE");
+                    + RendezvousProtocol.typeName(request.type()) + "; requests are SET, GET, HEARTBEAT, BYE and ABORT");
         }
         return true;
     }

@@ -48,4 +48,22 @@ final class StoreKeys {
         }
         return rank;
     }
+
+    /**
+     * The user's part of a stored key: what follows {@code <owner>/<operation>/<use>/}, or
+     * {@code *}{@code /kv/} for a shared key; a key of another shape is returned whole.
+     */
+    static String userKey(String storeKey) {
+        if (storeKey.startsWith(SHARED_PREFIX + "kv/")) {
+            return storeKey.substring(SHARED_PREFIX.length() + 3);
+        }
+        int at = -1;
+        for (int i = 0; i < 3; i++) {
+            at = storeKey.indexOf('/', at + 1);
+            if (at < 0) {
+                return storeKey;
+            }
+        }
+        return storeKey.substring(at + 1);
+    }
 }

@@ -46,8 +46,18 @@ import java.util.concurrent.locks.ReentrantLock;
  * after a non-member is not forwarded: the waits that need it still end at once, and the kernels
  * find it at their deadline. {@link #abortRank} fails this view's later calls and tells its own
  * listeners, but does not declare the rank lost to the parent (that would fail the parent and
- * every other sub-group of the job): the members learn it from the kernels' poison word and
- * NCCL's abort, and a rendezvous wait of theirs that needs this rank ends at its timeout.
+ * every other sub-group of the job): it aborts this sub-group's namespace in the parent's store
+ * ({@link ScopedAbort}, which the TCP and in-process rendezvous implement), so every wait of the
+ * sub-group, the members' and this rank's own, whichever member it waits for, ends at once with a
+ * {@link PeerLostException} naming this sub-rank and the abort. Over a parent of another kind the members learn it
+ * from the kernels' poison word and NCCL's abort, and a rendezvous wait of theirs that needs this
+ * rank ends at its timeout.
+ *
+ * <h2>Nested splits</h2>
+ * The sub-group of a sub-group is made over the top-level rendezvous directly, with the members'
+ * top-level ranks and a namespace of its own ({@code nested/<outer namespace><inner namespace>},
+ * which no prefix of the outer namespace covers): its keys, its losses and its scoped abort work
+ * as one level's do, and aborting the outer sub-group does not end the inner one's waits.
  */
 public final class SubGroupRendezvous implements Rendezvous {
 
@@ -81,6 +91,8 @@ public final class SubGroupRendezvous implements Rendezvous {
     private final int[] members;
     private final int rank;
     private final String label;
+    private final int color;
+    private final String rankWord;  // "parent rank", or "top-level rank" for a nested sub-group
     private final ReentrantLock callLock = new ReentrantLock();
     private long sequence;  // guarded by callLock
     private final List<PeerLossListener> listeners = new ArrayList<>();  // guarded by this
@@ -90,13 +102,15 @@ public final class SubGroupRendezvous implements Rendezvous {
     private volatile boolean closed;
     private volatile String abortedBecause;
 
-    private SubGroupRendezvous(Rendezvous parent, SplitPlan plan) {
+    private SubGroupRendezvous(Rendezvous parent, SplitPlan plan, String rankWord) {
         this.parent = parent;
         this.namespace = plan.namespace();
         this.members = plan.members();
         this.rank = plan.subRank();
-        this.label = "sub-group color " + plan.color() + " (parent ranks " + Arrays.toString(members) + "), sub-rank "
-                + rank;
+        this.color = plan.color();
+        this.rankWord = rankWord;
+        this.label = "sub-group color " + plan.color() + " (" + rankWord + "s " + Arrays.toString(members)
+                + "), sub-rank " + rank;
         this.parentSubscription = parent.onPeerLost(this::parentLost);
     }
 
@@ -111,7 +125,17 @@ public final class SubGroupRendezvous implements Rendezvous {
             throw new IllegalArgumentException("rank " + parent.rank() + " joins no sub-group (color -1): it has no "
                     + "sub-group rendezvous");
         }
-        return new SubGroupRendezvous(parent, plan);
+        if (parent instanceof SubGroupRendezvous outer) {
+            int[] inner = plan.members();
+            int[] topLevel = new int[inner.length];
+            for (int j = 0; j < inner.length; j++) {
+                topLevel[j] = outer.members[inner[j]];
+            }
+            SplitPlan flat = new SplitPlan(plan.color(), plan.subRank(), topLevel,
+                    "nested/" + outer.namespace + plan.namespace());
+            return new SubGroupRendezvous(outer.parent, flat, "top-level rank");
+        }
+        return new SubGroupRendezvous(parent, plan, "parent rank");
     }
 
     @Override
@@ -211,6 +235,9 @@ public final class SubGroupRendezvous implements Rendezvous {
         if (abortedBecause == null) {
             abortedBecause = reason;
         }
+        if (parent instanceof ScopedAbort scoped && !closed) {
+            scoped.abortScope(namespace, "sub-group color " + color + " (as its sub-rank " + rank + "): " + reason);
+        }
         report(rank, label + " aborted: " + reason);
     }
 
@@ -303,7 +330,7 @@ public final class SubGroupRendezvous implements Rendezvous {
     private RendezvousTimeoutException timedOut(Op op, String key, long call, int from, Duration timeout) {
         return new RendezvousTimeoutException(label + " of " + members.length + ": " + op.text + " '" + key
                 + "' (call " + call + " of this sub-group) timed out after " + timeout + ": sub-rank " + from
-                + " (parent rank " + members[from] + ") never contributed"
+                + " (" + rankWord + " " + members[from] + ") never contributed"
                 + (op == Op.BROADCAST ? "" : " (the members after it were not waited for)"), key, List.of(from), timeout);
     }
 
@@ -341,7 +368,7 @@ public final class SubGroupRendezvous implements Rendezvous {
 
     private byte[] decode(byte[] record, Op op, String key, long call, int from) {
         if (record.length < HEADER_BYTES || record[0] != MAGIC) {
-            throw new OutOfStepException(label + ": sub-rank " + from + " (parent rank " + members[from] + ") sent "
+            throw new OutOfStepException(label + ": sub-rank " + from + " (" + rankWord + " " + members[from] + ") sent "
                     + "a malformed contribution to call " + call + " (" + record.length + " bytes); run the same ar4j "
                     + "version on every rank");
         }
@@ -358,7 +385,7 @@ public final class SubGroupRendezvous implements Rendezvous {
         if (theirOp != op.code || !theirKey.equals(key)) {
             throw new OutOfStepException(label + ": the members are out of step at call " + call + " of the "
                     + "sub-group: sub-rank " + rank + " calls " + op.text + " '" + key + "', sub-rank " + from
-                    + " (parent rank " + members[from] + ") called " + Op.describe(theirOp) + " '" + theirKey
+                    + " (" + rankWord + " " + members[from] + ") called " + Op.describe(theirOp) + " '" + theirKey
                     + "'; every member must make the same collective calls in the same order");
         }
         return Arrays.copyOfRange(record, HEADER_BYTES + keyBytes, record.length);
@@ -368,8 +395,8 @@ public final class SubGroupRendezvous implements Rendezvous {
     private RuntimeException translate(RuntimeException e, String operation) {
         if (e instanceof PeerLostException lost) {
             int sub = lost.peer() < 0 ? -1 : subRankOf(lost.peer());
-            String who = lost.peer() < 0 ? "the parent group failed" : sub >= 0 ? "sub-rank " + sub + " (parent rank "
-                    + lost.peer() + ") is lost" : "parent rank " + lost.peer() + " is lost";
+            String who = lost.peer() < 0 ? "the parent group failed" : sub >= 0 ? "sub-rank " + sub + " (" + rankWord + " "
+                    + lost.peer() + ") is lost" : rankWord + " " + lost.peer() + " is lost";
             return new PeerLostException(label + ": " + operation + " failed: " + who + " (" + e.getMessage()
                     + ")", sub, e);
         }
@@ -404,7 +431,7 @@ public final class SubGroupRendezvous implements Rendezvous {
         }
         int sub = subRankOf(parentRank);
         if (sub >= 0) {
-            report(sub, label + ": sub-rank " + sub + " (parent rank " + parentRank + ") is lost: " + reason);
+            report(sub, label + ": sub-rank " + sub + " (" + rankWord + " " + parentRank + ") is lost: " + reason);
         }
     }
 

@@ -45,7 +45,7 @@ import java.util.Objects;
  * linger) only for the ranks still connected, so that they time out on their own and name the
  * missing ranks instead of losing the server under them.
  */
-public final class TcpRendezvous extends StoreBackedRendezvous {
+public final class TcpRendezvous extends StoreBackedRendezvous implements ScopedAbort {
 
     private static final System.Logger LOG = System.getLogger(TcpRendezvous.class.getName());
 
@@ -98,8 +98,13 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
      * @throws RendezvousException if the server could not be started or refused this rank
      */
     public static TcpRendezvous connect(LaunchEnvironment environment, Duration connectTimeout) {
+        return connect(environment, connectTimeout, AbortSignal.none());
+    }
+
+    /** {@link #connect(LaunchEnvironment, Duration)}, ended early by {@code abort} ({@link Builder#abortSignal}). */
+    public static TcpRendezvous connect(LaunchEnvironment environment, Duration connectTimeout, AbortSignal abort) {
         Objects.requireNonNull(environment, "environment");
-        Builder builder = builder()
+        Builder builder = builder().abortSignal(abort)
                 .rank(environment.rank())
                 .worldSize(environment.worldSize())
                 .serverHost(environment.masterAddr())
@@ -147,6 +152,30 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
     @Override
     public AutoCloseable onPeerLost(PeerLossListener listener) {
         return listeners.add(listener);
+    }
+
+    /**
+     * Declares this rank aborted to the server (ABORT, on a thread of its own): it counts as lost,
+     * every other rank's listeners are told, and every wait that needs one of its missing keys, and
+     * every wait of its own, ends at once with a {@link dev.ar4j.PeerLostException}. Never blocks.
+     */
+    @Override
+    public void abortRank(String reason) {
+        java.util.Objects.requireNonNull(reason, "reason");
+        if (!isClosed()) {
+            store.abort("", reason);
+        }
+    }
+
+    @Override
+    public void abortScope(String prefix, String reason) {
+        java.util.Objects.requireNonNull(reason, "reason");
+        if (java.util.Objects.requireNonNull(prefix, "prefix").isEmpty()) {
+            throw new IllegalArgumentException("an aborted scope needs a prefix; abortRank aborts the whole rank");
+        }
+        if (!isClosed()) {
+            store.abort(prefix, reason);
+        }
     }
 
     @Override
@@ -201,6 +230,7 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
         private Boolean serve;
         private InetAddress bindAddress = InetAddress.getLoopbackAddress();
         private Duration connectTimeout = DEFAULT_CONNECT_TIMEOUT;
+        private AbortSignal abort = AbortSignal.none();
         private Duration closeLinger = DEFAULT_CLOSE_LINGER;
         private JobToken token;
         private RendezvousSettings settings;
@@ -333,6 +363,19 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
         }
 
         /**
+         * The signal that ends the connect early ({@code dev.ar4j.BuildAbort}): the dial and the
+         * handshake in progress are cut, and {@link #connect()} throws
+         * {@link dev.ar4j.BuildAbortedException} (the server this rank started is closed).
+         *
+         * @param abort the signal; not {@code null}
+         * @return this builder
+         */
+        public Builder abortSignal(AbortSignal abort) {
+            this.abort = Objects.requireNonNull(abort, "abort");
+            return this;
+        }
+
+        /**
          * Starts the server if this rank serves, connects and completes the handshake.
          *
          * @return this rank's connected rendezvous
@@ -378,7 +421,7 @@ public final class TcpRendezvous extends StoreBackedRendezvous {
             try {
                 long deadline = System.nanoTime() + Durations.toNanos(connectTimeout);
                 SecureChannel channel = ServerDialer.join(rank, worldSize, host, port, description, deadline,
-                        connectTimeout, jobToken, resolved);
+                        connectTimeout, jobToken, resolved, abort);
                 socket = channel.socket();
                 PeerLossListeners listeners = new PeerLossListeners();
                 ClientConnection connection = new ClientConnection(rank, description, channel, resolved, listeners);

@@ -73,6 +73,11 @@ final class TcpStoreClient {
         }
     }
 
+    /** ABORT for {@code scope} (empty: the whole rank); never blocks ({@link ClientConnection#sendAbort}). */
+    void abort(String scope, String reason) {
+        connection.sendAbort(scope, reason);
+    }
+
     /** Closes the connection (see {@link ClientConnection#close()}). */
     void close() {
         connection.close();

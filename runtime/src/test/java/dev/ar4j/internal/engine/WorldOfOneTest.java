@@ -22,7 +22,8 @@ class WorldOfOneTest {
     void aWorldOfOneGetsAnInProcessRendezvous() throws Exception {
         LaunchEnvironment noLauncher = LaunchEnvironment.builder().build(Map.of());
         assertEquals(1, noLauncher.worldSize(), "no launcher variables: a world of one");
-        try (Rendezvous r = GroupRendezvous.rendezvousFor(noLauncher, Duration.ofSeconds(5))) {
+        try (Rendezvous r = GroupRendezvous.rendezvousFor(noLauncher, Duration.ofSeconds(5),
+                dev.ar4j.internal.rendezvous.AbortSignal.none())) {
             assertFalse(r instanceof TcpRendezvous, "a world of one needs no TCP rendezvous: " + r);
             assertEquals(0, r.rank());
             assertEquals(1, r.worldSize());
