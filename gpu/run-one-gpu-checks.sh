@@ -78,7 +78,7 @@ for s in "${steps[@]}"; do
                 --select-class dev.ar4j.internal.nccl.NcclSingleGpuIT --select-class dev.ar4j.internal.nccl.NcclInitTimeoutIT \
                 --select-class dev.ar4j.cuda.CudaSingleGpuIT --select-class dev.ar4j.it.CommunicatorSplitIT \
                 --select-class dev.ar4j.it.FusedNormOneJvmIT \
-                --select-class dev.ar4j.it.FusedNormTwoJvmIT ;;
+                --select-class dev.ar4j.it.FusedNormTwoJvmIT --select-class dev.ar4j.it.BuildAbortOneGpuIT ;;
     timing)   step timing 180 "$java" --enable-native-access=ALL-UNNAMED -cp ".gpu/test-classes:$jars" \
                 dev.ar4j.it.FastPathTiming 1024 43008 ;;
     consumer) # The GPU host has no unzip: read the manifest with Python's zipfile.
