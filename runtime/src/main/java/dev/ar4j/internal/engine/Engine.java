@@ -11,6 +11,7 @@ import dev.ar4j.dispatch.Topology;
 import dev.ar4j.internal.engine.FailureState.Failure;
 import dev.ar4j.internal.engine.FailureState.Kind;
 import dev.ar4j.BuildAbortedException;
+import dev.ar4j.PeerLostException;
 import dev.ar4j.internal.rendezvous.AbortSignal;
 import dev.ar4j.internal.rendezvous.SplitPlan;
 import dev.ar4j.internal.rendezvous.SubGroupRendezvous;
@@ -100,13 +101,47 @@ public final class Engine implements AutoCloseable {
         }
     }
 
-    /** Builds over {@code rendezvous}, which an abort during the build tells that this rank gave up. */
+    /**
+     * Builds over {@code rendezvous}, which an abort during the build tells that this rank gave up.
+     * A rank the rendezvous reports lost during the build makes this build give up too (a group
+     * without it cannot form), also where the step in progress no longer waits for that rank: the
+     * build then throws a {@link PeerLostException} naming the lost rank.
+     */
     private static Engine build(Settings settings, Rendezvous rendezvous, boolean owns,
                                 Consumer<RuntimeException> onFailure, AbortSignal abort) {
         Engine engine;
-        try (AbortSignal.Registration told = abort.onAbort(() -> rendezvous.abortRank("rank " + rendezvous.rank()
+        java.util.concurrent.atomic.AtomicReference<PeerLostException> lostDuringBuild =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        int me = rendezvous.rank();
+        AutoCloseable lossWatch = rendezvous.onPeerLost((lost, reason) -> {
+            if (lost != me && lostDuringBuild.compareAndSet(null, new PeerLostException("rank " + me + "'s build gave up: "
+                    + (lost < 0 ? "the group failed" : "rank " + lost + " was lost") + " while the group was forming ("
+                    + reason + "); restart every rank, or build a new group", lost, null))) {
+                rendezvous.abortRank("rank " + me + "'s build gave up: " + (lost < 0 ? "the group failed"
+                        : "rank " + lost + " was lost"));
+            }
+        });
+        try (AbortSignal.Registration told = abort.onAbort(() -> rendezvous.abortRank("rank " + me
                 + "'s build was aborted: " + abort.reason()))) {
             engine = new Engine(settings, rendezvous, owns, onFailure, abort);
+        } catch (RuntimeException e) {
+            PeerLostException lost = lostDuringBuild.get();
+            if (lost != null && !abort.aborted()) {
+                lost.initCause(e);
+                throw lost;
+            }
+            throw e;
+        } finally {
+            try {
+                lossWatch.close();
+            } catch (Exception ignored) {
+                // unsubscribing from a closed rendezvous: nothing to remove
+            }
+        }
+        PeerLostException lostLate = lostDuringBuild.get();
+        if (lostLate != null && !abort.aborted()) {
+            Closing.quietly(lostLate, engine);
+            throw lostLate;
         }
         if (abort.aborted()) {
             // Aborted after the last step: the peers were told, so the group cannot be used.

@@ -58,6 +58,7 @@ public final class TcpRendezvous extends StoreBackedRendezvous implements Scoped
     private final TcpRendezvousServer ownedServer;
     private final Duration closeLinger;
     private final TcpStoreClient store;
+    private volatile boolean aborted;  // abortRank was called: at close, wait only for the ranks still connected
     private final PeerLossListeners listeners;
 
     private TcpRendezvous(int rank, int worldSize, String serverDescription, TcpRendezvousServer ownedServer,
@@ -162,6 +163,7 @@ public final class TcpRendezvous extends StoreBackedRendezvous implements Scoped
     @Override
     public void abortRank(String reason) {
         java.util.Objects.requireNonNull(reason, "reason");
+        aborted = true;
         if (!isClosed()) {
             store.abort("", reason);
         }
@@ -192,7 +194,7 @@ public final class TcpRendezvous extends StoreBackedRendezvous implements Scoped
     void release() {
         store.close();
         if (ownedServer != null) {
-            if (hasTimedOut() || listeners.firstLoss() != null) {
+            if (hasTimedOut() || aborted || listeners.firstLoss() != null) {
                 // After a timeout or a lost rank the group is out of step. Not for the absent ranks, but for those still waiting: they time out on their own
                 // and name the missing ranks, instead of seeing the server vanish under them.
                 if (closeLinger.isPositive() && !ownedServer.awaitConnectedRanksGone(closeLinger)) {
