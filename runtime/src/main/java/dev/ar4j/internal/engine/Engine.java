@@ -127,8 +127,9 @@ public final class Engine implements AutoCloseable {
         } catch (RuntimeException e) {
             PeerLostException lost = lostDuringBuild.get();
             if (lost != null && !abort.aborted()) {
-                lost.initCause(e);
-                throw lost;
+                // Thrown anew with the step's failure as its cause (the recorded one has a fixed null cause).
+                PeerLostException named = new PeerLostException(lost.getMessage(), lost.peer(), e);
+                throw named;
             }
             throw e;
         } finally {
