@@ -116,9 +116,10 @@ public interface Rendezvous extends AutoCloseable {
 
     /**
      * Declares this rank lost to the group (it gave up or was aborted): the peers' waits that need
-     * it end at once and their {@link #onPeerLost} listeners are told. Must not block. The
-     * default does nothing: a rendezvous that cannot tell its peers leaves that to the kernels'
-     * poison word and NCCL's abort.
+     * it end at once and their {@link #onPeerLost} listeners are told; ar4j's TCP and in-process
+     * rendezvous end this rank's own waits too. Must not block. The default does nothing: a
+     * rendezvous that cannot tell its peers leaves that to the kernels' poison word, NCCL's abort
+     * and its waits' timeouts.
      *
      * @param reason what happened, for the peers' messages
      */

@@ -213,10 +213,11 @@ final class Group {
     }
 
     /**
-     * Tells the group that this rank gave up ({@link Rendezvous#abortRank}): for a local group the
-     * peers' rendezvous waits (register, capture close) end at once. The custom kernels learn it
-     * from the poison word, NCCL from its abort. A {@code TcpRendezvous} is not closed here: its
-     * close says goodbye, which peers do not take as a loss. Must not block (called from
+     * Tells the group that this rank gave up ({@link Rendezvous#abortRank}): through the TCP and
+     * in-process rendezvous the peers' rendezvous waits (register, capture close, a build's steps)
+     * and this rank's own end at once, and the peers are told of a loss; a sub-group's view aborts
+     * only its own scope. The custom kernels learn it from the poison word, NCCL from its abort.
+     * The rendezvous is not closed here: its close says goodbye. Must not block (called from
      * {@code abort()}).
      */
     void announceAbort(String reason) {
