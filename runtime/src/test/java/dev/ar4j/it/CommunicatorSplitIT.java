@@ -229,6 +229,54 @@ class CommunicatorSplitIT {
         }
     }
 
+    /**
+     * A split of a split: the four ranks into one reversed group, that group into pairs. The inner
+     * sub-groups' keys live in the top-level rendezvous (a nested sub-group is made over it, with
+     * its own namespace); their kernels and the middle group's all-reduce exactly.
+     */
+    @Test
+    void aSplitOfASplitAllReducesExactlyOnEveryLevel() throws Exception {
+        List<Communicator> parent = fourRanksOnGpu0();
+        try {
+            List<List<String>> failures = onEveryRank(4, r -> {
+                Communicator comm = parent.get(r);
+                List<String> mine = new ArrayList<>();
+                try (RankBuffers buffers = RankBuffers.allocate()) {
+                    CommunicatorInternals.rendezvous(comm).barrier("allocated", WAIT);
+                    try (Communicator middle = comm.split(0, -r)) {
+                        assertEquals(3 - r, middle.rank(), "middle rank of parent rank " + r + " (key -rank)");
+                        CommunicatorInternals.rendezvous(comm).barrier("middle-built", WAIT);
+                        try (Communicator inner = middle.split(middle.rank() % 2, middle.rank())) {
+                            CommunicatorInternals.rendezvous(comm).barrier("inner-built", WAIT);
+                            int[] members = r % 2 == 1 ? new int[] {3, 1} : new int[] {2, 0};
+                            assertEquals(2, inner.worldSize());
+                            assertTrue(inner.hasCustomKernels(), "the inner sub-communicator's kernels: " + inner);
+                            for (int round = 0; round < 2; round++) {
+                                mine.addAll(allReduceExactly(inner, buffers, r, members, round));
+                            }
+                            CommunicatorInternals.rendezvous(inner).barrier("done", WAIT);
+                            CommunicatorInternals.rendezvous(comm).barrier("inner-done", WAIT);
+                        }
+                        CommunicatorInternals.rendezvous(comm).barrier("inner-closed", WAIT);
+                        mine.addAll(allReduceExactly(middle, buffers, r, new int[] {0, 1, 2, 3}, 5));
+                        assertTrue(middle.health().isHealthy(), "middle of rank " + r + ": " + middle.health());
+                        CommunicatorInternals.rendezvous(middle).barrier("done", WAIT);
+                        CommunicatorInternals.rendezvous(comm).barrier("middle-done", WAIT);
+                    }
+                    CommunicatorInternals.rendezvous(comm).barrier("middle-closed", WAIT);
+                }
+                return mine;
+            });
+            for (List<String> f : failures) {
+                assertEquals(List.of(), f);
+            }
+        } finally {
+            for (Communicator c : parent) {
+                c.close();
+            }
+        }
+    }
+
     @Test
     void colorMinusOneJoinsNoneAndABadColorIsRefusedOnEveryRank() throws Exception {
         List<Communicator> parent = fourRanksOnGpu0();
