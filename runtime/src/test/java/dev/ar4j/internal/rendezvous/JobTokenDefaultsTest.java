@@ -25,7 +25,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class JobTokenDefaultsTest {
 
     @ParameterizedTest(name = "TORCHELASTIC_RUN_ID=\"{0}\"")
-    @ValueSource(strings = {"none", "NONE", " none ", "default", "0", "null", "unset", "undefined", "-", "''"})
+    @ValueSource(strings = {"none", "NONE", " none ", "default", "0", "-1", "null", "nil", "unset", "undefined", "unknown",
+        "-", "''"})
     void aLaunchersDefaultRunIdGivesNoToken(String id) {
         JobToken token = JobToken.fromEnvironment(Map.of("TORCHELASTIC_RUN_ID", id));
         assertFalse(token.isPresent(), id);

@@ -39,7 +39,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * sub-group end, the parent group and its other sub-groups go on). Every wait here has a 60 s
  * timeout, so a wait that ended within the asserted bound was ended by the abort. Also: an
  * interrupted TCP wait breaks its connection (instead of leaving its late reply to the next
- * request), and an {@link AbortSignal} ends a connect in progress.
+ * request), an {@link AbortSignal} ends a connect in progress, a rank's aborted scopes are
+ * bounded, and (for contrast) a TCP rank that closes with a goodbye ends its peers' waits without
+ * being reported lost.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class RendezvousAbortTest {
@@ -322,6 +324,40 @@ class RendezvousAbortTest {
             for (Socket s : accepted) {
                 s.close();
             }
+        }
+    }
+
+    @Test
+    void aRankAbortsAtMost256ScopesAndAScopeAbortedTwiceKeepsItsFirstReason() {
+        AbortedScopes scopes = new AbortedScopes(2);
+        for (int i = 0; i < AbortedScopes.MAX_SCOPES_PER_RANK; i++) {
+            assertTrue(scopes.add(1, "ns/" + i + "/", "rank 1 aborted scope " + i));
+        }
+        assertTrue(scopes.add(1, "ns/0/", "a second reason"), "a scope aborted again is no new scope");
+        assertEquals(false, scopes.add(1, "ns/256/", "one too many"), "the 257th scope of a rank is dropped");
+        assertTrue(scopes.add(0, "ns/256/", "rank 0 aborted it"), "the bound is per rank");
+        PeerLostException first = scopes.check(List.of("1/bc/1/ns/0/5/1"), new int[] {0}, 0);
+        assertTrue(first != null && first.getMessage().startsWith("rank 1 aborted scope 0;"), String.valueOf(first));
+        assertEquals(1, first.peer());
+        assertEquals(null, scopes.check(List.of("1/bc/1/other/5/1"), new int[] {0}, 0), "outside every scope");
+        assertEquals(null, scopes.check(List.of("1/bc/1/ns/2/5/1"), new int[0], 0), "a key already present");
+    }
+
+    @Test
+    void aTcpRankThatClosesBeforeContributingFailsTheWaitersAtOnceWithoutALoss() throws Exception {
+        try (Group g = new Group("tcp", 3); ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            List<String> told = new CopyOnWriteArrayList<>();
+            g.rank(1).onPeerLost((rank, reason) -> told.add(rank + ": " + reason));
+            CompletableFuture<byte[][]> waiting = CompletableFuture.supplyAsync(
+                    () -> g.rank(1).allGather("k", new byte[] {1}, LONG), threads);
+            Thread.sleep(300);
+            g.rank(2).close();  // says goodbye, never contributed
+            PeerLostException left = lostWithin(waiting, PROMPT_MILLIS);
+            assertEquals(2, left.peer(), left.getMessage());
+            assertTrue(left.getMessage().contains("rank 2 left the group") && left.getMessage().contains("without publishing"),
+                    left.getMessage());
+            Thread.sleep(300);
+            assertTrue(told.isEmpty(), "a goodbye is no loss: " + told);
         }
     }
 }

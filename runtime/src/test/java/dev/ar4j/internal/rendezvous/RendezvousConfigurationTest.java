@@ -132,4 +132,20 @@ class RendezvousConfigurationTest {
         assertEquals(5, logged.size());
         assertEquals(995, limiter.suppressedCount());
     }
+
+    @Test
+    void theDefaultsAreTheDocumentedOnes() {
+        RendezvousSettings d = RendezvousSettings.resolve(new java.util.Properties(), java.util.Map.of());
+        assertEquals(java.time.Duration.ofMillis(200), d.heartbeatInterval());
+        assertEquals(java.time.Duration.ofMillis(2_000), d.heartbeatTimeout());
+        assertEquals(java.time.Duration.ofSeconds(10), d.handshakeTimeout());
+        assertEquals(java.time.Duration.ofHours(1), d.maxWait());
+        assertEquals(256, d.maxPendingConnections());
+        assertEquals(65_536, d.maxKeysPerRank());
+        assertEquals(64L << 20, d.maxBytesPerRank());
+        assertEquals(4096, d.maxKeysPerGet(16));
+        assertEquals(5000, d.maxKeysPerGet(5000), "at least the world size");
+        long half = Runtime.getRuntime().maxMemory() / 2;
+        assertEquals(Math.clamp(half, 64L << 20, 1L << 30), d.maxServerBytes(), "half the heap, 64 MiB to 1 GiB");
+    }
 }
