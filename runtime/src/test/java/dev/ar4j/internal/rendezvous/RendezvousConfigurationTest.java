@@ -148,4 +148,38 @@ class RendezvousConfigurationTest {
         long half = Runtime.getRuntime().maxMemory() / 2;
         assertEquals(Math.clamp(half, 64L << 20, 1L << 30), d.maxServerBytes(), "half the heap, 64 MiB to 1 GiB");
     }
+
+    @Test
+    void ranksOfOneHostMeetOverLoopbackWhateverTheMasterAddress() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeFalse(JobToken.fromSystem().isPresent(),
+                "this process's environment gives a job token");
+        int port = TcpRendezvousTest.freeLoopbackPort();
+        // 192.0.2.1 is TEST-NET-1: routed nowhere, so a rank that dialled it would wait out its connect timeout.
+        java.util.List<java.util.concurrent.CompletableFuture<byte[][]>> ranks = new java.util.ArrayList<>();
+        java.util.List<TcpRendezvous> opened = new java.util.concurrent.CopyOnWriteArrayList<>();
+        long start = System.nanoTime();
+        long millis;
+        try (java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
+            for (int r = 0; r < 2; r++) {
+                LaunchEnvironment env = LaunchEnvironment.builder().rank(r).worldSize(2).localRank(r).localWorldSize(2)
+                        .masterAddr("192.0.2.1").masterPort(port).build(Map.of());
+                int rank = r;
+                ranks.add(java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                    TcpRendezvous rv = TcpRendezvous.connect(env, Duration.ofSeconds(20));
+                    opened.add(rv);
+                    return rv.allGather("x", new byte[] {(byte) rank}, Duration.ofSeconds(20));
+                }, threads));
+            }
+            for (java.util.concurrent.CompletableFuture<byte[][]> f : ranks) {
+                assertArrayEquals(new byte[][] {{0}, {1}}, f.get(20, java.util.concurrent.TimeUnit.SECONDS));
+            }
+            millis = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(opened.stream().allMatch(rv -> rv.toString().contains("127.0.0.1")), opened.toString());
+        } finally {
+            // The serving rank last: its close waits for the others to leave.
+            opened.stream().filter(rv -> !rv.isServing()).forEach(TcpRendezvous::close);
+            opened.stream().filter(TcpRendezvous::isServing).forEach(TcpRendezvous::close);
+        }
+        assertTrue(millis < 10_000, "formed over loopback, not by dialling the master address: " + millis + " ms");
+    }
 }

@@ -156,4 +156,39 @@ class TcpRendezvousMaliciousServerTest {
                     "gave up after " + elapsed / 1_000_000 + " ms");
         }
     }
+
+    /**
+     * A client whose connection is closed during the handshake (three times here, by a listener
+     * that accepts and hangs up) tries again with back-off, and joins once the real server listens
+     * on that port; a refusal no retry can change is tested elsewhere (token, world size, rank).
+     */
+    @Test
+    void aHandshakeClosedByThePeerIsRetriedUntilTheRealServerAnswers() throws Exception {
+        int port;
+        java.util.concurrent.atomic.AtomicInteger hungUp = new java.util.concurrent.atomic.AtomicInteger();
+        ServerSocket impostor = new ServerSocket();
+        impostor.setReuseAddress(true);
+        impostor.bind(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        port = impostor.getLocalPort();
+        int bound = port;
+        java.util.concurrent.CompletableFuture<TcpRendezvous> client = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> TcpRendezvous.builder().rank(0).worldSize(1).serve(false).serverPort(bound).token(TOKEN)
+                        .connectTimeout(Duration.ofSeconds(20)).closeLinger(Duration.ZERO).connect());
+        try (impostor) {
+            while (hungUp.get() < 3) {
+                try (Socket s = impostor.accept()) {
+                    s.getInputStream().read();  // the client's HELLO has begun: hang up in its handshake
+                }
+                hungUp.incrementAndGet();
+            }
+        }
+        try (TcpRendezvousServer server = TcpRendezvousServer.start(
+                new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), port), 1, TOKEN,
+                dev.ar4j.rendezvous.RendezvousSettings.resolve(new java.util.Properties(), java.util.Map.of()));
+             TcpRendezvous joined = client.get(20, TimeUnit.SECONDS)) {
+            assertEquals(3, hungUp.get());
+            assertEquals(port, server.port());
+            assertTrue(java.util.Arrays.equals(new byte[] {7}, joined.allGather("x", new byte[] {7}, Duration.ofSeconds(5))[0]));
+        }
+    }
 }
