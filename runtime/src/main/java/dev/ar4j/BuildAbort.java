@@ -3,7 +3,6 @@ package dev.ar4j;
 import dev.ar4j.internal.rendezvous.AbortSignal;
 
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Ends a communicator's build from another thread: a watchdog, a shutdown hook, a job scheduler
@@ -19,8 +18,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *   <li>after {@code build()} returned: the communicator it built is {@linkplain Communicator#abort()
  *       aborted}, until that communicator is closed.</li>
  * </ul>
- * {@code abort} never blocks and is idempotent (the first reason is kept). One handle serves one
- * build. A rendezvous of the caller's own ({@code rendezvous(..)}) that does not implement
+ * {@code abort} never blocks and is idempotent (the first reason is kept). One handle may be given
+ * to several builds (every rank of a {@link Communicator#localGroup localGroup}, or one build and
+ * its retries): it ends, or aborts, all of them. A rendezvous of the caller's own ({@code rendezvous(..)}) that does not implement
  * {@code Rendezvous.abortRank} leaves its waits to end at their timeout.
  *
  * <pre>{@code
@@ -34,7 +34,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class BuildAbort {
 
     private final AbortSignal signal = new AbortSignal();
-    private final AtomicBoolean used = new AtomicBoolean();
 
     /** A handle nobody has aborted yet. */
     public BuildAbort() {
@@ -58,11 +57,8 @@ public final class BuildAbort {
         return signal.aborted();
     }
 
-    /** The mechanism behind the handle, for the one build that claims it. */
-    AbortSignal claim() {
-        if (!used.compareAndSet(false, true)) {
-            throw new IllegalStateException("this BuildAbort was already given to a build; make one per build");
-        }
+    /** The mechanism behind the handle, for the builds given it. */
+    AbortSignal signal() {
         return signal;
     }
 

@@ -642,7 +642,7 @@ public final class Communicator implements AutoCloseable {
          * Lets {@code abort} end the build from another thread, and abort the communicator once it is
          * built (see {@link BuildAbort}).
          *
-         * @param abort the handle; one handle serves one build; not {@code null}
+         * @param abort the handle (it may serve several builds); not {@code null}
          * @return this builder
          * @throws NullPointerException if {@code abort} is {@code null}
          */
@@ -666,11 +666,10 @@ public final class Communicator implements AutoCloseable {
          * @throws NativeLibraryException if the native libraries cannot be loaded
          * @throws dev.ar4j.cuda.CudaException if the GPU cannot be set up
          * @throws BuildAbortedException if the {@link #abortWith BuildAbort} was aborted before or during the build
-         * @throws IllegalStateException if that handle was already given to another build
          */
         public Communicator build() {
             Settings settings = draft.freeze();
-            return new Communicator(settings, failureListener, buildAbort == null ? AbortSignal.none() : buildAbort.claim());
+            return new Communicator(settings, failureListener, buildAbort == null ? AbortSignal.none() : buildAbort.signal());
         }
     }
 }
