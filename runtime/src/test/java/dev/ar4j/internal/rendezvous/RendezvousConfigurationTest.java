@@ -182,4 +182,23 @@ class RendezvousConfigurationTest {
         }
         assertTrue(millis < 10_000, "formed over loopback, not by dialling the master address: " + millis + " ms");
     }
+
+    @Test
+    void theServerAnswersAWaitingReadAtItsLongestWaitWhateverTheClientAsked() throws Exception {
+        JobToken token = JobToken.of("longest-wait-test");
+        RendezvousSettings settings = RendezvousSettings.resolve(new Properties(), Map.of())
+                .withMaxWait(Duration.ofMillis(300));
+        try (TcpRendezvousServer server = TcpRendezvousServer.start(
+                new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0), 2, token, settings);
+             TcpRendezvous rank0 = TcpRendezvous.builder().rank(0).worldSize(2).serve(false).serverPort(server.port())
+                     .token(token).connectTimeout(Duration.ofSeconds(10)).closeLinger(Duration.ZERO).connect()) {
+            long start = System.nanoTime();
+            RendezvousTimeoutException e = assertThrows(RendezvousTimeoutException.class,
+                    () -> rank0.allGather("never", new byte[] {0}, Duration.ofSeconds(60)));
+            long millis = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(millis >= 250 && millis < 10_000, "answered after " + millis + " ms (the server's longest wait is"
+                    + " 300 ms, the client asked for 60 s)");
+            assertEquals(java.util.List.of(1), e.missingRanks(), e.getMessage());
+        }
+    }
 }
