@@ -108,4 +108,51 @@ class SecureChannelTest {
         assertEquals(0, budget.used(), "closing the channel releases its charge");
         sender.join();
     }
+
+    /** A socket whose output accepts {@code limit} bytes and then fails, as a connection reset mid-frame does. */
+    private static final class CutOffSocket extends Socket {
+        private final int limit;
+        private int written;
+
+        CutOffSocket(int limit) {
+            this.limit = limit;
+        }
+
+        @Override
+        public java.io.InputStream getInputStream() {
+            return java.io.InputStream.nullInputStream();
+        }
+
+        @Override
+        public java.io.OutputStream getOutputStream() {
+            return new java.io.OutputStream() {
+                @Override
+                public void write(int b) throws java.io.IOException {
+                    write(new byte[] {(byte) b}, 0, 1);
+                }
+
+                @Override
+                public void write(byte[] b, int off, int len) throws java.io.IOException {
+                    if (written + len > limit) {
+                        throw new java.io.IOException("connection reset (test: cut off after " + limit + " bytes)");
+                    }
+                    written += len;
+                }
+            };
+        }
+    }
+
+    @Test
+    void aFrameCutOffMidwayMarksTheChannelBrokenAndSpendsNoSequenceNumber() throws Exception {
+        SecureChannel channel = new SecureChannel(new CutOffSocket(20_000), true, null);
+        channel.establish(SESSION_KEY);
+        long before = channel.nextSendSequence();
+        java.io.IOException cut = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+                () -> channel.send(RendezvousProtocol.SET, new byte[100_000]));
+        assertTrue(cut.getMessage().contains("cut off after 20000 bytes"), cut.getMessage());
+        org.junit.jupiter.api.Assertions.assertEquals(before, channel.nextSendSequence(), "no sequence number spent");
+        java.io.IOException next = org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class,
+                () -> channel.send(RendezvousProtocol.HEARTBEAT, new byte[0]));
+        assertTrue(next.getMessage().contains("cut off midway"), next.getMessage());
+    }
 }
