@@ -1,22 +1,31 @@
 // Y = X · Wᵀ for a few rows of X: the decode and verify steps' linear layers, which stream the
-// weight through the SMs once (ar4j_llama_linear_rows in kernels.h).
+// weight through the SMs once (ar4j_llama_linear_rows and its fused forms in kernels.h).
+//
+// The layout of the work: a block of 8 warps owns 8 / S consecutive "tasks" (output features,
+// or for the SwiGLU form gate/up row pairs), and each task's row of W is cut into S slices of
+// equal length, one warp each (split-K for the shapes with few outputs). A warp streams its slice
+// in batches of 32 lanes x U 16-byte chunks with an explicit register double buffer: the loads of
+// batch b + 1 are issued before the products of batch b, so U loads per lane are always in
+// flight whatever the instruction scheduler does within one batch. The first batch is issued
+// BEFORE the programmatic-dependent-launch wait: W does not depend on the previous kernel, only
+// X does, so the weight stream starts while the previous kernel drains. The S partial sums of a
+// task meet in shared memory and are added in slice order (deterministic).
 #include "common.cuh"
 
 namespace ar4j_llama {
 namespace {
 
-constexpr int kLinearThreads = 256;              // 8 warps, one output feature each
-constexpr int kWarpsPerBlock = kLinearThreads / 32;
-// 16-byte loads of W in flight per lane: 8 for one or two rows of X, 4 above (registers).
-template <int ROWS>
-constexpr int unroll_for() { return ROWS <= 2 ? 8 : 4; }
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
 
-// 16 bytes of W, not kept in L1 (each is read once); the read-only path.
+enum Epilogue : int { kStore = 0, kSiluMul = 1, kArgmax = 2 };
+
+// 16 bytes of W, not kept in L1 (each is read once); the read-only path, L2 fetches 256 B.
 __device__ __forceinline__ uint4 load_streaming(const uint4 *p) {
     uint4 v;
-    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p));
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
     return v;
 }
 
@@ -40,60 +49,252 @@ __device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {
     return acc;
 }
 
-// One warp per output feature; lane l reads the 16-byte chunks l, l + 32, ... of W's row and
-// the same chunks of every row of X (L1/L2 hits: every warp of the grid reads the same X).
-template <int ROWS>
-__global__ void __launch_bounds__(kLinearThreads) linear_rows_kernel(const uint4 *__restrict__ w,
-                                                                     const bf16 *__restrict__ x, int64_t x_stride,
-                                                                     bf16 *__restrict__ y, int64_t y_stride,
-                                                                     int32_t n, int32_t chunks) {
-    pdl_enter();
+// a beats b in torch.argmax's order: NaN is the maximum, then the larger value, then the lower index.
+__device__ __forceinline__ bool beats(float a, int32_t ia, float b, int32_t ib) {
+    const bool na = a != a, nb = b != b;
+    if (na || nb) return na && (!nb || ia < ib);
+    return a > b || (a == b && ia < ib);
+}
+
+struct LinearArgs {
+    const uint4 *w;
+    const bf16 *x;
+    int64_t x_stride;
+    bf16 *y;  // may be null for kArgmax
+    int64_t y_stride;
+    int32_t tasks;   // output features (kStore, kArgmax) or gate/up pairs x 2 (kSiluMul)
+    int32_t half;    // kSiluMul: the offset of the up rows in W (the intermediate size)
+    int32_t chunks;  // k / 8
+    int32_t splits;  // S: 1, 2, 4 or 8
+    // kArgmax
+    int32_t argmax_cols;  // features below this take part in the argmax
+    int32_t index_offset;
+    int32_t *out_index;
+    float *out_value;
+    float *candidate_value;    // rows x blocks
+    int32_t *candidate_index;  // rows x blocks
+    unsigned int *blocks_done;
+};
+
+// Loads batch [base, base + 32 U) of a warp's slice (lane-strided), chunks at or past end as zero.
+template <int U>
+__device__ __forceinline__ void load_batch(uint4 (&buf)[U], const uint4 *row, int32_t c, int32_t end) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int32_t cu = c + 32 * u;
+        buf[u] = cu < end ? load_streaming(row + cu) : make_uint4(0, 0, 0, 0);
+    }
+}
+
+template <int ROWS, int U>
+__device__ __forceinline__ void use_batch(const uint4 (&buf)[U], const uint4 *const (&xr)[ROWS], int32_t c,
+                                          int32_t end, float (&acc)[ROWS]) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int32_t cu = c + 32 * u;
+        if (cu < end) {
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) acc[r] = dot8(buf[u], __ldg(xr[r] + cu), acc[r]);
+        }
+    }
+}
+
+template <int ROWS, int U, int EPI>
+__global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs a) {
+    const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
-    const int64_t feature = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
-    if (feature >= n) return;
-    const uint4 *row = w + feature * chunks;
+    const int splits = a.splits;
+    const int tasks_per_block = kWarps / splits;
+    const int32_t task = blockIdx.x * tasks_per_block + warp / splits;
+    const int slice = warp % splits;
+    const bool active = task < a.tasks;
+    int64_t w_row = task;
+    if (EPI == kSiluMul) w_row = (task & 1) ? int64_t(a.half) + (task >> 1) : (task >> 1);
+    const uint4 *row = a.w + w_row * a.chunks;
+    const int32_t begin = int32_t(int64_t(a.chunks) * slice / splits);
+    const int32_t end = active ? int32_t(int64_t(a.chunks) * (slice + 1) / splits) : begin;
+
+    // The weights do not depend on the previous kernel: their first batch goes out before the wait.
+    uint4 buf0[U], buf1[U];
+    load_batch<U>(buf0, row, begin + lane, end);
+    pdl_enter();
+
     const uint4 *xr[ROWS];
 #pragma unroll
-    for (int r = 0; r < ROWS; ++r) xr[r] = reinterpret_cast<const uint4 *>(x + r * x_stride);
+    for (int r = 0; r < ROWS; ++r) xr[r] = reinterpret_cast<const uint4 *>(a.x + r * a.x_stride);
     float acc[ROWS];
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) acc[r] = 0.0f;
 
-    constexpr int kUnroll = unroll_for<ROWS>();
-    int c = lane;
-    for (; c + 32 * (kUnroll - 1) < chunks; c += 32 * kUnroll) {
-        uint4 wv[kUnroll];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) wv[u] = load_streaming(row + c + 32 * u);
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-#pragma unroll
-            for (int r = 0; r < ROWS; ++r) acc[r] = dot8(wv[u], __ldg(xr[r] + c + 32 * u), acc[r]);
-        }
+    constexpr int32_t kBatch = 32 * U;
+    // Two batches per trip, alternating buffers, each load issued one batch ahead of its use
+    // (base is warp-uniform, so are the branches).
+    for (int32_t base = begin; base < end; base += 2 * kBatch) {
+        const int32_t c0 = base + lane;
+        if (base + kBatch < end) load_batch<U>(buf1, row, c0 + kBatch, end);
+        use_batch<ROWS, U>(buf0, xr, c0, end, acc);
+        if (base + kBatch >= end) break;
+        if (base + 2 * kBatch < end) load_batch<U>(buf0, row, c0 + 2 * kBatch, end);
+        use_batch<ROWS, U>(buf1, xr, c0 + kBatch, end, acc);
     }
-    for (; c < chunks; c += 32) {
-        const uint4 wv = load_streaming(row + c);
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r) acc[r] = dot8(wv, __ldg(xr[r] + c), acc[r]);
-    }
+
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
 #pragma unroll
         for (int offset = 16; offset > 0; offset >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], offset);
     }
+    __shared__ float partial[kWarps][ROWS];
     if (lane == 0) {
 #pragma unroll
-        for (int r = 0; r < ROWS; ++r) y[r * y_stride + feature] = __float2bfloat16_rn(acc[r]);
+        for (int r = 0; r < ROWS; ++r) partial[warp][r] = acc[r];
+    }
+    __syncthreads();
+
+    const int32_t first_task = blockIdx.x * tasks_per_block;
+    // sum(t, r): task t's (block-local) sum of row r, slices added in order.
+    auto sum = [&](int t, int r) {
+        float s = 0.0f;
+        for (int i = 0; i < splits; ++i) s += partial[t * splits + i][r];
+        return s;
+    };
+    if (EPI == kStore) {
+        const int t = threadIdx.x / ROWS, r = threadIdx.x % ROWS;
+        if (t < tasks_per_block && first_task + t < a.tasks) {
+            a.y[r * a.y_stride + first_task + t] = __float2bfloat16_rn(sum(t, r));
+        }
+    } else if (EPI == kSiluMul) {
+        // HF: act_fn(gate_proj(x)) * up_proj(x) in bf16, each op rounded.
+        const int p = threadIdx.x / ROWS, r = threadIdx.x % ROWS;
+        if (p < tasks_per_block / 2 && first_task + 2 * p < a.tasks) {
+            const float gate = round_bf16(sum(2 * p, r));
+            const float up = round_bf16(sum(2 * p + 1, r));
+            const float act = round_bf16(gate / (1.0f + expf(-gate)));
+            a.y[r * a.y_stride + (first_task >> 1) + p] = __float2bfloat16_rn(act * up);
+        }
+    } else {
+        // Logits rounded to bf16 (the LM head's output), stored when asked, and the block's best per row.
+        if (threadIdx.x < ROWS) {
+            const int r = threadIdx.x;
+            float bv = 0.0f;
+            int32_t bi = -1;
+            for (int t = 0; t < tasks_per_block; ++t) {
+                const int32_t f = first_task + t;
+                if (f >= a.tasks) break;
+                const float v = round_bf16(sum(t, r));
+                if (a.y != nullptr) a.y[r * a.y_stride + f] = __float2bfloat16_rn(v);
+                if (f < a.argmax_cols && (bi < 0 || beats(v, f, bv, bi))) {
+                    bv = v;
+                    bi = f;
+                }
+            }
+            a.candidate_value[int64_t(r) * gridDim.x + blockIdx.x] = bv;
+            a.candidate_index[int64_t(r) * gridDim.x + blockIdx.x] = bi;
+        }
+        // The last block to finish reduces every block's candidates (any order: beats is a total order).
+        __shared__ bool last;
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) last = atomicAdd(a.blocks_done, 1u) == gridDim.x - 1;
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+        for (int r = 0; r < ROWS; ++r) {
+            float bv = 0.0f;
+            int32_t bi = -1;
+            for (int32_t b = threadIdx.x; b < int32_t(gridDim.x); b += kThreads) {
+                const float v = __ldcg(a.candidate_value + int64_t(r) * gridDim.x + b);
+                const int32_t i = __ldcg(a.candidate_index + int64_t(r) * gridDim.x + b);
+                if (i >= 0 && (bi < 0 || beats(v, i, bv, bi))) {
+                    bv = v;
+                    bi = i;
+                }
+            }
+#pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1) {
+                const float ov = __shfl_xor_sync(0xffffffffu, bv, offset);
+                const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, offset);
+                if (oi >= 0 && (bi < 0 || beats(ov, oi, bv, bi))) {
+                    bv = ov;
+                    bi = oi;
+                }
+            }
+            __shared__ float warp_value[kWarps];
+            __shared__ int32_t warp_index[kWarps];
+            if (lane == 0) {
+                warp_value[warp] = bv;
+                warp_index[warp] = bi;
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                for (int i = 0; i < kWarps; ++i) {
+                    if (warp_index[i] >= 0 && (bi < 0 || beats(warp_value[i], warp_index[i], bv, bi))) {
+                        bv = warp_value[i];
+                        bi = warp_index[i];
+                    }
+                }
+                a.out_index[r] = a.index_offset + bi;
+                if (a.out_value != nullptr) a.out_value[r] = bv;
+            }
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) *a.blocks_done = 0u;  // ready for the next launch (graph replays)
     }
 }
 
+// The 16-byte loads in flight per lane: more for few rows (registers allow it).
 template <int ROWS>
-int launch_linear_rows(const void *w, const void *x, int64_t x_stride, void *y, int64_t y_stride, int32_t n,
-                       int32_t k, bool pdl, void *stream) {
-    const unsigned int blocks = static_cast<unsigned int>((int64_t(n) + kWarpsPerBlock - 1) / kWarpsPerBlock);
-    return launch(linear_rows_kernel<ROWS>, dim3(blocks), dim3(kLinearThreads), 0, stream, pdl,
-                  static_cast<const uint4 *>(w), static_cast<const bf16 *>(x), x_stride, static_cast<bf16 *>(y),
-                  y_stride, n, k / 8);
+constexpr int unroll_for() { return ROWS <= 2 ? 8 : 4; }
+
+template <int ROWS, int EPI>
+int launch_rows(const LinearArgs &a, bool pdl, void *stream) {
+    const unsigned int blocks = static_cast<unsigned int>((int64_t(a.tasks) * a.splits + kWarps - 1) / kWarps);
+    return launch(linear_rows_kernel<ROWS, unroll_for<ROWS>(), EPI>, dim3(blocks), dim3(kThreads), 0, stream, pdl, a);
+}
+
+template <int EPI>
+int launch_epilogue(const LinearArgs &a, int32_t rows, bool pdl, void *stream) {
+    switch (rows) {
+        case 1: return launch_rows<1, EPI>(a, pdl, stream);
+        case 2: return launch_rows<2, EPI>(a, pdl, stream);
+        case 3: return launch_rows<3, EPI>(a, pdl, stream);
+        case 4: return launch_rows<4, EPI>(a, pdl, stream);
+        case 5: return launch_rows<5, EPI>(a, pdl, stream);
+        case 6: return launch_rows<6, EPI>(a, pdl, stream);
+        case 7: return launch_rows<7, EPI>(a, pdl, stream);
+        default: return launch_rows<8, EPI>(a, pdl, stream);
+    }
+}
+
+// The multiprocessors of the current device (0 when unknown).
+int sm_count() {
+    int device = 0, count = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) return 0;
+    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 0;
+    return count;
+}
+
+// The slices per row: enough warps for about 48 per multiprocessor, each slice at least 64
+// chunks (1 KiB) long. The argmax form keeps 1 (its blocks' candidates are per task).
+int32_t auto_splits(int64_t tasks, int32_t chunks) {
+    const int sms = sm_count();
+    const int64_t want = int64_t(sms > 0 ? sms : 132) * 48;
+    int32_t s = 1;
+    while (s < kWarps && tasks * s < want && chunks / (2 * s) >= 64) s *= 2;
+    return s;
+}
+
+int check_common(const void *w, const void *x, int64_t x_row_stride, const void *y, int64_t y_row_stride,
+                 int32_t rows, int32_t n, int32_t k, int32_t k_splits) {
+    if (w == nullptr || x == nullptr) return AR4J_LLAMA_ERROR_NULL_POINTER;
+    if (rows < 1 || rows > AR4J_LLAMA_MAX_LINEAR_ROWS || n < 1 || k < 1) return AR4J_LLAMA_ERROR_SIZE;
+    if (k_splits != 0 && k_splits != 1 && k_splits != 2 && k_splits != 4 && k_splits != 8) {
+        return AR4J_LLAMA_ERROR_SPLITS;
+    }
+    if (x_row_stride < k || (y != nullptr && y_row_stride < n)) return AR4J_LLAMA_ERROR_STRIDE;
+    if (k % 8 != 0 || x_row_stride % 8 != 0 || !aligned(w, 16) || !aligned(x, 16) || !aligned(y, 2)) {
+        return AR4J_LLAMA_ERROR_MISALIGNED;
+    }
+    return AR4J_LLAMA_OK;
 }
 
 }  // namespace
@@ -104,21 +305,86 @@ using namespace ar4j_llama;
 AR4J_LLAMA_API int ar4j_llama_linear_rows(const void *w, const void *x, int64_t x_row_stride, void *y,
                                           int64_t y_row_stride, int32_t rows, int32_t n, int32_t k, int32_t pdl,
                                           void *stream) {
-    if (w == nullptr || x == nullptr || y == nullptr) return AR4J_LLAMA_ERROR_NULL_POINTER;
-    if (rows < 1 || rows > AR4J_LLAMA_MAX_LINEAR_ROWS || n < 1 || k < 1) return AR4J_LLAMA_ERROR_SIZE;
-    if (x_row_stride < k || y_row_stride < n) return AR4J_LLAMA_ERROR_STRIDE;
-    if (k % 8 != 0 || x_row_stride % 8 != 0 || !aligned(w, 16) || !aligned(x, 16) || !aligned(y, 2)) {
-        return AR4J_LLAMA_ERROR_MISALIGNED;
+    return ar4j_llama_linear_rows_split(w, x, x_row_stride, y, y_row_stride, rows, n, k, 0, pdl, stream);
+}
+
+AR4J_LLAMA_API int ar4j_llama_linear_rows_split(const void *w, const void *x, int64_t x_row_stride, void *y,
+                                                int64_t y_row_stride, int32_t rows, int32_t n, int32_t k,
+                                                int32_t k_splits, int32_t pdl, void *stream) {
+    if (y == nullptr) return AR4J_LLAMA_ERROR_NULL_POINTER;
+    const int status = check_common(w, x, x_row_stride, y, y_row_stride, rows, n, k, k_splits);
+    if (status != AR4J_LLAMA_OK) return status;
+    LinearArgs a = {};
+    a.w = static_cast<const uint4 *>(w);
+    a.x = static_cast<const bf16 *>(x);
+    a.x_stride = x_row_stride;
+    a.y = static_cast<bf16 *>(y);
+    a.y_stride = y_row_stride;
+    a.tasks = n;
+    a.chunks = k / 8;
+    a.splits = k_splits != 0 ? k_splits : auto_splits(n, a.chunks);
+    return launch_epilogue<kStore>(a, rows, pdl != 0, stream);
+}
+
+AR4J_LLAMA_API int ar4j_llama_linear_rows_silu_mul(const void *w_gate_up, const void *x, int64_t x_row_stride,
+                                                   void *out, int64_t out_row_stride, int32_t rows,
+                                                   int32_t intermediate, int32_t k, int32_t k_splits, int32_t pdl,
+                                                   void *stream) {
+    if (out == nullptr) return AR4J_LLAMA_ERROR_NULL_POINTER;
+    if (intermediate > INT32_MAX / 2) return AR4J_LLAMA_ERROR_SIZE;
+    if (k_splits == 8) return AR4J_LLAMA_ERROR_SPLITS;  // a block must hold a whole gate/up pair
+    const int status = check_common(w_gate_up, x, x_row_stride, out, out_row_stride, rows, intermediate, k, k_splits);
+    if (status != AR4J_LLAMA_OK) return status;
+    LinearArgs a = {};
+    a.w = static_cast<const uint4 *>(w_gate_up);
+    a.x = static_cast<const bf16 *>(x);
+    a.x_stride = x_row_stride;
+    a.y = static_cast<bf16 *>(out);
+    a.y_stride = out_row_stride;
+    a.tasks = 2 * intermediate;
+    a.half = intermediate;
+    a.chunks = k / 8;
+    int32_t s = k_splits != 0 ? k_splits : auto_splits(a.tasks, a.chunks);
+    a.splits = s > kWarps / 2 ? kWarps / 2 : s;
+    return launch_epilogue<kSiluMul>(a, rows, pdl != 0, stream);
+}
+
+AR4J_LLAMA_API size_t ar4j_llama_linear_rows_argmax_workspace_bytes(int32_t rows, int32_t n) {
+    if (rows < 1 || rows > AR4J_LLAMA_MAX_LINEAR_ROWS || n < 1) return 0;
+    const size_t blocks = (size_t(n) + kWarps - 1) / kWarps;
+    return 16 + size_t(rows) * blocks * 8;
+}
+
+AR4J_LLAMA_API int ar4j_llama_linear_rows_argmax(const void *w, const void *x, int64_t x_row_stride, void *logits,
+                                                 int64_t logits_row_stride, int32_t rows, int32_t n, int32_t k,
+                                                 int32_t argmax_cols, int32_t index_offset, int32_t *out_index,
+                                                 float *out_value, void *workspace, size_t workspace_bytes,
+                                                 int32_t pdl, void *stream) {
+    if (out_index == nullptr || workspace == nullptr) return AR4J_LLAMA_ERROR_NULL_POINTER;
+    const int status = check_common(w, x, x_row_stride, logits, logits_row_stride, rows, n, k, 0);
+    if (status != AR4J_LLAMA_OK) return status;
+    if (argmax_cols < 1 || argmax_cols > n || index_offset < 0 || int64_t(index_offset) + n > INT32_MAX) {
+        return AR4J_LLAMA_ERROR_SIZE;
     }
-    const bool use_pdl = pdl != 0;
-    switch (rows) {
-        case 1: return launch_linear_rows<1>(w, x, x_row_stride, y, y_row_stride, n, k, use_pdl, stream);
-        case 2: return launch_linear_rows<2>(w, x, x_row_stride, y, y_row_stride, n, k, use_pdl, stream);
-        case 3: return launch_linear_rows<3>(w, x, x_row_stride, y, y_row_stride, n, k, use_pdl, stream);
-        case 4: return launch_linear_rows<4>(w, x, x_row_stride, y, y_row_stride, n, k, use_pdl, stream);
-        case 5: return launch_linear_rows<5>(w, x, x_row_stride, y, y_row_stride, n, k, use_pdl, stream);
-        case 6: return launch_linear_rows<6>(w, x, x_row_stride, y, y_row_stride, n, k, use_pdl, stream);
-        case 7: return launch_linear_rows<7>(w, x, x_row_stride, y, y_row_stride, n, k, use_pdl, stream);
-        default: return launch_linear_rows<8>(w, x, x_row_stride, y, y_row_stride, n, k, use_pdl, stream);
-    }
+    if (!aligned(workspace, 16)) return AR4J_LLAMA_ERROR_MISALIGNED;
+    if (workspace_bytes < ar4j_llama_linear_rows_argmax_workspace_bytes(rows, n)) return AR4J_LLAMA_ERROR_WORKSPACE;
+    const int64_t blocks = (int64_t(n) + kWarps - 1) / kWarps;
+    LinearArgs a = {};
+    a.w = static_cast<const uint4 *>(w);
+    a.x = static_cast<const bf16 *>(x);
+    a.x_stride = x_row_stride;
+    a.y = static_cast<bf16 *>(logits);
+    a.y_stride = logits_row_stride;
+    a.tasks = n;
+    a.chunks = k / 8;
+    a.splits = 1;
+    a.argmax_cols = argmax_cols;
+    a.index_offset = index_offset;
+    a.out_index = out_index;
+    a.out_value = out_value;
+    char *base = static_cast<char *>(workspace);
+    a.blocks_done = reinterpret_cast<unsigned int *>(base);
+    a.candidate_value = reinterpret_cast<float *>(base + 16);
+    a.candidate_index = reinterpret_cast<int32_t *>(base + 16 + size_t(rows) * blocks * 4);
+    return launch_epilogue<kArgmax>(a, rows, pdl != 0, stream);
 }

@@ -13,6 +13,7 @@
 #include "copy_checks.h"
 #include "graph_checks.h"
 #include "linear_bench.h"
+#include "linear_checks.h"
 
 int main(int argc, char **argv) {
     using namespace test;
@@ -64,6 +65,15 @@ int main(int argc, char **argv) {
     check_silu_mul();
     for (int32_t rows = 1; rows <= AR4J_LLAMA_MAX_LINEAR_ROWS; ++rows) check_linear_rows(rows, 1003, 1048);
     check_linear_rows(3, 64, 4096 + 8);
+    check_linear_rows_splits(1, 300, 4096);
+    check_linear_rows_splits(3, 77, 1048);
+    check_linear_rows_splits(8, 40, 14336);
+    for (int32_t splits : {0, 1, 2, 4}) check_linear_rows_silu_mul(1, 700, 2048, splits);
+    check_linear_rows_silu_mul(3, 515, 1024, 0);
+    check_linear_rows_silu_mul(8, 64, 4096, 2);
+    check_linear_rows_argmax(1, 5000, 1024, 5000, false);
+    check_linear_rows_argmax(3, 4099, 512, 4001, true);
+    check_linear_rows_argmax(8, 1000, 256, 999, true);
     check_argmax(AR4J_LLAMA_DTYPE_BFLOAT16);
     check_argmax(AR4J_LLAMA_DTYPE_FLOAT32);
 

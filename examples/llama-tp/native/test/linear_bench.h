@@ -1,55 +1,103 @@
-// Timing of ar4j_llama_linear_rows on the llama3-8b shapes (TP 1): bytes of W streamed per second,
-// in a CUDA graph of 20 launches, median of 15 replays (`ar4j_llama_kernels_test --bench-linear`).
+// Timing of the rows kernel and its fused forms on the llama3-8b shapes and their TP shards:
+// bytes of W streamed per second, each launch reading a different weight buffer (the buffers
+// together >= 1 GiB, so W comes from HBM, not from the 50 MB L2), in one CUDA graph with PDL,
+// median of 15 replays (`ar4j_llama_kernels_test --bench-linear`).
 #pragma once
 
 #include <algorithm>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "test_support.h"
 
 namespace test {
 
+// Median time of one launch (us) of `enqueue(i)` for i in [0, launches), captured in one graph.
+inline double graph_median_us(cudaStream_t stream, int launches, const std::function<void(int)> &enqueue) {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < launches; ++i) enqueue(i);
+    TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+    TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    cudaEvent_t a, b;
+    TEST_CUDA(cudaEventCreate(&a));
+    TEST_CUDA(cudaEventCreate(&b));
+    std::vector<float> ms;
+    for (int rep = 0; rep < 17; ++rep) {
+        TEST_CUDA(cudaEventRecord(a, stream));
+        TEST_CUDA(cudaGraphLaunch(exec, stream));
+        TEST_CUDA(cudaEventRecord(b, stream));
+        TEST_CUDA(cudaEventSynchronize(b));
+        float t = 0;
+        TEST_CUDA(cudaEventElapsedTime(&t, a, b));
+        if (rep >= 2) ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    TEST_CUDA(cudaEventDestroy(a));
+    TEST_CUDA(cudaEventDestroy(b));
+    TEST_CUDA(cudaGraphExecDestroy(exec));
+    TEST_CUDA(cudaGraphDestroy(graph));
+    return ms[ms.size() / 2] * 1000.0 / launches;
+}
+
 inline void bench_linear_rows() {
     struct Shape { const char *name; int32_t n, k; };
-    const Shape shapes[] = {{"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096},
-                            {"down", 4096, 14336}, {"lm_head", 128256, 4096}};
-    printf("# linear_rows: W bytes / time (GB/s), CUDA graph of 20 launches, median of 15 replays\n");
-    printf("# %-8s %7s %6s %5s %10s %8s\n", "shape", "n", "k", "rows", "us/launch", "GB/s");
+    const Shape shapes[] = {
+        {"qkv", 6144, 4096}, {"o_proj", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336},
+        {"lm_head", 128256, 4096},
+        {"qkv/2", 3072, 4096}, {"o/2", 4096, 2048}, {"gate_up/2", 14336, 4096}, {"down/2", 4096, 7168},
+        {"qkv/4", 1536, 4096}, {"o/4", 4096, 1024}, {"gate_up/4", 7168, 4096}, {"down/4", 4096, 3584},
+        {"qkv/8", 768, 4096}, {"o/8", 4096, 512}, {"gate_up/8", 3584, 4096}, {"down/8", 4096, 1792},
+        {"lm_head/8", 16032, 4096}};
+    const size_t kRotation = size_t(1) << 30;  // distinct weight bytes per graph: >= 1 GiB
+    printf("# linear_rows: W bytes / time (GB/s); each launch a different W (>= 1 GiB in all), one graph, PDL;"
+           " median of 15 replays\n");
+    printf("# %-10s %7s %6s %5s %7s %10s %8s\n", "shape", "n", "k", "rows", "splits", "us/launch", "GB/s");
     cudaStream_t stream;
     TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    DeviceBuffer x(size_t(8) * 14336 * 2), y(size_t(8) * 128256 * 2);
+    TEST_CUDA(cudaMemset(x.get(), 0x3c, x.bytes()));
     for (const Shape &s : shapes) {
-        DeviceBuffer w(size_t(s.n) * s.k * 2), x(size_t(8) * s.k * 2), y(size_t(8) * s.n * 2);
+        const size_t bytes = size_t(s.n) * s.k * 2;
+        const int copies = int(std::max<size_t>(1, (kRotation + bytes - 1) / bytes));
+        const int launches = std::max(copies, 8);
+        DeviceBuffer w(bytes * copies);
         TEST_CUDA(cudaMemset(w.get(), 0x3c, w.bytes()));
-        TEST_CUDA(cudaMemset(x.get(), 0x3c, x.bytes()));
-        for (int32_t rows : {1, 3}) {
-            cudaGraph_t graph;
-            cudaGraphExec_t exec;
-            TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-            for (int i = 0; i < 20; ++i) {
-                ar4j_llama_linear_rows(w.get(), x.get(), s.k, y.get(), s.n, rows, s.n, s.k, 1, stream);
+        auto weight = [&](int i) { return static_cast<const char *>(w.get()) + bytes * size_t(i % copies); };
+        for (int32_t rows : {1, 3, 8}) {
+            for (int32_t splits : {0, 1, 2, 4, 8}) {
+                if (rows != 1 && splits != 0) continue;
+                const double us = graph_median_us(stream, launches, [&](int i) {
+                    ar4j_llama_linear_rows_split(weight(i), x.get(), s.k, y.get(), s.n, rows, s.n, s.k, splits, 1, stream);
+                });
+                printf("  %-10s %7d %6d %5d %7s %10.2f %8.0f\n", s.name, s.n, s.k, rows,
+                       splits == 0 ? "auto" : std::to_string(splits).c_str(), us, double(bytes) / (us * 1e3));
             }
-            TEST_CUDA(cudaStreamEndCapture(stream, &graph));
-            TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-            cudaEvent_t a, b;
-            TEST_CUDA(cudaEventCreate(&a));
-            TEST_CUDA(cudaEventCreate(&b));
-            std::vector<float> ms;
-            for (int rep = 0; rep < 17; ++rep) {
-                TEST_CUDA(cudaEventRecord(a, stream));
-                TEST_CUDA(cudaGraphLaunch(exec, stream));
-                TEST_CUDA(cudaEventRecord(b, stream));
-                TEST_CUDA(cudaEventSynchronize(b));
-                float t = 0;
-                TEST_CUDA(cudaEventElapsedTime(&t, a, b));
-                if (rep >= 2) ms.push_back(t);
+        }
+        if (strncmp(s.name, "gate_up", 7) == 0) {
+            for (int32_t rows : {1, 3}) {
+                const double us = graph_median_us(stream, launches, [&](int i) {
+                    ar4j_llama_linear_rows_silu_mul(weight(i), x.get(), s.k, y.get(), s.n / 2, rows, s.n / 2, s.k, 0, 1,
+                                                    stream);
+                });
+                printf("  %-10s %7d %6d %5d %7s %10.2f %8.0f   (+ SwiGLU epilogue)\n", s.name, s.n, s.k, rows, "auto",
+                       us, double(bytes) / (us * 1e3));
             }
-            std::sort(ms.begin(), ms.end());
-            const double us = ms[ms.size() / 2] * 1000.0 / 20;
-            printf("  %-8s %7d %6d %5d %10.2f %8.0f\n", s.name, s.n, s.k, rows, us, double(w.bytes()) / (us * 1e3));
-            TEST_CUDA(cudaEventDestroy(a));
-            TEST_CUDA(cudaEventDestroy(b));
-            TEST_CUDA(cudaGraphExecDestroy(exec));
-            TEST_CUDA(cudaGraphDestroy(graph));
+        }
+        if (strncmp(s.name, "lm_head", 7) == 0) {
+            DeviceBuffer ws(ar4j_llama_linear_rows_argmax_workspace_bytes(8, s.n)), index(64), value(64);
+            TEST_CUDA(cudaMemset(ws.get(), 0, ws.bytes()));
+            for (int32_t rows : {1, 3}) {
+                const double us = graph_median_us(stream, launches, [&](int i) {
+                    ar4j_llama_linear_rows_argmax(weight(i), x.get(), s.k, y.get(), s.n, rows, s.n, s.k, s.n, 0,
+                                                  index.as<int32_t>(), value.as<float>(), ws.get(), ws.bytes(), 1,
+                                                  stream);
+                });
+                printf("  %-10s %7d %6d %5d %7s %10.2f %8.0f   (+ argmax epilogue)\n", s.name, s.n, s.k, rows, "1", us,
+                       double(bytes) / (us * 1e3));
+            }
         }
     }
     TEST_CUDA(cudaStreamDestroy(stream));

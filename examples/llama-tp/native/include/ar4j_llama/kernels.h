@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 /* The ABI version of this header; ar4j_llama_abi_version() returns the library's. */
-#define AR4J_LLAMA_ABI_VERSION 2
+#define AR4J_LLAMA_ABI_VERSION 3
 
 /* Named status codes (cudaError_t values are below 10000). */
 enum ar4j_llama_status {
@@ -199,16 +199,70 @@ int ar4j_llama_attention(const void *q, int64_t q_row_stride, const void *k_cach
  * bf16 (HF's Linear without bias). W: n x k bf16, row-major, contiguous (a PyTorch linear
  * weight); X: rows x k bf16, row stride x_row_stride; Y: rows x n bf16, row stride
  * y_row_stride. For the decode and verify steps (1 <= rows <= AR4J_LLAMA_MAX_LINEAR_ROWS),
- * where the product is a stream of W through the SMs: each warp owns one output feature j,
- * reads W's row j once with 16-byte loads that bypass L1, and keeps one fp32 sum per row of X.
- * The sum order is fixed (deterministic), not a GEMM library's, so results match cuBLAS's to
- * fp32 rounding of the sum, not bitwise.
+ * where the product is a stream of W through the SMs: W is read once with 16-byte loads that
+ * bypass L1, several loads in flight per lane (a register double buffer), its first loads
+ * issued before the programmatic-dependent-launch wait (W never depends on the previous
+ * kernel; X is read only after the wait). Each row of W may be cut into k_splits slices of
+ * equal length summed by different warps (split-K, for shapes with few outputs); the slices'
+ * fp32 partial sums are added in slice order, so the result is deterministic for a given
+ * k_splits, but the sum order is not a GEMM library's: results match cuBLAS's to fp32 rounding
+ * of the sum, not bitwise.
  * k a multiple of 8, w and x 16-byte aligned, x_row_stride a multiple of 8 and >= k
  * (AR4J_LLAMA_ERROR_MISALIGNED / _STRIDE otherwise); y_row_stride >= n; 1 <= n, 1 <= k.
+ * ar4j_llama_linear_rows chooses k_splits itself (as k_splits 0 below).
  */
 int ar4j_llama_linear_rows(const void *w, const void *x, int64_t x_row_stride, void *y,
                            int64_t y_row_stride, int32_t rows, int32_t n, int32_t k, int32_t pdl,
                            void *stream);
+
+/*
+ * ar4j_llama_linear_rows with an explicit k_splits: 1, 2, 4 or 8 slices per row of W, or 0 to
+ * let the library choose (about 48 warps per multiprocessor of the current device, slices of at
+ * least 1 KiB). Anything else: AR4J_LLAMA_ERROR_SPLITS.
+ */
+int ar4j_llama_linear_rows_split(const void *w, const void *x, int64_t x_row_stride, void *y,
+                                 int64_t y_row_stride, int32_t rows, int32_t n, int32_t k,
+                                 int32_t k_splits, int32_t pdl, void *stream);
+
+/*
+ * The gate/up projection of an MLP with the SwiGLU activation in its epilogue:
+ *   gate[r, j] = bf16( sum_i X[r, i] * W[j, i] ),  up[r, j] = bf16( sum_i X[r, i] * W[intermediate + j, i] )
+ *   out[r, j]  = bf16( bf16(silu(gate[r, j])) * up[r, j] ),  silu(g) = g / (1 + expf(-g)) in fp32
+ * for j < intermediate: the values of ar4j_llama_linear_rows (with the same k_splits) into a
+ * fused gate_up output followed by ar4j_llama_silu_mul, bit for bit, without the 2 x
+ * intermediate intermediate row. W: (2 * intermediate) x k bf16, the gate rows then the up rows
+ * (a fused gate_up weight); out: rows x intermediate, row stride out_row_stride (>= intermediate).
+ * k_splits: 0 (the library's choice), 1, 2 or 4. Other conditions as ar4j_llama_linear_rows.
+ */
+int ar4j_llama_linear_rows_silu_mul(const void *w_gate_up, const void *x, int64_t x_row_stride,
+                                    void *out, int64_t out_row_stride, int32_t rows,
+                                    int32_t intermediate, int32_t k, int32_t k_splits, int32_t pdl,
+                                    void *stream);
+
+/* Bytes of device workspace ar4j_llama_linear_rows_argmax needs (0 when an argument is out of
+ * range): 16 + rows * ceil(n / 8) * 8. */
+size_t ar4j_llama_linear_rows_argmax_workspace_bytes(int32_t rows, int32_t n);
+
+/*
+ * An LM head with the greedy choice in its epilogue: the logits of ar4j_llama_linear_rows
+ * (k_splits 1), logits[r, j] = bf16( sum_i X[r, i] * W[j, i] ), stored when logits != NULL
+ * (row stride logits_row_stride >= n), and for each row r the argmax over j < argmax_cols as
+ * ar4j_llama_argmax gives it over the stored logits (torch.argmax: the lowest index among equal
+ * maxima; a NaN counts as the maximum, the first NaN wins):
+ *   out_index[r] = index_offset + argmax_j logits[r, j],  out_value[r] = fp32(that logit)
+ * (out_value may be NULL). Each block of the grid writes its rows' best candidates to the
+ * workspace; the last block to finish (an atomic counter in the workspace) reduces them, then
+ * resets the counter, so consecutive launches (graph replays) on one stream reuse it.
+ * workspace: >= ar4j_llama_linear_rows_argmax_workspace_bytes(rows, n) bytes of device memory,
+ * 16-byte aligned, ZEROED ONCE before its first use, used by one launch at a time.
+ * 1 <= argmax_cols <= n; 0 <= index_offset, index_offset + n <= INT32_MAX. Other conditions as
+ * ar4j_llama_linear_rows.
+ */
+int ar4j_llama_linear_rows_argmax(const void *w, const void *x, int64_t x_row_stride, void *logits,
+                                  int64_t logits_row_stride, int32_t rows, int32_t n, int32_t k,
+                                  int32_t argmax_cols, int32_t index_offset, int32_t *out_index,
+                                  float *out_value, void *workspace, size_t workspace_bytes,
+                                  int32_t pdl, void *stream);
 
 /*
  * SwiGLU activation: out[r, c] = bf16( bf16(silu(gate[r, c])) * up[r, c] ),

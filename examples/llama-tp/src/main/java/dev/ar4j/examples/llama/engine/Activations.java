@@ -30,6 +30,8 @@ final class Activations implements AutoCloseable {
     final DeviceBuffer argmax;
     final DeviceBuffer argmaxValue;
     final DeviceBuffer attentionWorkspace;
+    /** The LM head's argmax candidates and counter (zeroed here, once, as the kernel needs). */
+    final DeviceBuffer argmaxWorkspace;
     private final List<DeviceBuffer> owned = new ArrayList<>();
 
     Activations(TensorParallelLayout layout, int maxTokens, long attentionWorkspaceBytes) {
@@ -50,6 +52,8 @@ final class Activations implements AutoCloseable {
             argmax = own(4 * t);
             argmaxValue = own(4 * t);
             attentionWorkspace = own(Math.max(16, attentionWorkspaceBytes));
+            argmaxWorkspace = own(Math.max(16, LlamaKernels.linearRowsArgmaxWorkspaceBytes(
+                    Math.min(maxTokens, LlamaKernels.MAX_LINEAR_ROWS), layout.vocabPerRank())));
             for (DeviceBuffer b : owned) {
                 b.fill(0);
             }

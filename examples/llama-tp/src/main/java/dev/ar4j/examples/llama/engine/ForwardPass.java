@@ -85,9 +85,14 @@ final class ForwardPass {
         };
     }
 
+    /** Whether a product of {@code t} rows goes through the rows kernel (or one of its fused forms). */
+    private boolean rowsKernel(long weight, long x, int t, int k, int ldx) {
+        return t <= rowsKernelMaxTokens && LlamaKernels.linearRowsApply(weight, x, t, k, ldx);
+    }
+
     /** {@code Y = X · Wᵀ} (see {@link Cublas#linear}), through the rows kernel where it applies. */
     private void linear(long weight, long x, long y, int t, int n, int k, int ldx, int ldy) {
-        if (t <= rowsKernelMaxTokens && LlamaKernels.linearRowsApply(weight, x, t, k, ldx)) {
+        if (rowsKernel(weight, x, t, k, ldx)) {
             kernels.linearRows(weight, x, ldx, y, ldy, t, n, k);
         } else {
             cublas.linear(weight, x, y, t, n, k, ldx, ldy);
@@ -150,9 +155,17 @@ final class ForwardPass {
             fused(v, v.residual(), w.get(WeightName.of(Kind.POST_NORM, l)), timer);
 
             long gateUp = act.gateUp.address();
-            linear(w.address(Kind.GATE_UP, l), act.normed.address(), gateUp, t, 2 * inter, h, h, 2 * inter);
-            kernels.siluMul(gateUp, 2L * inter, gateUp + 2L * inter, 2L * inter, gateUp, 2L * inter, t, inter);
-            linear(w.address(Kind.DOWN_PROJ, l), gateUp, act.partial.address(), t, h, inter, 2 * inter, h);
+            long gateUpWeight = w.address(Kind.GATE_UP, l);
+            int activationStride;
+            if (rowsKernel(gateUpWeight, act.normed.address(), t, h, h)) {
+                kernels.linearRowsSiluMul(gateUpWeight, act.normed.address(), h, gateUp, inter, t, inter, h);
+                activationStride = inter;
+            } else {
+                linear(gateUpWeight, act.normed.address(), gateUp, t, 2 * inter, h, h, 2 * inter);
+                kernels.siluMul(gateUp, 2L * inter, gateUp + 2L * inter, 2L * inter, gateUp, 2L * inter, t, inter);
+                activationStride = 2 * inter;
+            }
+            linear(w.address(Kind.DOWN_PROJ, l), gateUp, act.partial.address(), t, h, inter, activationStride, h);
             WeightName next = l + 1 < c.numHiddenLayers() ? WeightName.of(Kind.INPUT_NORM, l + 1)
                     : WeightName.model(Kind.FINAL_NORM);
             fused(v, v.residual(), w.get(next), timer);
@@ -168,6 +181,14 @@ final class ForwardPass {
         }
         long logits = act.logits.address();
         long lastNormed = act.normed.address() + 2L * h * (t - rows);
+        long lmHead = w.get(w.plan().lmHead()).address();
+        if (layout.tp() == 1 && rowsKernel(lmHead, lastNormed, rows, h, h)) {
+            // The greedy choice in the LM head's epilogue: no pass over the logits after it.
+            kernels.linearRowsArgmax(lmHead, lastNormed, h, logits, vocabPad, rows, layout.vocabPerRank(), h,
+                    c.vocabSize(), 0, act.argmax.address(), act.argmaxValue.address(),
+                    act.argmaxWorkspace.address(), act.argmaxWorkspace.byteSize());
+            return;
+        }
         linear(w.get(w.plan().lmHead()).address(), lastNormed, logits + 2L * layout.vocabStart(rank), rows,
                 layout.vocabPerRank(), h, h, vocabPad);
         if (layout.tp() > 1) {

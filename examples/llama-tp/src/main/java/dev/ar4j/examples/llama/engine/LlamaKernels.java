@@ -108,6 +108,38 @@ final class LlamaKernels {
                 "ar4j_llama_linear_rows");
     }
 
+    /**
+     * The gate/up projection with SwiGLU in its epilogue ({@code ar4j_llama_linear_rows_silu_mul}):
+     * {@code out[t, intermediate] = silu(X · Wgateᵀ) * (X · Wupᵀ)}, W the fused gate_up weight.
+     */
+    void linearRowsSiluMul(long wGateUp, long x, long ldx, long out, long ldOut, int t, int intermediate, int k) {
+        check(kernels_h.ar4j_llama_linear_rows_silu_mul(at(wGateUp), at(x), ldx, at(out), ldOut, t, intermediate, k, 0,
+                pdl, stream), "ar4j_llama_linear_rows_silu_mul");
+    }
+
+    /**
+     * Bytes of workspace {@link #linearRowsArgmax} needs.
+     *
+     * @param rows rows of X (1 to {@link #MAX_LINEAR_ROWS})
+     * @param n    output features
+     * @return bytes (0 when an argument is out of range)
+     */
+    static long linearRowsArgmaxWorkspaceBytes(int rows, int n) {
+        return kernels_h.ar4j_llama_linear_rows_argmax_workspace_bytes(rows, n);
+    }
+
+    /**
+     * An LM head with the greedy choice in its epilogue ({@code ar4j_llama_linear_rows_argmax}): the logits
+     * {@code X · Wᵀ} into {@code logits}, and per row the index (plus {@code indexOffset}) and value of the
+     * largest of the first {@code argmaxCols}, as {@link #argmax} would give them. The workspace was zeroed once.
+     */
+    void linearRowsArgmax(long w, long x, long ldx, long logits, long ldLogits, int t, int n, int k, int argmaxCols,
+                          int indexOffset, long outIndex, long outValue, long workspace, long workspaceBytes) {
+        check(kernels_h.ar4j_llama_linear_rows_argmax(at(w), at(x), ldx, at(logits), ldLogits, t, n, k, argmaxCols,
+                indexOffset, at(outIndex), at(outValue), at(workspace), workspaceBytes, pdl, stream),
+                "ar4j_llama_linear_rows_argmax");
+    }
+
     /** SwiGLU: {@code out = silu(gate) * up}, rows x cols. */
     void siluMul(long gate, long gateStride, long up, long upStride, long out, long outStride, int rows, int cols) {
         check(kernels_h.ar4j_llama_silu_mul(at(gate), gateStride, at(up), upStride, at(out), outStride, rows, cols, pdl,

@@ -23,10 +23,10 @@ public class kernels_h extends kernels_h$shared {
     static final SymbolLookup SYMBOL_LOOKUP = SymbolLookup.loaderLookup()
             .or(Linker.nativeLinker().defaultLookup());
 
-    private static final int AR4J_LLAMA_ABI_VERSION = (int)2L;
+    private static final int AR4J_LLAMA_ABI_VERSION = (int)3L;
     /**
      * {@snippet lang=c :
-     * #define AR4J_LLAMA_ABI_VERSION 2
+     * #define AR4J_LLAMA_ABI_VERSION 3
      * }
      */
     public static int AR4J_LLAMA_ABI_VERSION() {
@@ -817,6 +817,282 @@ public class kernels_h extends kernels_h$shared {
                 traceDowncall("ar4j_llama_linear_rows", w, x, x_row_stride, y, y_row_stride, rows, n, k, pdl, stream);
             }
             return (int)mh$.invokeExact(w, x, x_row_stride, y, y_row_stride, rows, n, k, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_linear_rows_split {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_linear_rows_split");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows_split(const void *w, const void *x, int64_t x_row_stride, void *y, int64_t y_row_stride, int32_t rows, int32_t n, int32_t k, int32_t k_splits, int32_t pdl, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_linear_rows_split$descriptor() {
+        return ar4j_llama_linear_rows_split.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows_split(const void *w, const void *x, int64_t x_row_stride, void *y, int64_t y_row_stride, int32_t rows, int32_t n, int32_t k, int32_t k_splits, int32_t pdl, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_llama_linear_rows_split$handle() {
+        return ar4j_llama_linear_rows_split.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows_split(const void *w, const void *x, int64_t x_row_stride, void *y, int64_t y_row_stride, int32_t rows, int32_t n, int32_t k, int32_t k_splits, int32_t pdl, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_llama_linear_rows_split$address() {
+        return ar4j_llama_linear_rows_split.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows_split(const void *w, const void *x, int64_t x_row_stride, void *y, int64_t y_row_stride, int32_t rows, int32_t n, int32_t k, int32_t k_splits, int32_t pdl, void *stream)
+     * }
+     */
+    public static int ar4j_llama_linear_rows_split(MemorySegment w, MemorySegment x, long x_row_stride, MemorySegment y, long y_row_stride, int rows, int n, int k, int k_splits, int pdl, MemorySegment stream) {
+        var mh$ = ar4j_llama_linear_rows_split.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_linear_rows_split", w, x, x_row_stride, y, y_row_stride, rows, n, k, k_splits, pdl, stream);
+            }
+            return (int)mh$.invokeExact(w, x, x_row_stride, y, y_row_stride, rows, n, k, k_splits, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_linear_rows_silu_mul {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_linear_rows_silu_mul");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows_silu_mul(const void *w_gate_up, const void *x, int64_t x_row_stride, void *out, int64_t out_row_stride, int32_t rows, int32_t intermediate, int32_t k, int32_t k_splits, int32_t pdl, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_linear_rows_silu_mul$descriptor() {
+        return ar4j_llama_linear_rows_silu_mul.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows_silu_mul(const void *w_gate_up, const void *x, int64_t x_row_stride, void *out, int64_t out_row_stride, int32_t rows, int32_t intermediate, int32_t k, int32_t k_splits, int32_t pdl, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_llama_linear_rows_silu_mul$handle() {
+        return ar4j_llama_linear_rows_silu_mul.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows_silu_mul(const void *w_gate_up, const void *x, int64_t x_row_stride, void *out, int64_t out_row_stride, int32_t rows, int32_t intermediate, int32_t k, int32_t k_splits, int32_t pdl, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_llama_linear_rows_silu_mul$address() {
+        return ar4j_llama_linear_rows_silu_mul.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows_silu_mul(const void *w_gate_up, const void *x, int64_t x_row_stride, void *out, int64_t out_row_stride, int32_t rows, int32_t intermediate, int32_t k, int32_t k_splits, int32_t pdl, void *stream)
+     * }
+     */
+    public static int ar4j_llama_linear_rows_silu_mul(MemorySegment w_gate_up, MemorySegment x, long x_row_stride, MemorySegment out, long out_row_stride, int rows, int intermediate, int k, int k_splits, int pdl, MemorySegment stream) {
+        var mh$ = ar4j_llama_linear_rows_silu_mul.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_linear_rows_silu_mul", w_gate_up, x, x_row_stride, out, out_row_stride, rows, intermediate, k, k_splits, pdl, stream);
+            }
+            return (int)mh$.invokeExact(w_gate_up, x, x_row_stride, out, out_row_stride, rows, intermediate, k, k_splits, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_linear_rows_argmax_workspace_bytes {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_linear_rows_argmax_workspace_bytes");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * size_t ar4j_llama_linear_rows_argmax_workspace_bytes(int32_t rows, int32_t n)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_linear_rows_argmax_workspace_bytes$descriptor() {
+        return ar4j_llama_linear_rows_argmax_workspace_bytes.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * size_t ar4j_llama_linear_rows_argmax_workspace_bytes(int32_t rows, int32_t n)
+     * }
+     */
+    public static MethodHandle ar4j_llama_linear_rows_argmax_workspace_bytes$handle() {
+        return ar4j_llama_linear_rows_argmax_workspace_bytes.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * size_t ar4j_llama_linear_rows_argmax_workspace_bytes(int32_t rows, int32_t n)
+     * }
+     */
+    public static MemorySegment ar4j_llama_linear_rows_argmax_workspace_bytes$address() {
+        return ar4j_llama_linear_rows_argmax_workspace_bytes.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * size_t ar4j_llama_linear_rows_argmax_workspace_bytes(int32_t rows, int32_t n)
+     * }
+     */
+    public static long ar4j_llama_linear_rows_argmax_workspace_bytes(int rows, int n) {
+        var mh$ = ar4j_llama_linear_rows_argmax_workspace_bytes.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_linear_rows_argmax_workspace_bytes", rows, n);
+            }
+            return (long)mh$.invokeExact(rows, n);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_linear_rows_argmax {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_linear_rows_argmax");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows_argmax(const void *w, const void *x, int64_t x_row_stride, void *logits, int64_t logits_row_stride, int32_t rows, int32_t n, int32_t k, int32_t argmax_cols, int32_t index_offset, int32_t *out_index, float *out_value, void *workspace, size_t workspace_bytes, int32_t pdl, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_linear_rows_argmax$descriptor() {
+        return ar4j_llama_linear_rows_argmax.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows_argmax(const void *w, const void *x, int64_t x_row_stride, void *logits, int64_t logits_row_stride, int32_t rows, int32_t n, int32_t k, int32_t argmax_cols, int32_t index_offset, int32_t *out_index, float *out_value, void *workspace, size_t workspace_bytes, int32_t pdl, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_llama_linear_rows_argmax$handle() {
+        return ar4j_llama_linear_rows_argmax.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows_argmax(const void *w, const void *x, int64_t x_row_stride, void *logits, int64_t logits_row_stride, int32_t rows, int32_t n, int32_t k, int32_t argmax_cols, int32_t index_offset, int32_t *out_index, float *out_value, void *workspace, size_t workspace_bytes, int32_t pdl, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_llama_linear_rows_argmax$address() {
+        return ar4j_llama_linear_rows_argmax.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_linear_rows_argmax(const void *w, const void *x, int64_t x_row_stride, void *logits, int64_t logits_row_stride, int32_t rows, int32_t n, int32_t k, int32_t argmax_cols, int32_t index_offset, int32_t *out_index, float *out_value, void *workspace, size_t workspace_bytes, int32_t pdl, void *stream)
+     * }
+     */
+    public static int ar4j_llama_linear_rows_argmax(MemorySegment w, MemorySegment x, long x_row_stride, MemorySegment logits, long logits_row_stride, int rows, int n, int k, int argmax_cols, int index_offset, MemorySegment out_index, MemorySegment out_value, MemorySegment workspace, long workspace_bytes, int pdl, MemorySegment stream) {
+        var mh$ = ar4j_llama_linear_rows_argmax.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_linear_rows_argmax", w, x, x_row_stride, logits, logits_row_stride, rows, n, k, argmax_cols, index_offset, out_index, out_value, workspace, workspace_bytes, pdl, stream);
+            }
+            return (int)mh$.invokeExact(w, x, x_row_stride, logits, logits_row_stride, rows, n, k, argmax_cols, index_offset, out_index, out_value, workspace, workspace_bytes, pdl, stream);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
