@@ -6,13 +6,22 @@
 #   1. reference/make_reference.py writes the transformers reference (PyTorch + transformers of the
 #      host's Python; nothing is downloaded), unless AR4J_LLAMA_REFERENCE already holds one;
 #   2. LlamaReferenceIT compares the engine with it at TP 1, 2, 4 (ranks sharing GPU 0);
-#   3. ar4j-llama generate and bench runs: tiny (generate, verify check), llama3-8b at TP 1 and 2,
-#      verify-7168 at TP 2 with --draft 3 (ranks sharing the GPU: functional figures, not a speed-up),
-#      and reference/torch_decode_bench.py: the llama3-8b decode step in plain PyTorch, one CUDA
-#      graph, for the engine-speed comparison at TP 1.
+#   3. ar4j-llama generate runs: tiny (generate, verify check) and the reference model at TP 2;
+#   4. bench: llama3-8b at TP 1, decode at each context of CONTEXTS (prompt of that many tokens, so
+#      the decode step attends context + 1 keys) with the verify step of --draft 3 beside it, and
+#      reference/torch_decode_bench.py's two PyTorch forms at the same contexts (plain: one CUDA graph;
+#      --compile: torch.compile max-autotune-no-cudagraphs, then one CUDA graph); then a table of the
+#      medians and the ratios engine/plain and engine/compile per context ($OUT/bench-table.txt);
+#      then llama3-8b at TP 2 and verify-7168 at TP 2 with --draft 3 (ranks sharing the GPU:
+#      functional figures, not a speed-up);
+#   shard (not in the default STEPS): ar4j-llama --tp-shard-of 2, 4, 8 on llama3-8b (rank 0's shard
+#      of TP N alone: the per-rank compute of a TP N step, a projection), beside TP 1 at 512.
 # Logs go to $OUT (or examples/llama-tp/.gpu/out). Exit 0 only when every step passed.
-#   PYTHON   the Python with torch and transformers (default /opt/torch/.venv/bin/python3, else python3)
-#   STEPS    which steps to run (default "kernels reference it generate bench")
+#   PYTHON    the Python with torch and transformers (default /opt/torch/.venv/bin/python3, else python3)
+#   STEPS     which steps to run (default "kernels reference it generate bench"; also: shard)
+#   CONTEXTS  the bench's decode contexts (default "512 4096 8000"; each at most 8183 for llama3-8b)
+#   FORMS     the PyTorch forms the bench runs (default "plain compile")
+#   BENCH_TP2 0: the bench step leaves out its two TP 2 runs (to fit one call's time limit)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -28,6 +37,8 @@ logs="${OUT:-.gpu/out}"
 mkdir -p "$logs"
 reference="${AR4J_LLAMA_REFERENCE:-$logs/reference}"
 steps="${STEPS:-kernels reference it generate bench}"
+contexts="${CONTEXTS:-512 4096 8000}"
+forms="${FORMS:-plain compile}"
 failed=()
 
 step() {  # name, command...
@@ -45,6 +56,52 @@ step() {  # name, command...
 
 llama() {
   JAVA_HOME="$PWD/.gpu/jre" AR4J_LLAMA_JAR="$PWD/.gpu/lib/ar4j-llama.jar" bin/ar4j-llama "$@"
+}
+
+# The engine's bench at decode context $1: a prompt of $1 tokens (ids 1..$1), so decode and verify run at
+# position $1; KV-cache positions: the engine's default 2048, or $1 + 8 where that is more.
+engine_at() {  # context, more options...
+  local ctx="$1"; shift
+  local capacity=$(( ctx + 8 > 2048 ? ctx + 8 : 2048 ))
+  llama --synthetic llama3-8b --tp 1 --mode bench --prompt "$(seq -s, 1 "$ctx")" --context "$capacity" \
+    --draft 3 "$@"
+}
+
+# A median from a log: the engine's table row (comm, step) or the torch-decode line's median_ms; "-" if absent.
+engine_ms() {  # log, comm, step
+  [[ -f "$1" ]] || { echo -; return; }
+  awk -v comm="$2" -v kind="$3" '$1 == comm && $2 == kind && $4 ~ /^[0-9.]+$/ { v = $4 } END { print (v == "" ? "-" : v) }' "$1"
+}
+torch_ms() {  # log
+  [[ -f "$1" ]] || { echo -; return; }
+  awk '$1 == "torch-decode" { for (i = 2; i <= NF; i++) if ($i ~ /^median_ms=/) v = substr($i, 11) }
+       END { print (v == "" ? "-" : v) }' "$1"
+}
+ratio() {  # a, b: a / b, or "-"
+  awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.3f", a / b; else printf "-" }'
+}
+
+# The decode table: per context, the engine's decode and verify medians, both PyTorch forms', the ratios.
+bench_table() {
+  echo "# llama3-8b, TP 1, batch 1, decode of 1 token at position = context (context + 1 keys attended);"
+  echo "# median ms of CUDA-graph replays (engine: --steps 1000; PyTorch: --replays 1000); ratio < 1: the engine is faster"
+  printf '%-8s %10s %10s %12s %14s %13s %15s\n' context engine verify3 torch-plain torch-compile engine/plain \
+    engine/compile
+  local ctx e v p c
+  for ctx in $contexts; do
+    e=$(engine_ms "$logs/bench-engine-c$ctx.log" ar4j decode)
+    v=$(engine_ms "$logs/bench-engine-c$ctx.log" ar4j verify)
+    p=$(torch_ms "$logs/bench-torch-plain-c$ctx.log")
+    c=$(torch_ms "$logs/bench-torch-compile-c$ctx.log")
+    printf '%-8s %10s %10s %12s %14s %13s %15s\n' "$ctx" "$e" "$v" "$p" "$c" "$(ratio "$e" "$p")" "$(ratio "$e" "$c")"
+  done
+  for ctx in $contexts; do
+    e=$(engine_ms "$logs/bench-engine-c$ctx.log" ar4j decode)
+    p=$(torch_ms "$logs/bench-torch-plain-c$ctx.log")
+    c=$(torch_ms "$logs/bench-torch-compile-c$ctx.log")
+    echo "bench-ratio model=llama3-8b tp=1 context=$ctx engine_ms=$e verify3_ms=$(engine_ms "$logs/bench-engine-c$ctx.log" ar4j verify)" \
+      "plain_ms=$p compile_ms=$c engine_over_plain=$(ratio "$e" "$p") engine_over_compile=$(ratio "$e" "$c")"
+  done
 }
 
 for s in $steps; do
@@ -68,14 +125,32 @@ for s in $steps; do
       step generate-tiny-tp2 llama --synthetic tiny --tp 2 --share-gpu --steps 32 --draft 3
       step generate-reference-tp2 llama --model "$reference/base/model" --tp 2 --share-gpu --prompt 1,2,3,4 --steps 16 ;;
     bench)
-      step bench-llama3-8b-tp1 llama --synthetic llama3-8b --tp 1 --mode bench --comm ar4j,nccl
-      step bench-torch-llama3-8b "$python" reference/torch_decode_bench.py --model llama3-8b --context 512
-      step bench-llama3-8b-tp2 llama --synthetic llama3-8b --tp 2 --share-gpu --mode bench
-      step bench-verify-7168-tp2 llama --synthetic verify-7168 --tp 2 --share-gpu --mode bench --draft 3 --steps 300 ;;
-    *) echo "gpu-check: unknown step '$s' (kernels, reference, it, generate, bench)" >&2; exit 2 ;;
+      for ctx in $contexts; do
+        comms=ar4j
+        [[ "$ctx" == 512 ]] && comms=ar4j,nccl
+        step "bench-engine-c$ctx" engine_at "$ctx" --comm "$comms"
+        for form in $forms; do
+          flag=()
+          [[ "$form" == compile ]] && flag=(--compile)
+          step "bench-torch-$form-c$ctx" "$python" reference/torch_decode_bench.py --model llama3-8b --context "$ctx" \
+            --replays 1000 "${flag[@]}"
+        done
+      done
+      bench_table >"$logs/bench-table.txt"
+      if [[ "${BENCH_TP2:-1}" != 0 ]]; then
+        step bench-llama3-8b-tp2 llama --synthetic llama3-8b --tp 2 --share-gpu --mode bench
+        step bench-verify-7168-tp2 llama --synthetic verify-7168 --tp 2 --share-gpu --mode bench --draft 3 --steps 300
+      fi ;;
+    shard)
+      step shard-llama3-8b-tp1 llama --synthetic llama3-8b --tp 1 --mode bench
+      for n in 2 4 8; do
+        step "shard-llama3-8b-of-tp$n" llama --synthetic llama3-8b --mode bench --tp-shard-of "$n"
+      done ;;
+    *) echo "gpu-check: unknown step '$s' (kernels, reference, it, generate, bench, shard)" >&2; exit 2 ;;
   esac
 done
-for f in "$logs"/bench-*.log; do [[ -f "$f" ]] && { echo "== $f"; grep -v '^rank .* \[' "$f" | tail -n 12; }; done
+for f in "$logs"/bench-*.log "$logs"/shard-*.log; do [[ -f "$f" ]] && { echo "== $f"; grep -v '^rank .* \[' "$f" | tail -n 12; }; done
+[[ -f "$logs/bench-table.txt" ]] && { echo "== $logs/bench-table.txt"; cat "$logs/bench-table.txt"; }
 if (( ${#failed[@]} > 0 )); then
   echo "gpu-check: FAILED: ${failed[*]}"
   exit 1

@@ -53,7 +53,14 @@ public final class LlamaMain {
                     : SyntheticModels.byName(options.synthetic());
             options = options.forModel(config);
             options.checkAgainst(config);
-            layout = new TensorParallelLayout(config, options.tp());
+            try {
+                layout = new TensorParallelLayout(config, options.splitDegree());
+            } catch (IllegalArgumentException e) {
+                // The layout names --tp; with --tp-shard-of that is the degree it split by.
+                throw options.shardAlone() ? new IllegalArgumentException("--tp-shard-of " + options.tpShardOf() + ": "
+                        + e.getMessage().replace("--tp " + options.tpShardOf(), "degree " + options.tpShardOf()), e)
+                        : e;
+            }
         } catch (ModelFileException e) {
             err.println("ar4j-llama: " + e.getMessage());
             return 3;
@@ -92,9 +99,13 @@ public final class LlamaMain {
     static String describe(LlamaOptions options, TensorParallelLayout layout) {
         LlamaConfig c = layout.config();
         String name = options.model() != null ? options.model().toString() : options.synthetic() + " (synthetic)";
-        return String.format(Locale.ROOT, "%s: %d layers, hidden %d, %d/%d heads of %d, intermediate %d, vocab %d; "
-                        + "tp %d: %.2f GiB of bf16 weights per rank", name, c.numHiddenLayers(), c.hiddenSize(),
-                c.numAttentionHeads(), c.numKeyValueHeads(), c.headDim(), c.intermediateSize(), c.vocabSize(),
-                layout.tp(), ShardPlan.forRank(layout, 0).bf16Bytes() / (double) (1L << 30));
+        String split = options.shardAlone()
+                ? String.format(Locale.ROOT, "rank 0's shard of tp %d, alone (world size 1): %.2f GiB of bf16 weights",
+                        layout.tp(), ShardPlan.forRank(layout, 0).bf16Bytes() / (double) (1L << 30))
+                : String.format(Locale.ROOT, "tp %d: %.2f GiB of bf16 weights per rank", layout.tp(),
+                        ShardPlan.forRank(layout, 0).bf16Bytes() / (double) (1L << 30));
+        return String.format(Locale.ROOT, "%s: %d layers, hidden %d, %d/%d heads of %d, intermediate %d, vocab %d; %s",
+                name, c.numHiddenLayers(), c.hiddenSize(), c.numAttentionHeads(), c.numKeyValueHeads(), c.headDim(),
+                c.intermediateSize(), c.vocabSize(), split);
     }
 }

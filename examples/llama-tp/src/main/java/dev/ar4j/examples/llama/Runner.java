@@ -50,9 +50,12 @@ final class Runner {
                 LlamaTensors.check(folder, layout.config());
             }
             EngineSettings s = new EngineSettings(layout, o.context(), o.prompt().length, o.draft(), false, true,
-                    o.seed());
+                    o.seed(), o.shardAlone());
             BenchTable table = o.mode() == RunMode.BENCH ? new BenchTable(out, LlamaMain.describe(o, layout)
                     + (launched ? "; one JVM per rank" : "; GPUs " + Arrays.toString(o.deviceOfRank()))) : null;
+            if (table != null && o.shardAlone()) {
+                out.println("# " + shardNote(layout.tp()));
+            }
             for (CommMode comm : o.comms()) {
                 String skip = unavailable(o, comm);
                 if (skip != null) {
@@ -71,9 +74,9 @@ final class Runner {
                     }
                 };
                 try (RankGroup group = launched ? RankGroup.fromEnvironment(cfg) : RankGroup.threads(o.deviceOfRank(), cfg)) {
-                    if (group.worldSize() != layout.tp()) {
-                        err.println("ar4j-llama: the launcher started " + group.worldSize() + " ranks but --tp is "
-                                + layout.tp());
+                    if (group.worldSize() != s.worldSize()) {
+                        err.println("ar4j-llama: the launcher started " + group.worldSize() + " ranks but "
+                                + (o.shardAlone() ? "--tp-shard-of runs one rank alone" : "--tp is " + layout.tp()));
                         return 2;
                     }
                     runOne(o, s, folder, group, comm, table, out);
@@ -85,6 +88,20 @@ final class Runner {
                 folder.close();
             }
         }
+    }
+
+    /**
+     * What a bench of {@code --tp-shard-of N} measures, printed above its table.
+     *
+     * @param tp the split's degree N
+     * @return the label
+     */
+    static String shardNote(int tp) {
+        return "rank 0's shard of TP " + tp + ", alone: a projection, no communication. One rank (world size 1) "
+                + "computes what rank 0 of a TP " + tp + " step computes (its heads, its MLP slice, its vocabulary "
+                + "shard of the LM head); every all-reduce is a world-size-1 call that moves nothing between GPUs "
+                + "(comm_% is their share), and the tokens mean nothing. The TP " + tp + " step it implies adds the "
+                + "all-reduces measured between GPUs.";
     }
 
     private static String unavailable(LlamaOptions o, CommMode comm) {

@@ -1,5 +1,9 @@
 package dev.ar4j.examples.llama;
 
+import dev.ar4j.examples.llama.cli.LlamaOptions;
+import dev.ar4j.examples.llama.cli.OptionsParser;
+import dev.ar4j.examples.llama.config.SyntheticModels;
+import dev.ar4j.examples.llama.weights.TensorParallelLayout;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -45,6 +49,28 @@ class LlamaMainTest {
     void aDegreeThatDoesNotSplitTheModelExitsWith2() {
         assertEquals(2, run("--synthetic", "llama3-8b", "--tp", "16"));
         assertTrue(errors().contains("does not divide num_key_value_heads 8"), errors());
+    }
+
+    @Test
+    void tpShardOfIsBenchOnlyAndNamesItsDegree() {
+        assertEquals(2, run("--synthetic", "llama3-8b", "--tp-shard-of", "2"));
+        assertTrue(errors().contains("--tp-shard-of runs in --mode bench only"), errors());
+        assertEquals(2, run("--synthetic", "llama3-8b", "--mode", "bench", "--tp-shard-of", "16"));
+        assertTrue(errors().contains("--tp-shard-of 16: degree 16 does not divide num_key_value_heads 8"), errors());
+    }
+
+    @Test
+    void aShardAloneIsDescribedAsRankZerosShard() {
+        LlamaOptions o = OptionsParser.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp-shard-of", "2");
+        TensorParallelLayout layout = new TensorParallelLayout(SyntheticModels.byName("llama3-8b"), o.splitDegree());
+        String d = LlamaMain.describe(o, layout);
+        // Rank 0's weights of TP 2: half of every split matrix and half of the (padded) vocabulary, norms whole.
+        assertTrue(d.contains("rank 0's shard of tp 2, alone (world size 1): 7.48 GiB of bf16 weights"), d);
+        String whole = LlamaMain.describe(OptionsParser.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp", "2"),
+                layout);
+        assertTrue(whole.contains("tp 2: 7.48 GiB of bf16 weights per rank"), whole);
+        String note = Runner.shardNote(2);
+        assertTrue(note.startsWith("rank 0's shard of TP 2, alone: a projection, no communication"), note);
     }
 
     @Test

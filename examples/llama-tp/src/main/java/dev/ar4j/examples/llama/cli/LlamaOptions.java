@@ -24,10 +24,12 @@ import java.util.List;
  *                  if smaller)
  * @param seed      {@code --seed}: the synthetic weights' seed
  * @param help      {@code --help}
+ * @param tpShardOf {@code --tp-shard-of N}: run rank 0's shard of a TP N split alone (world size 1; bench
+ *                  only), or 0 for the whole model split over {@code tp} ranks
  */
 public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, int[] prompt, int steps, int draft,
                            List<CommMode> comms, boolean shareGpu, int[] devices, int context, long seed,
-                           boolean help) {
+                           boolean help, int tpShardOf) {
 
     /** The KV-cache positions when {@code --context} is not given (fewer if the model allows fewer). */
     public static final int DEFAULT_CONTEXT = 2048;
@@ -36,6 +38,10 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, i
      * Copies the arrays and the list.
      */
     public LlamaOptions {
+        if (tpShardOf != 0 && (tpShardOf < 2 || tp != 1 || mode != RunMode.BENCH)) {
+            throw new IllegalArgumentException("--tp-shard-of " + tpShardOf + " with --tp " + tp + " in " + mode
+                    + ": the shard of TP N (N >= 2) runs as one rank alone, in bench mode only");
+        }
         prompt = prompt == null ? null : prompt.clone();
         devices = devices == null ? null : devices.clone();
         comms = List.copyOf(comms);
@@ -78,6 +84,25 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, i
     }
 
     /**
+     * The tensor-parallel degree of the weights' split: {@code --tp-shard-of N} when given (rank 0's
+     * shard of that split, run alone), else {@code --tp}.
+     *
+     * @return the degree the layout and the shard plan use
+     */
+    public int splitDegree() {
+        return tpShardOf > 0 ? tpShardOf : tp;
+    }
+
+    /**
+     * Whether this run is rank 0's shard of a larger split, alone ({@code --tp-shard-of}).
+     *
+     * @return {@code tpShardOf > 0}
+     */
+    public boolean shardAlone() {
+        return tpShardOf > 0;
+    }
+
+    /**
      * Whether some GPU drives two ranks (then NCCL cannot be used).
      *
      * @return {@code true} when {@link #deviceOfRank()} repeats an ordinal
@@ -99,7 +124,7 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, i
             return this;
         }
         return new LlamaOptions(model, synthetic, tp, mode, prompt, steps, draft, comms, shareGpu, devices,
-                Math.min(DEFAULT_CONTEXT, c.maxPositionEmbeddings()), seed, help);
+                Math.min(DEFAULT_CONTEXT, c.maxPositionEmbeddings()), seed, help, tpShardOf);
     }
 
     /**

@@ -29,13 +29,17 @@ public final class OptionsParser {
               --devices 0,1,...   the GPU of each rank when one JVM drives all ranks
               --context N         KV-cache positions (default 2048, or max_position_embeddings if smaller)
               --seed S            seed of the synthetic weights (default 1234)
+              --tp-shard-of N     bench rank 0's shard of a TP N split alone, as one rank (world size 1) on
+                                  one GPU: the per-rank compute of a TP N step, a projection with no
+                                  communication (the all-reduces are world-size-1 calls); bench only,
+                                  since the shard's tokens mean nothing; excludes --tp N > 1
               --help              this text
             With torchrun-style variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) each
             JVM is one rank and --tp must equal WORLD_SIZE; otherwise one JVM drives all ranks as threads.""";
 
     private static final Set<String> FLAGS = Set.of("--share-gpu", "--help");
     private static final Set<String> VALUED = Set.of("--model", "--synthetic", "--tp", "--mode", "--prompt", "--steps",
-            "--draft", "--comm", "--devices", "--context", "--seed");
+            "--draft", "--comm", "--devices", "--context", "--seed", "--tp-shard-of");
 
     /** The longest prompt accepted on the command line. */
     static final int MAX_PROMPT = 1 << 20;
@@ -56,7 +60,7 @@ public final class OptionsParser {
         Map<String, String> given = split(args);
         if (given.containsKey("--help")) {
             return new LlamaOptions(null, null, 1, RunMode.GENERATE, new int[0], 1, 0, List.of(CommMode.AR4J), false,
-                    null, 1, 0, true);
+                    null, 1, 0, true, 0);
         }
         String model = given.get("--model");
         String synthetic = given.get("--synthetic");
@@ -71,6 +75,18 @@ public final class OptionsParser {
         RunMode mode = mode(given.getOrDefault("--mode", "generate"));
         boolean bench = mode == RunMode.BENCH;
         int tp = intValue("--tp", given.getOrDefault("--tp", "1"), 1, 64);
+        int shardOf = 0;
+        if (given.containsKey("--tp-shard-of")) {
+            shardOf = intValue("--tp-shard-of", given.get("--tp-shard-of"), 2, 64);
+            if (!bench) {
+                throw new UsageException("--tp-shard-of runs in --mode bench only: rank 0's shard alone computes a "
+                        + "part of the model, so its tokens mean nothing");
+            }
+            if (tp != 1) {
+                throw new UsageException("--tp-shard-of " + shardOf + " runs rank 0's shard as one rank alone: leave "
+                        + "out --tp " + tp);
+            }
+        }
         int[] prompt = given.containsKey("--prompt") ? ids("--prompt", given.get("--prompt"), 0, Integer.MAX_VALUE)
                 : bench ? range(512) : new int[] {1, 2, 3, 4};
         if (prompt.length > MAX_PROMPT) {
@@ -95,7 +111,7 @@ public final class OptionsParser {
         int context = given.containsKey("--context") ? intValue("--context", given.get("--context"), 1, 1 << 24) : 0;
         long seed = longValue("--seed", given.getOrDefault("--seed", "1234"));
         return new LlamaOptions(model == null ? null : Path.of(model), synthetic, tp, mode, prompt, steps, draft, comms,
-                share, devices, context, seed, false);
+                share, devices, context, seed, false, shardOf);
     }
 
     private static Map<String, String> split(String[] args) {

@@ -46,9 +46,10 @@ public final class RankEngine implements AutoCloseable {
         this.comm = comm;
         this.settings = s;
         TensorParallelLayout layout = s.layout();
-        if (comm.worldSize() != layout.tp()) {
-            throw new IllegalArgumentException("the communicator has " + comm.worldSize() + " ranks but --tp is "
-                    + layout.tp());
+        if (comm.worldSize() != s.worldSize()) {
+            throw new IllegalArgumentException("the communicator has " + comm.worldSize() + " ranks but "
+                    + (s.shardAlone() ? "rank 0's shard of TP " + layout.tp() + " runs alone (world size 1)"
+                    : "--tp is " + layout.tp()));
         }
         if (layout.vocabEnd(comm.rank()) <= layout.vocabStart(comm.rank())) {
             throw new IllegalArgumentException("with --tp " + layout.tp() + " rank " + comm.rank()
@@ -158,6 +159,7 @@ public final class RankEngine implements AutoCloseable {
      * @return the argmax of the last position's logits
      */
     public int prefill(int[] prompt) {
+        refuseShardAlone("prefill");
         if (prompt.length < 1 || prompt.length > settings.prefillMax()) {
             throw new IllegalArgumentException("a prompt of " + prompt.length + " tokens; this engine takes 1.."
                     + settings.prefillMax());
@@ -182,6 +184,7 @@ public final class RankEngine implements AutoCloseable {
      * @return the greedy next token
      */
     public int decode(int id, int position) {
+        refuseShardAlone("decode");
         checkPosition(position, 1);
         io.setInput(0, id, position);
         decode.replay();
@@ -197,6 +200,7 @@ public final class RankEngine implements AutoCloseable {
      * @param next     receives the greedy next token after each draft token
      */
     public void verify(int[] ids, int position, int[] next) {
+        refuseShardAlone("verify");
         if (verify == null || ids.length != settings.draft() || next.length < ids.length) {
             throw new IllegalArgumentException("verify takes exactly --draft " + settings.draft() + " tokens");
         }
@@ -208,6 +212,18 @@ public final class RankEngine implements AutoCloseable {
         finish("verify");
         for (int i = 0; i < ids.length; i++) {
             next[i] = io.argmax(i);
+        }
+    }
+
+    /**
+     * Refuses the steps that return tokens on a shard alone: its LM head fills only rank 0's
+     * vocabulary (the other ranks' logits stay zero and no peer adds them), so its greedy tokens
+     * mean nothing. {@link StepTiming} times such an engine's steps without reading their tokens.
+     */
+    private void refuseShardAlone(String step) {
+        if (settings.shardAlone()) {
+            throw new IllegalStateException(step + ": this engine runs rank 0's shard of TP " + settings.layout().tp()
+                    + " alone (a benchmark projection); its tokens mean nothing");
         }
     }
 
@@ -235,6 +251,7 @@ public final class RankEngine implements AutoCloseable {
      * @return {@code vocab_size} logits
      */
     public float[] logits(int row) {
+        refuseShardAlone("logits");
         if (!io.keepsLogits()) {
             throw new IllegalStateException("this engine was set up without keepLogits");
         }

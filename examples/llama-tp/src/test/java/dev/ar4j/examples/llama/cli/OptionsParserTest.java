@@ -64,6 +64,50 @@ class OptionsParserTest {
     }
 
     @Test
+    void tpShardOfRunsOneRankOfALargerSplitInBench() {
+        LlamaOptions o = OptionsParser.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp-shard-of", "2");
+        assertEquals(1, o.tp());
+        assertEquals(2, o.tpShardOf());
+        assertEquals(2, o.splitDegree());
+        assertTrue(o.shardAlone());
+        assertArrayEquals(new int[] {0}, o.deviceOfRank());
+        assertFalse(o.ranksShareGpu());
+        // --tp 1 said aloud is the same; one device may be named.
+        LlamaOptions d = OptionsParser.parse("--synthetic", "llama3-8b", "--mode=bench", "--tp", "1", "--tp-shard-of=8",
+                "--devices", "3");
+        assertEquals(8, d.splitDegree());
+        assertArrayEquals(new int[] {3}, d.deviceOfRank());
+        // Without it, the split is --tp's.
+        LlamaOptions whole = OptionsParser.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp", "4");
+        assertEquals(0, whole.tpShardOf());
+        assertFalse(whole.shardAlone());
+        assertEquals(4, whole.splitDegree());
+        assertTrue(OptionsParser.USAGE.contains("--tp-shard-of N"), OptionsParser.USAGE);
+        assertTrue(OptionsParser.USAGE.contains("bench only"), OptionsParser.USAGE);
+    }
+
+    @Test
+    void tpShardOfIsRefusedWhereItCannotBeRight() {
+        refused("--tp-shard-of runs in --mode bench only", "--synthetic", "tiny", "--tp-shard-of", "2");
+        refused("--tp-shard-of runs in --mode bench only", "--synthetic", "tiny", "--mode", "generate",
+                "--tp-shard-of", "2");
+        refused("leave out --tp 2", "--synthetic", "tiny", "--mode", "bench", "--tp", "2", "--tp-shard-of", "2");
+        refused("--tp-shard-of must be 2..64, got 1", "--synthetic", "tiny", "--mode", "bench", "--tp-shard-of", "1");
+        refused("--tp-shard-of needs a value", "--synthetic", "tiny", "--mode", "bench", "--tp-shard-of");
+        refused("--tp-shard-of: 'x' is not a whole number", "--synthetic", "tiny", "--mode", "bench",
+                "--tp-shard-of", "x");
+        refused("--devices names 2 GPUs but --tp is 1", "--synthetic", "tiny", "--mode", "bench", "--tp-shard-of", "2",
+                "--devices", "0,1");
+        // The record itself refuses what the parser refuses.
+        assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 2, RunMode.BENCH,
+                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, false, 2));
+        assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.GENERATE,
+                new int[] {1}, 1, 0, List.of(CommMode.AR4J), false, null, 0, 0, false, 2));
+        assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.BENCH,
+                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, false, 1));
+    }
+
+    @Test
     void helpNeedsNothingElse() {
         assertTrue(OptionsParser.parse("--help").help());
     }
@@ -117,6 +161,8 @@ class OptionsParserTest {
         assertEquals(256, resolved.context());
         resolved.checkAgainst(small);
         assertEquals(100, OptionsParser.parse("--synthetic", "tiny", "--context", "100").forModel(small).context());
+        assertEquals(4, OptionsParser.parse("--synthetic", "tiny", "--mode", "bench", "--tp-shard-of", "4")
+                .forModel(small).tpShardOf());
         UsageException vocab = assertThrows(UsageException.class, () -> OptionsParser.parse("--synthetic", "tiny",
                 "--prompt", "1,4096").forModel(tiny).checkAgainst(tiny));
         assertTrue(vocab.getMessage().contains("token 1 is 4096, outside the vocabulary of 4096"), vocab.getMessage());

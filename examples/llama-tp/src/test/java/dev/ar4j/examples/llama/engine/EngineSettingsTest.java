@@ -6,7 +6,9 @@ import dev.ar4j.examples.llama.weights.TensorParallelLayout;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class EngineSettingsTest {
 
@@ -30,5 +32,23 @@ class EngineSettingsTest {
         assertEquals(5, new EngineSettings(l, 64, 2, 5, false, true, 1).maxTokens());
         assertThrows(IllegalArgumentException.class, () -> new EngineSettings(l, 64, 65, 3, false, true, 1));
         assertThrows(IllegalArgumentException.class, () -> new EngineSettings(l, 64, 8, -1, false, true, 1));
+    }
+
+    @Test
+    void aShardAloneRunsOnACommunicatorOfOneRank() {
+        TensorParallelLayout l8b = new TensorParallelLayout(SyntheticModels.byName("llama3-8b"), 4);
+        EngineSettings whole = new EngineSettings(l8b, 2048, 512, 3, false, true, 1);
+        assertFalse(whole.shardAlone());
+        assertEquals(4, whole.worldSize());
+        EngineSettings shard = new EngineSettings(l8b, 2048, 512, 3, false, true, 1, true);
+        assertTrue(shard.shardAlone());
+        assertEquals(1, shard.worldSize());
+        // The same buffers as rank 0 of the TP 4 step: staging for the padded vocabulary's logits and the hidden rows.
+        assertEquals(whole.stagingBytes(), shard.stagingBytes());
+        assertEquals(whole.maxTokens(), shard.maxTokens());
+        TensorParallelLayout one = new TensorParallelLayout(SyntheticModels.byName("tiny"), 1);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new EngineSettings(one, 64, 8, 3, false, true, 1, true));
+        assertTrue(e.getMessage().contains("at least 2 ranks"), e.getMessage());
     }
 }

@@ -137,6 +137,35 @@ class ShardPlanTest {
         assertEquals(LlamaTensors.expected(tied).size(), used.size(), "every expected tensor is read: " + used);
     }
 
+    /**
+     * What {@code --tp-shard-of N} loads: rank 0's plan of the TP N split, whose matrices are those
+     * of the whole model cut N ways, whose vocabulary is the first shard, and whose norms are whole.
+     */
+    @Test
+    void rankZerosShardOfTpNHoldsAnNthOfEverySplitMatrix() {
+        LlamaConfig c = dev.ar4j.examples.llama.config.SyntheticModels.byName("llama3-8b");
+        ShardPlan whole = ShardPlan.forRank(new TensorParallelLayout(c, 1), 0);
+        for (int n : new int[] {2, 4, 8}) {
+            TensorParallelLayout l = new TensorParallelLayout(c, n);
+            ShardPlan shard = ShardPlan.forRank(l, 0);
+            assertEquals(0, shard.rank());
+            assertEquals(n, shard.layout().tp());
+            for (Kind k : new Kind[] {Kind.QKV, Kind.OUT_PROJ, Kind.GATE_UP, Kind.DOWN_PROJ}) {
+                WeightName w = WeightName.of(k, 0);
+                assertEquals(whole.elements(w), n * shard.elements(w), "tp " + n + " " + w);
+            }
+            WeightName norm = WeightName.of(Kind.INPUT_NORM, 3);
+            assertEquals(whole.elements(norm), shard.elements(norm));
+            assertEquals(0, l.vocabStart(0));
+            assertEquals(l.vocabPerRank(), l.vocabEnd(0));
+            assertArrayEquals(new long[] {l.vocabPerRank(), c.hiddenSize()}, shard.shapes().get(shard.lmHead()));
+            // The weights the shard streams per step: an Nth of the model's, plus the replicated norms.
+            long norms = 2L * (2L * c.numHiddenLayers() + 1) * c.hiddenSize();
+            long padding = 2L * 2 * (l.paddedVocab() - c.vocabSize()) * c.hiddenSize();
+            assertEquals(whole.bf16Bytes() - norms + padding, n * (shard.bf16Bytes() - norms), "tp " + n);
+        }
+    }
+
     @Test
     void bytesPerRankSumToTheModelPlusPadding() {
         TensorParallelLayout l = new TensorParallelLayout(C, 2);
