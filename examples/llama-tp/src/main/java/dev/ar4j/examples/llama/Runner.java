@@ -147,6 +147,16 @@ final class Runner {
                             (i, c) -> StepTiming.measure(engines.get(i), k, p, o.steps(), 20));
                     table.row(comm.flag(), slowest(figures));
                 }
+                if (o.profile()) {
+                    for (StepKind k : kinds) {
+                        if (k == StepKind.PREFILL) {
+                            continue;
+                        }
+                        List<StepTiming.Profile> profiles = group.onEveryRank("profile " + k, STEP_TIMEOUT,
+                                (i, c) -> StepTiming.profile(engines.get(i), k, p, 20));
+                        table.profile(comm.flag(), profiles.get(0));
+                    }
+                }
             }
         } finally {
             group.onEveryRank("closing the engines", STEP_TIMEOUT, (i, c) -> {

@@ -1,6 +1,8 @@
 package dev.ar4j.examples.llama.bench;
 
 import dev.ar4j.examples.llama.engine.StepTiming.Figures;
+import dev.ar4j.examples.llama.engine.StepTiming.Profile;
+import dev.ar4j.examples.llama.engine.StepTiming.ProfileRow;
 
 import java.io.PrintStream;
 import java.util.Locale;
@@ -48,5 +50,26 @@ public final class BenchTable {
      */
     public void skipped(String comm, String reason) {
         out.printf(Locale.ROOT, "  %-10s not run: %s%n", comm, reason);
+    }
+
+    /**
+     * A profile of one step: a commented table, one row per kind of kernel.
+     *
+     * @param comm the communication mode
+     * @param p    the profile
+     */
+    public void profile(String comm, Profile p) {
+        double sum = p.rows().stream().mapToDouble(ProfileRow::millis).sum();
+        out.printf(Locale.ROOT, "# profile (%s): one eager %s step of %d token(s), %d keys per token; CUDA events "
+                + "around each kind of kernel (they add their own time and stop a kernel from starting early, so "
+                + "the eager step, %.4f ms, is longer than a graph replay)%n", comm,
+                p.kind().name().toLowerCase(Locale.ROOT), p.tokens(), p.contextKeys(), p.eagerMillis());
+        out.printf(Locale.ROOT, "# %-34s %6s %10s %7s %10s %8s%n", "kernels", "calls", "ms", "share", "MB", "TB/s");
+        for (ProfileRow r : p.rows()) {
+            out.printf(Locale.ROOT, "  %-34s %6d %10.4f %6.1f%% %10.2f %8.2f%n", r.section().label(), r.calls(),
+                    r.millis(), 100 * r.millis() / p.eagerMillis(), r.bytes() / 1e6, r.terabytesPerSecond());
+        }
+        out.printf(Locale.ROOT, "  %-34s %6s %10.4f %6.1f%%%n", "between the sections (events, gaps)", "",
+                p.eagerMillis() - sum, 100 * (p.eagerMillis() - sum) / p.eagerMillis());
     }
 }

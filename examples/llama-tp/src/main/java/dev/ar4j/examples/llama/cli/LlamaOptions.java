@@ -26,10 +26,11 @@ import java.util.List;
  * @param help      {@code --help}
  * @param tpShardOf {@code --tp-shard-of N}: run rank 0's shard of a TP N split alone (world size 1; bench
  *                  only), or 0 for the whole model split over {@code tp} ranks
+ * @param profile   {@code --profile}: in bench mode, also the time of each kind of kernel in one step
  */
 public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, int[] prompt, int steps, int draft,
                            List<CommMode> comms, boolean shareGpu, int[] devices, int context, long seed,
-                           boolean help, int tpShardOf) {
+                           boolean help, int tpShardOf, boolean profile) {
 
     /** The KV-cache positions when {@code --context} is not given (fewer if the model allows fewer). */
     public static final int DEFAULT_CONTEXT = 2048;
@@ -41,6 +42,9 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, i
         if (tpShardOf != 0 && (tpShardOf < 2 || tp != 1 || mode != RunMode.BENCH)) {
             throw new IllegalArgumentException("--tp-shard-of " + tpShardOf + " with --tp " + tp + " in " + mode
                     + ": the shard of TP N (N >= 2) runs as one rank alone, in bench mode only");
+        }
+        if (profile && mode != RunMode.BENCH) {
+            throw new IllegalArgumentException("--profile in " + mode + " mode: it profiles the steps of --mode bench");
         }
         prompt = prompt == null ? null : prompt.clone();
         devices = devices == null ? null : devices.clone();
@@ -124,7 +128,7 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, i
             return this;
         }
         return new LlamaOptions(model, synthetic, tp, mode, prompt, steps, draft, comms, shareGpu, devices,
-                Math.min(DEFAULT_CONTEXT, c.maxPositionEmbeddings()), seed, help, tpShardOf);
+                Math.min(DEFAULT_CONTEXT, c.maxPositionEmbeddings()), seed, help, tpShardOf, profile);
     }
 
     /**

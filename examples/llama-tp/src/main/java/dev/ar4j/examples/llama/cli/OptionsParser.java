@@ -33,11 +33,13 @@ public final class OptionsParser {
                                   one GPU: the per-rank compute of a TP N step, a projection with no
                                   communication (the all-reduces are world-size-1 calls); bench only,
                                   since the shard's tokens mean nothing; excludes --tp N > 1
+              --profile           bench: also where one eager step's time goes, per kind of kernel
+                                  (CUDA events around each kind; bytes moved and TB/s)
               --help              this text
             With torchrun-style variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) each
             JVM is one rank and --tp must equal WORLD_SIZE; otherwise one JVM drives all ranks as threads.""";
 
-    private static final Set<String> FLAGS = Set.of("--share-gpu", "--help");
+    private static final Set<String> FLAGS = Set.of("--share-gpu", "--help", "--profile");
     private static final Set<String> VALUED = Set.of("--model", "--synthetic", "--tp", "--mode", "--prompt", "--steps",
             "--draft", "--comm", "--devices", "--context", "--seed", "--tp-shard-of");
 
@@ -60,7 +62,7 @@ public final class OptionsParser {
         Map<String, String> given = split(args);
         if (given.containsKey("--help")) {
             return new LlamaOptions(null, null, 1, RunMode.GENERATE, new int[0], 1, 0, List.of(CommMode.AR4J), false,
-                    null, 1, 0, true, 0);
+                    null, 1, 0, true, 0, false);
         }
         String model = given.get("--model");
         String synthetic = given.get("--synthetic");
@@ -111,7 +113,7 @@ public final class OptionsParser {
         int context = given.containsKey("--context") ? intValue("--context", given.get("--context"), 1, 1 << 24) : 0;
         long seed = longValue("--seed", given.getOrDefault("--seed", "1234"));
         return new LlamaOptions(model == null ? null : Path.of(model), synthetic, tp, mode, prompt, steps, draft, comms,
-                share, devices, context, seed, false, shardOf);
+                share, devices, context, seed, false, shardOf, profile(given, mode));
     }
 
     private static Map<String, String> split(String[] args) {
@@ -208,5 +210,12 @@ public final class OptionsParser {
             out[i] = i + 1;
         }
         return out;
+    }
+
+    private static boolean profile(Map<String, String> given, RunMode mode) {
+        if (given.containsKey("--profile") && mode != RunMode.BENCH) {
+            throw new UsageException("--profile: it profiles the steps of --mode bench; add --mode bench");
+        }
+        return given.containsKey("--profile");
     }
 }

@@ -120,10 +120,10 @@ final class ForwardPass {
      *
      * @param v      the views for the step's token count
      * @param splits attention key-range splits for that count
-     * @param timer  events around the all-reduces, or {@code null} (graphs)
+     * @param timer  events around the all-reduces or every section, or {@code null} (graphs)
      * @param logitRows the last rows that get logits and an argmax (1 to {@code t}; a prompt needs only its last)
      */
-    void enqueue(StepViews v, int splits, CommTimer timer, int logitRows) {
+    void enqueue(StepViews v, int splits, SectionTimer timer, int logitRows) {
         int t = v.tokens();
         int h = c.hiddenSize();
         int hd = c.headDim();
@@ -135,28 +135,40 @@ final class ForwardPass {
         int inter = layout.intermediatePerRank();
         int positions = cache.positions();
 
+        long kvBytesPerKey = 4L * kvHeads * hd;  // one position's key and value, bf16
+        begin(timer, StepSection.EMBEDDING, 2L * t * h);
         kernels.embedding(act.ids.address(), t, w.address(Kind.EMBEDDING, -1), layout.vocabStart(rank),
                 layout.vocabEnd(rank), c.vocabSize(), h, act.partial.address());
+        end(timer);
         fused(v, v.zeros(), w.get(WeightName.of(Kind.INPUT_NORM, 0)), timer);
 
         long qkv = act.qkv.address();
         long k = qkv + 2L * qW;
         long val = k + 2L * kvW;
         for (int l = 0; l < c.numHiddenLayers(); l++) {
+            begin(timer, StepSection.QKV, 2L * qkvW * h);
             linear(w.address(Kind.QKV, l), act.normed.address(), qkv, t, qkvW, h, h, qkvW);
+            end(timer);
+            begin(timer, StepSection.ROPE_KV, 2L * t * kvW * 2);
             kernels.rope(qkv, qkvW, k, qkvW, t, heads, kvHeads, hd, w.invFreq().address(), act.positions.address(),
                     positions);
             kernels.kvAppend(k, qkvW, val, qkvW, t, kvHeads, hd, cache.keys(l), cache.values(l), positions,
                     act.positions.address());
+            end(timer);
+            begin(timer, StepSection.ATTENTION, timer == null ? 0 : kvBytesPerKey * timer.contextKeys());
             kernels.attention(qkv, qkvW, cache.keys(l), cache.values(l), t, heads, kvHeads, hd, positions,
                     act.positions.address(), scale, act.attention.address(), qW, splits,
                     act.attentionWorkspace.address(), act.attentionWorkspace.byteSize());
+            end(timer);
+            begin(timer, StepSection.O_PROJ, 2L * h * qW);
             linear(w.address(Kind.OUT_PROJ, l), act.attention.address(), act.partial.address(), t, h, qW, qW, h);
+            end(timer);
             fused(v, v.residual(), w.get(WeightName.of(Kind.POST_NORM, l)), timer);
 
             long gateUp = act.gateUp.address();
             long gateUpWeight = w.address(Kind.GATE_UP, l);
             int activationStride;
+            begin(timer, StepSection.GATE_UP, 4L * inter * h);
             if (rowsKernel(gateUpWeight, act.normed.address(), t, h, h)) {
                 kernels.linearRowsSiluMul(gateUpWeight, act.normed.address(), h, gateUp, inter, t, inter, h);
                 activationStride = inter;
@@ -165,7 +177,10 @@ final class ForwardPass {
                 kernels.siluMul(gateUp, 2L * inter, gateUp + 2L * inter, 2L * inter, gateUp, 2L * inter, t, inter);
                 activationStride = 2 * inter;
             }
+            end(timer);
+            begin(timer, StepSection.DOWN, 2L * h * inter);
             linear(w.address(Kind.DOWN_PROJ, l), gateUp, act.partial.address(), t, h, inter, activationStride, h);
+            end(timer);
             WeightName next = l + 1 < c.numHiddenLayers() ? WeightName.of(Kind.INPUT_NORM, l + 1)
                     : WeightName.model(Kind.FINAL_NORM);
             fused(v, v.residual(), w.get(next), timer);
@@ -182,36 +197,45 @@ final class ForwardPass {
         long logits = act.logits.address();
         long lastNormed = act.normed.address() + 2L * h * (t - rows);
         long lmHead = w.get(w.plan().lmHead()).address();
+        begin(timer, StepSection.LM_HEAD, 2L * layout.vocabPerRank() * h);
         if (layout.tp() == 1 && rowsKernel(lmHead, lastNormed, rows, h, h)) {
             // The greedy choice in the LM head's epilogue: no pass over the logits after it.
             kernels.linearRowsArgmax(lmHead, lastNormed, h, logits, vocabPad, rows, layout.vocabPerRank(), h,
                     c.vocabSize(), 0, act.argmax.address(), act.argmaxValue.address(),
                     act.argmaxWorkspace.address(), act.argmaxWorkspace.byteSize());
+            end(timer);
             return;
         }
-        linear(w.get(w.plan().lmHead()).address(), lastNormed, logits + 2L * layout.vocabStart(rank), rows,
-                layout.vocabPerRank(), h, h, vocabPad);
+        linear(lmHead, lastNormed, logits + 2L * layout.vocabStart(rank), rows, layout.vocabPerRank(), h, h, vocabPad);
+        end(timer);
         if (layout.tp() > 1) {
-            if (timer != null) {
-                timer.before(stream);
-            }
+            begin(timer, StepSection.LOGITS_ALL_REDUCE, 2L * rows * vocabPad);
             comm.allReduce(logits, logits, (long) rows * vocabPad, DType.BFLOAT16, stream.handle());
-            if (timer != null) {
-                timer.after(stream);
-            }
+            end(timer);
         }
+        begin(timer, StepSection.ARGMAX, 2L * rows * vocabPad);
         kernels.argmax(logits, vocabPad, rows, c.vocabSize(), act.argmax.address(), act.argmaxValue.address());
+        end(timer);
+    }
+
+    private void begin(SectionTimer timer, StepSection section, long bytes) {
+        if (timer != null) {
+            timer.begin(section, bytes, stream);
+        }
+    }
+
+    private void end(SectionTimer timer) {
+        if (timer != null) {
+            timer.end(stream);
+        }
     }
 
     /** residual = allreduce(partial) + residualIn; normed = rmsnorm(residual) * weight. */
-    private void fused(StepViews v, DeviceBuffer residualIn, DeviceBuffer weight, CommTimer timer) {
-        if (timer != null) {
-            timer.before(stream);
-        }
+    private void fused(StepViews v, DeviceBuffer residualIn, DeviceBuffer weight, SectionTimer timer) {
+        // The all-reduce's and the norm's traffic: partial, residual in and out, normed out.
+        begin(timer, StepSection.ALL_REDUCE_NORM, 8L * v.tokens() * c.hiddenSize());
         comm.allReduceResidualRmsNorm(v.partial(), residualIn, weight, v.normed(), v.residual(), c.hiddenSize(), eps,
                 DType.BFLOAT16, stream);
-        if (timer != null) {
-            timer.after(stream);
-        }
+        end(timer);
     }
 }

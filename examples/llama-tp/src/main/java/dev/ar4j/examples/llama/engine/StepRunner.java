@@ -66,7 +66,7 @@ final class StepRunner implements AutoCloseable {
         return logitRows;
     }
 
-    private void enqueue(CommTimer timer) {
+    private void enqueue(SectionTimer timer) {
         idsIn.copyFromAsync(hostIds, stream);
         positionsIn.copyFromAsync(hostPositions, stream);
         forward.enqueue(views, splits, timer, logitRows);
@@ -78,7 +78,7 @@ final class StepRunner implements AutoCloseable {
     }
 
     /** Enqueues the step eagerly (with events around its all-reduces when {@code timer} is given). */
-    void runEager(CommTimer timer) {
+    void runEager(SectionTimer timer) {
         enqueue(timer);
     }
 

@@ -3,7 +3,11 @@ package dev.ar4j.examples.llama.engine;
 import dev.ar4j.cuda.CudaEvent;
 
 import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
 
 /**
  * Measurements of one rank's steps, run on the rank's thread (collective: every rank runs the
@@ -32,6 +36,90 @@ public final class StepTiming {
         public double tokensPerSecond() {
             return tokens * 1000.0 / medianMillis;
         }
+    }
+
+    /**
+     * One kind of kernel in a profiled step.
+     *
+     * @param section the kind
+     * @param calls   its sections in one step
+     * @param millis  their time in one step (median over the profiled steps)
+     * @param bytes   what they must move at least (weights, KV rows, activations)
+     */
+    public record ProfileRow(StepSection section, int calls, double millis, double bytes) {
+        /**
+         * The bandwidth the bytes imply.
+         *
+         * @return terabytes per second
+         */
+        public double terabytesPerSecond() {
+            return bytes / (millis * 1e9);
+        }
+    }
+
+    /**
+     * Where one eager step's time goes.
+     *
+     * @param kind        the step
+     * @param tokens      tokens per step
+     * @param contextKeys keys the attention reads per token
+     * @param eagerMillis the median eager step with the profile's events (events between kernels cost their own
+     *                    time and stop the next kernel from starting early, so this is more than a graph replay)
+     * @param rows        one row per kind of kernel, in step order
+     */
+    public record Profile(StepKind kind, int tokens, int contextKeys, double eagerMillis, List<ProfileRow> rows) {
+        public Profile {
+            rows = List.copyOf(rows);
+        }
+    }
+
+    /**
+     * Profiles a decode or verify step on this rank: {@code runs} eager steps with CUDA events around every
+     * section, each section's time the median over the runs.
+     *
+     * @param e        the rank's engine
+     * @param kind     {@link StepKind#DECODE} or {@link StepKind#VERIFY}
+     * @param position the first position the step's tokens take
+     * @param runs     eager steps profiled
+     * @return the profile
+     */
+    public static Profile profile(RankEngine e, StepKind kind, int position, int runs) {
+        if (kind == StepKind.PREFILL) {
+            throw new IllegalArgumentException("profile: decode or verify steps only");
+        }
+        int tokens = kind == StepKind.DECODE ? 1 : e.verifyStep().tokens();
+        HostIo io = e.io();
+        for (int i = 0; i < tokens; i++) {
+            io.setInput(i, (i * 7 + 1) % e.settings().layout().config().vocabSize(), position + i);
+        }
+        Map<StepSection, double[][]> samples = new EnumMap<>(StepSection.class);
+        double[] steps = new double[runs];
+        try (StepRunner eagerStep = e.eagerStep(tokens, tokens);
+             SectionTimer timer = new SectionTimer(true);
+             CudaEvent start = CudaEvent.create();
+             CudaEvent end = CudaEvent.create()) {
+            timer.contextKeys(position + 1);
+            for (int r = 0; r < runs; r++) {
+                timer.reset();
+                start.record(e.stream());
+                eagerStep.runEager(timer);
+                end.record(e.stream());
+                e.finishStep(kind + " (profile)");
+                steps[r] = end.elapsedMillisSince(start);
+                for (Map.Entry<StepSection, double[]> t : timer.totals().entrySet()) {
+                    double[][] s = samples.computeIfAbsent(t.getKey(), k -> new double[3][runs]);
+                    for (int i = 0; i < 3; i++) {
+                        s[i][r] = t.getValue()[i];
+                    }
+                }
+            }
+        }
+        List<ProfileRow> rows = new ArrayList<>();
+        for (Map.Entry<StepSection, double[][]> s : samples.entrySet()) {
+            double[][] v = s.getValue();
+            rows.add(new ProfileRow(s.getKey(), (int) v[0][0], median(v[1]), v[2][0]));
+        }
+        return new Profile(kind, tokens, position + 1, median(steps), rows);
     }
 
     /** Keeps the loop's reads observable. */
@@ -63,7 +151,7 @@ public final class StepTiming {
             io.setInput(i, (i * 7 + 1) % e.settings().layout().config().vocabSize(), first + i);
         }
         try (StepRunner eagerStep = e.eagerStep(tokens, graph == null ? 1 : tokens);
-             CommTimer timer = new CommTimer(e.forwardPass().allReducesPerStep());
+             SectionTimer timer = new SectionTimer(false);
              CudaEvent start = CudaEvent.create();
              CudaEvent end = CudaEvent.create()) {
             double[] shares = new double[eager];
@@ -73,7 +161,7 @@ public final class StepTiming {
                 eagerStep.runEager(timer);
                 end.record(e.stream());
                 e.finishStep(kind + " (eager)");
-                shares[i] = e.settings().layout().tp() > 1 ? timer.totalMillis() / end.elapsedMillisSince(start)
+                shares[i] = e.settings().layout().tp() > 1 ? timer.communicationMillis() / end.elapsedMillisSince(start)
                         : Double.NaN;
             }
             int runs = kind == StepKind.PREFILL ? Math.min(timed, 20) : timed;

@@ -100,11 +100,11 @@ class OptionsParserTest {
                 "--devices", "0,1");
         // The record itself refuses what the parser refuses.
         assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 2, RunMode.BENCH,
-                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, false, 2));
+                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, false, 2, false));
         assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.GENERATE,
-                new int[] {1}, 1, 0, List.of(CommMode.AR4J), false, null, 0, 0, false, 2));
+                new int[] {1}, 1, 0, List.of(CommMode.AR4J), false, null, 0, 0, false, 2, false));
         assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.BENCH,
-                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, false, 1));
+                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, false, 1, false));
     }
 
     @Test
