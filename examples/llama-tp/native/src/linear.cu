@@ -201,12 +201,25 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs 
         for (int r = 0; r < ROWS; ++r) {
             float bv = 0.0f;
             int32_t bi = -1;
-            for (int32_t b = threadIdx.x; b < int32_t(gridDim.x); b += kThreads) {
-                const float v = __ldcg(a.candidate_value + int64_t(r) * gridDim.x + b);
-                const int32_t i = __ldcg(a.candidate_index + int64_t(r) * gridDim.x + b);
-                if (i >= 0 && (bi < 0 || beats(v, i, bv, bi))) {
-                    bv = v;
-                    bi = i;
+            // 8 candidates' loads in flight per thread before the comparisons (one L2 round trip per 8).
+            constexpr int kDepth = 8;
+            const float *values = a.candidate_value + int64_t(r) * gridDim.x;
+            const int32_t *indices = a.candidate_index + int64_t(r) * gridDim.x;
+            for (int32_t b0 = threadIdx.x; b0 < int32_t(gridDim.x); b0 += kThreads * kDepth) {
+                float v[kDepth];
+                int32_t i[kDepth];
+#pragma unroll
+                for (int d = 0; d < kDepth; ++d) {
+                    const int32_t b = b0 + d * kThreads;
+                    v[d] = b < int32_t(gridDim.x) ? __ldcg(values + b) : 0.0f;
+                    i[d] = b < int32_t(gridDim.x) ? __ldcg(indices + b) : -1;
+                }
+#pragma unroll
+                for (int d = 0; d < kDepth; ++d) {
+                    if (i[d] >= 0 && (bi < 0 || beats(v[d], i[d], bv, bi))) {
+                        bv = v[d];
+                        bi = i[d];
+                    }
                 }
             }
 #pragma unroll
