@@ -16,10 +16,11 @@
 #            against the default, CUDA graphs of 50, medians: '# variant timing'), then the fused
 #            test with the grid-wide push phase (4) and with it plus clear-on-read and the early
 #            trigger (0x40000017), and the pass-on
-#   rmsnorm  ar4j_rmsnorm_test (residual add + RMSNorm against a host reference)
+#   rmsnorm  ar4j_rmsnorm_test (residual add + RMSNorm against a host reference; decode shapes,
+#            16-byte against element kernel bitwise, PDL behind a slow producer eager and in a graph)
 #   its      the GPU integration tests that need one GPU (failure containment and the fused
 #            all-reduce + residual + RMSNorm with 2 ranks on GPU 0 in both process models, NCCL
-#            world size 1 and the missing-rank timeout, a split of 4 ranks into two sub-groups, ...;
+#            world size 1 and the missing-rank timeout, a world-size-1 communicator without NCCL, a split of 4 ranks into two sub-groups, ...;
 #            FailureContainmentOneJvmIT's close race at 400 rounds unless AR4J_IT_JAVA_OPTS says)
 #   timing   dev.ar4j.it.FastPathTiming: graph time per all-reduce with and without the
 #            watchdog, PDL on and off, 2 ranks sharing GPU 0
@@ -78,7 +79,8 @@ for s in "${steps[@]}"; do
                 --select-class dev.ar4j.internal.nccl.NcclSingleGpuIT --select-class dev.ar4j.internal.nccl.NcclInitTimeoutIT \
                 --select-class dev.ar4j.cuda.CudaSingleGpuIT --select-class dev.ar4j.it.CommunicatorSplitIT \
                 --select-class dev.ar4j.it.FusedNormOneJvmIT \
-                --select-class dev.ar4j.it.FusedNormTwoJvmIT --select-class dev.ar4j.it.BuildAbortOneGpuIT ;;
+                --select-class dev.ar4j.it.FusedNormTwoJvmIT --select-class dev.ar4j.it.BuildAbortOneGpuIT \
+                --select-class dev.ar4j.it.WorldSizeOneIT ;;
     timing)   step timing 180 "$java" --enable-native-access=ALL-UNNAMED -cp ".gpu/test-classes:$jars" \
                 dev.ar4j.it.FastPathTiming 1024 43008 ;;
     consumer) # The GPU host has no unzip: read the manifest with Python's zipfile.

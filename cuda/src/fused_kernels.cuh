@@ -55,38 +55,14 @@ __device__ __forceinline__ void fill_fused_nan(const FusedParams &f) {
     }
 }
 
-// The epilogue both fused kernels share, element by element in pack order (so that they and
-// ar4j_residual_rmsnorm compute the same bits): residual_out = round(sum + residual), whose squares
-// are added to `squares` in element order.
-template <typename T>
-__device__ __forceinline__ uint4 add_residual_pack(uint4 sum_pack, uint4 residual_pack, float &squares) {
-    using Tr = PackTraits<T>;
-    using S = NormScalar<T>;
-    float sum[Tr::kElems], res[Tr::kElems];
-    Tr::unpack(sum_pack, sum);  // the all-reduce result, rounded to the dtype
-    Tr::unpack(residual_pack, res);
-#pragma unroll
-    for (int e = 0; e < Tr::kElems; ++e) {
-        const float r = S::round(sum[e] + res[e]);
-        res[e] = r;
-        squares = __fmaf_rn(r, r, squares);
-    }
-    return Tr::pack(res);
-}
-
 // out = residual_out * inv * weight over this thread's packs of the row starting at pack `base`
-// (each thread reads back only the residual_out packs it wrote itself).
+// (each thread reads back only the residual_out packs it wrote itself). The residual add and the
+// normalisation of one pack (add_residual_pack, normalized_pack) are rmsnorm_math.cuh's.
 template <typename T>
 __device__ __forceinline__ void write_normalized_row(const FusedParams &f, int64_t base, float inv) {
-    using Tr = PackTraits<T>;
     for (int64_t j = threadIdx.x; j < f.row_packs; j += blockDim.x) {
         const int64_t i = base + j;
-        float r[Tr::kElems], w[Tr::kElems], o[Tr::kElems];
-        Tr::unpack(f.residual_out[i], r);
-        Tr::unpack(f.weight[j], w);
-#pragma unroll
-        for (int e = 0; e < Tr::kElems; ++e) o[e] = r[e] * inv * w[e];
-        f.p.out[i] = Tr::pack(o);
+        f.p.out[i] = normalized_pack<T>(f.residual_out[i], f.weight[j], inv);
     }
 }
 

@@ -2,7 +2,7 @@
 // all-reduce + residual + RMSNorm kernel (fused_kernels.cuh), so that both compute bitwise the same:
 // fp32 rounding of one element to the dtype, and the fixed-order sum of a row's squares.
 //
-// Order of a row's sum of squares (both kernels): the row is cut into 16-byte packs (4 fp32 or 8
+// Order of a row's sum of squares (all three kernels): the row is cut into 16-byte packs (4 fp32 or 8
 // half elements); thread t of a kNormThreads-thread block takes packs t, t + kNormThreads, ... and
 // within each pack its elements in order, accumulating fmaf(r, r, squares); then the block sums the
 // threads' partials (xor butterfly in each warp, warps 0..kNormWarps-1 in order).
@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include "kernel_interface.cuh"
+#include "packs.cuh"
 
 namespace ar4j {
 
@@ -61,6 +62,38 @@ __device__ __forceinline__ float norm_block_sum(float v, float *shared) {
 // 1 / rms of a row from its sum of squares (both kernels: the same expression).
 __device__ __forceinline__ float norm_inverse(float squares_total, int64_t hidden, float eps) {
     return rsqrtf(squares_total / static_cast<float>(hidden) + eps);
+}
+
+// The residual add of one 16-byte pack, element by element in pack order (so that the fused kernels
+// and ar4j_residual_rmsnorm compute the same bits): residual_out = round(sum + residual), whose
+// squares are added to `squares` in element order.
+template <typename T>
+__device__ __forceinline__ uint4 add_residual_pack(uint4 sum_pack, uint4 residual_pack, float &squares) {
+    using Tr = PackTraits<T>;
+    using S = NormScalar<T>;
+    float sum[Tr::kElems], res[Tr::kElems];
+    Tr::unpack(sum_pack, sum);  // the all-reduce result, rounded to the dtype
+    Tr::unpack(residual_pack, res);
+#pragma unroll
+    for (int e = 0; e < Tr::kElems; ++e) {
+        const float r = S::round(sum[e] + res[e]);
+        res[e] = r;
+        squares = __fmaf_rn(r, r, squares);
+    }
+    return Tr::pack(res);
+}
+
+// out = residual_out * inv * weight for one 16-byte pack (r * inv first, then * w: the scalar
+// kernel's expression).
+template <typename T>
+__device__ __forceinline__ uint4 normalized_pack(uint4 residual_out_pack, uint4 weight_pack, float inv) {
+    using Tr = PackTraits<T>;
+    float r[Tr::kElems], w[Tr::kElems], o[Tr::kElems];
+    Tr::unpack(residual_out_pack, r);
+    Tr::unpack(weight_pack, w);
+#pragma unroll
+    for (int e = 0; e < Tr::kElems; ++e) o[e] = r[e] * inv * w[e];
+    return Tr::pack(o);
 }
 
 }  // namespace ar4j

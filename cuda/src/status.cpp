@@ -98,4 +98,4 @@ AR4J_API const char *ar4j_status_message(int status) {
     }
 }
 
-AR4J_API int ar4j_abi_version(void) { return 700; }
+AR4J_API int ar4j_abi_version(void) { return 800; }

@@ -151,7 +151,9 @@ const char *ar4j_status_message(int status);
  * version and the norm block in the published geometry, a changed signal block layout: ranks
  * of one group must run the same ABI version, which the geometry check now enforces; 0.7.0 =
  * 700: ar4j_set_variants and ar4j_variants_active, each rank's device identity and variants word
- * in its signal block, compared at the geometry check). */
+ * in its signal block, compared at the geometry check; 0.8.0 = 800: ar4j_residual_rmsnorm_ex
+ * (programmatic dependent launch, AR4J_RMSNORM_PDL) and ar4j_rmsnorm_pdl_capable in
+ * residual_rmsnorm.h, whose kernel takes 16-byte loads where the rows allow them). */
 int ar4j_abi_version(void);
 
 /* Bytes of one rank's signal block, able to run TWO_STAGE on up to max_bytes per call

@@ -32,7 +32,14 @@ public enum Algorithm {
      */
     PUSH("push"),
     /** NCCL's {@code ncclAllReduce}; the fallback for everything the custom kernels do not cover. */
-    NCCL("nccl");
+    NCCL("nccl"),
+    /**
+     * No communication: the group has one rank, whose all-reduce is its own input. Out of place it is
+     * one device-to-device copy on the stream ({@code cudaMemcpyAsync}), in place nothing at all. Never a
+     * policy ({@link #parse} does not accept it, {@link #isPolicy()} is false): the dispatcher of a
+     * world size of 1 decides it whatever the policy.
+     */
+    LOCAL("local");
 
     /**
      * The largest all-reduce, in bytes, that the {@link #PUSH} kernel takes in one call: the C
@@ -82,9 +89,10 @@ public enum Algorithm {
     }
 
     /**
-     * The canonical configuration spelling: "auto", "1stage", "2stage", "push" or "nccl".
+     * The canonical configuration spelling: "auto", "1stage", "2stage", "push" or "nccl" ("local"
+     * for {@link #LOCAL}, which is never configured).
      *
-     * @return the canonical name, which {@link #parse} maps back to this constant
+     * @return the canonical name, which {@link #parse} maps back to this constant if it {@link #isPolicy() is a policy}
      */
     public String configName() {
         return configName;
@@ -94,8 +102,8 @@ public enum Algorithm {
      * The {@code ar4j_algorithm} value that the C ABI's {@code ar4j_all_reduce} takes.
      *
      * @return 1 for {@link #ONE_STAGE}, 2 for {@link #TWO_STAGE}, 3 for {@link #PUSH}
-     * @throws IllegalStateException for {@link #NCCL}, which is not a custom kernel, and for
-     *     {@link #AUTO}, which is decided, never launched
+     * @throws IllegalStateException for {@link #NCCL}, which is not a custom kernel, for
+     *     {@link #AUTO}, which is decided, never launched, and for {@link #LOCAL}, a copy or nothing
      */
     public int kernelCode() {
         return switch (this) {
@@ -104,25 +112,36 @@ public enum Algorithm {
             case PUSH -> 3;
             case NCCL -> throw new IllegalStateException(
                     "NCCL is not a custom kernel and has no ar4j_algorithm code; call ncclAllReduce instead");
+            case LOCAL -> throw new IllegalStateException(
+                    "LOCAL (world size 1) is a device copy or nothing, not a custom kernel");
             case AUTO -> throw new IllegalStateException("AUTO is decided by the dispatcher, never launched");
         };
     }
 
     /**
-     * Whether this algorithm is one of ar4j's custom kernels (as opposed to NCCL or {@link #AUTO}).
+     * Whether this algorithm is one of ar4j's custom kernels (as opposed to NCCL, {@link #LOCAL} or {@link #AUTO}).
      *
      * @return {@code true} for {@link #ONE_STAGE}, {@link #TWO_STAGE} and {@link #PUSH}
      */
     public boolean isCustomKernel() {
         return switch (this) {
             case ONE_STAGE, TWO_STAGE, PUSH -> true;
-            case NCCL, AUTO -> false;
+            case NCCL, AUTO, LOCAL -> false;
         };
     }
 
     /**
+     * Whether this constant can be configured as the algorithm policy (and is accepted by {@link #parse}).
+     *
+     * @return {@code false} for {@link #LOCAL} only, which the dispatcher of a world size of 1 decides itself
+     */
+    public boolean isPolicy() {
+        return this != LOCAL;
+    }
+
+    /**
      * The name used in decision reasons and {@code explain()}: "one-stage", "two-stage",
-     * "push", "NCCL" (and "auto").
+     * "push", "NCCL", "local copy" (and "auto").
      *
      * @return the display name, lower case except for "NCCL"
      */
@@ -132,6 +151,7 @@ public enum Algorithm {
             case TWO_STAGE -> "two-stage";
             case PUSH -> "push";
             case NCCL -> "NCCL";
+            case LOCAL -> "local copy";
             case AUTO -> "auto";
         };
     }

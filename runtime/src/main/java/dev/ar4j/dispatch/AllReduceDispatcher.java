@@ -17,6 +17,8 @@ import java.util.Objects;
  *
  * <h2>Rules, checked in this order</h2>
  * <ol>
+ *   <li>World size 1 → {@link Algorithm#LOCAL}, whatever the policy: no communication; the all-reduce
+ *       is a device-to-device copy out of place and nothing in place.</li>
  *   <li>Forced {@code nccl} → NCCL.</li>
  *   <li>World size not 2, 4, 6 or 8; ranks on several hosts; no P2P between every pair → NCCL.</li>
  *   <li>Automatic policy only (the PCIe gate): more than two ranks without NVLink between every
@@ -45,6 +47,10 @@ import java.util.Objects;
 public final class AllReduceDispatcher {
 
     private static final System.Logger LOG = System.getLogger(AllReduceDispatcher.class.getName());
+
+    /** The reason of every decision at world size 1, after "auto: " or "forced ... by ..., but ". */
+    public static final String LOCAL_REASON = "world size 1 → local copy: no communication; allReduce is a copy "
+            + "(out of place) or nothing (in place)";
 
     /** Byte multiple and pointer alignment that the custom kernels need (one 128-bit vector). */
     private static final int CUSTOM_KERNEL_ALIGNMENT = 16;
@@ -99,12 +105,15 @@ public final class AllReduceDispatcher {
         }
         this.stagingBytes = stagingBytes;
         Algorithm policy = config.algorithmPolicy();
-        this.plan = switch (policy) {
+        this.plan = topology.worldSize() == 1 ? new Fixed(new Decision(Algorithm.LOCAL,
+                (policy == Algorithm.AUTO ? "auto: " : forcedPhrase() + ", but ") + LOCAL_REASON, false))
+                : switch (policy) {
             case AUTO -> automaticPlan();
             case ONE_STAGE -> forcedPlan(Algorithm.ONE_STAGE);
             case TWO_STAGE -> forcedPlan(Algorithm.TWO_STAGE);
             case PUSH -> forcedPlan(Algorithm.PUSH);
             case NCCL -> new Fixed(new Decision(Algorithm.NCCL, forcedPhrase() + " → NCCL", false));
+            case LOCAL -> throw new IllegalArgumentException("LOCAL is never a policy");  // DispatchConfig refuses it
         };
         if (LOG.isLoggable(Level.DEBUG)) {
             LOG.log(Level.DEBUG, "all-reduce dispatcher for " + topology.describe() + "; " + describeConfiguration()
@@ -305,19 +314,19 @@ public final class AllReduceDispatcher {
         }
         Decision success = new Decision(algorithm, why + " → " + algorithm.displayName() + switch (algorithm) {
             case PUSH -> " (needs no registration or staging copy)";
-            case ONE_STAGE, TWO_STAGE, NCCL, AUTO -> "";
+            case ONE_STAGE, TWO_STAGE, NCCL, AUTO, LOCAL -> "";
         }, false);
         long unregisteredLimit = switch (algorithm) {
             case ONE_STAGE, TWO_STAGE -> stagingBytes;
-            case PUSH, NCCL, AUTO -> Long.MAX_VALUE;
+            case PUSH, NCCL, AUTO, LOCAL -> Long.MAX_VALUE;
         };
         long sizeLimit = switch (algorithm) {
-            case ONE_STAGE, NCCL, AUTO -> Long.MAX_VALUE;
+            case ONE_STAGE, NCCL, AUTO, LOCAL -> Long.MAX_VALUE;
             case TWO_STAGE -> stagingBytes;
             case PUSH -> Algorithm.PUSH_MAX_BYTES;
         };
         String sizeLimitName = switch (algorithm) {
-            case ONE_STAGE, NCCL, AUTO -> "";
+            case ONE_STAGE, NCCL, AUTO, LOCAL -> "";
             case TWO_STAGE -> formatBytes(stagingBytes) + " two-stage scratch";
             case PUSH -> formatBytes(Algorithm.PUSH_MAX_BYTES) + " push limit (AR4J_PUSH_MAX_BYTES)";
         };
@@ -326,7 +335,7 @@ public final class AllReduceDispatcher {
                         + sizeLimitName + " → NCCL", forced);
         Decision staged = switch (algorithm) {
             case ONE_STAGE, TWO_STAGE -> new Decision(algorithm, success.reason(), false, true);
-            case PUSH, NCCL, AUTO -> success;
+            case PUSH, NCCL, AUTO, LOCAL -> success;
         };
         return new Branch(success, staged, unregisteredLimit, overStaging, sizeLimit, overSizeLimit);
     }
@@ -448,8 +457,8 @@ public final class AllReduceDispatcher {
             case ONE_STAGE, TWO_STAGE -> "; the eager path first copies the input into the "
                     + formatBytes(stagingBytes) + " staging buffer";
             // the push reason already says that it makes no staging copy; NCCL reads the input in
-            // place; a decision is never AUTO
-            case PUSH, NCCL, AUTO -> "";
+            // place; LOCAL copies device to device out of place; a decision is never AUTO
+            case PUSH, NCCL, AUTO, LOCAL -> "";
         };
     }
 

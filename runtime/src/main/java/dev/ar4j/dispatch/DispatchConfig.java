@@ -53,6 +53,10 @@ public record DispatchConfig(Algorithm algorithmPolicy, SettingSource algorithmP
     public DispatchConfig {
         Objects.requireNonNull(algorithmPolicy, "algorithmPolicy");
         Objects.requireNonNull(algorithmPolicySource, "algorithmPolicySource");
+        if (!algorithmPolicy.isPolicy()) {
+            throw new IllegalArgumentException(algorithmPolicy + " is not an algorithm policy (the dispatcher of a "
+                    + "world size of 1 decides it itself); accepted: " + Algorithm.ACCEPTED_VALUES);
+        }
         Objects.requireNonNull(forceCustomOnPcieSource, "forceCustomOnPcieSource");
     }
 

@@ -222,9 +222,17 @@ class AllReduceDispatcherTest {
         Decision noP2p = dispatcher(new Topology(2, false, false, true), Algorithm.AUTO)
                 .decide(KIB, DType.FLOAT32, true, true);
         assertTrue(noP2p.reason().contains("P2P"), noP2p.reason());
+        Decision three = dispatcher(Topology.singleHost(3, true), Algorithm.AUTO)
+                .decide(KIB, DType.FLOAT32, true, true);
+        assertEquals(new Decision(Algorithm.NCCL, "auto: world size 3 is not 2, 4, 6 or 8 → NCCL", false), three);
+    }
+
+    @Test
+    void worldSizeOneCommunicatesNothing() {
         Decision single = dispatcher(Topology.singleHost(1, true), Algorithm.AUTO)
                 .decide(KIB, DType.FLOAT32, true, true);
-        assertEquals(Algorithm.NCCL, single.algorithm());
+        assertEquals(new Decision(Algorithm.LOCAL, "auto: world size 1 → local copy: no communication; allReduce "
+                + "is a copy (out of place) or nothing (in place)", false), single);
     }
 
     @Test

@@ -68,6 +68,8 @@ class DispatchMatrixTest {
     private static final List<Rule> RULES = List.of(
             new Rule("bytes not whole elements", c -> c.bytes % c.dtype.byteSize() != 0,
                     c -> Expected.rejectedCall()),
+            new Rule("world size 1", c -> c.worldSize == 1,
+                    c -> Expected.run(Algorithm.LOCAL, "world size 1 → local copy: no communication")),
             new Rule("forced nccl", c -> c.policy == Algorithm.NCCL,
                     c -> Expected.run(Algorithm.NCCL, "forced nccl")),
             new Rule("world size outside 2/4/6/8", c -> !KERNEL_WORLD_SIZES.contains(c.worldSize),
@@ -144,6 +146,9 @@ class DispatchMatrixTest {
                     for (boolean p2p : new boolean[] {false, true}) {
                         for (boolean host : new boolean[] {false, true}) {
                             for (Algorithm policy : Algorithm.values()) {
+                                if (!policy.isPolicy()) {
+                                    continue;  // LOCAL: DispatchConfig refuses it (DispatchTypesTest)
+                                }
                                 for (boolean gate : new boolean[] {false, true}) {
                                     DispatchConfig config = new DispatchConfig(policy, new SettingSource.BuilderValue(),
                                             gate, new SettingSource.BuilderValue());

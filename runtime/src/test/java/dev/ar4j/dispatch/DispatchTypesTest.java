@@ -46,7 +46,12 @@ class DispatchTypesTest {
                 Map.entry("nccl", Algorithm.NCCL), Map.entry("NCCL", Algorithm.NCCL));
         spellings.forEach((text, policy) -> assertEquals(policy, Algorithm.parse(text, "test"), text));
         for (Algorithm policy : Algorithm.values()) {
-            assertEquals(policy, Algorithm.parse(policy.configName(), "test"), "round trip of " + policy);
+            if (policy.isPolicy()) {
+                assertEquals(policy, Algorithm.parse(policy.configName(), "test"), "round trip of " + policy);
+            } else {
+                assertThrows(IllegalArgumentException.class, () -> Algorithm.parse(policy.configName(), "test"),
+                        policy + " is no policy");
+            }
         }
         for (String name : Algorithm.ACCEPTED_VALUES.split(", ")) {
             Algorithm p = Algorithm.parse(name, "test");

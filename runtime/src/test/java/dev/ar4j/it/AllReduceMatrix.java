@@ -210,6 +210,7 @@ public final class AllReduceMatrix {
                     : algorithm == Algorithm.TWO_STAGE;
             case PUSH -> !multipleOf16 || bytes > 524288 ? algorithm == Algorithm.NCCL : algorithm == Algorithm.PUSH;
             case AUTO -> multipleOf16 || algorithm == Algorithm.NCCL;
+            case LOCAL -> false;  // never a policy
         };
         return ok ? null : "unexpected decision " + decision + " for " + bytes + " bytes under policy " + policy;
     }

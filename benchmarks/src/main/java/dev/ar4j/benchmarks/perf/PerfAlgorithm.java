@@ -83,6 +83,7 @@ public enum PerfAlgorithm {
                     case TWO_STAGE -> TWO_STAGE;
                     case PUSH -> PUSH;
                     case NCCL -> NCCL;
+                    case LOCAL -> throw new IllegalStateException("parse never answers LOCAL, which is no policy");
                 };
             }
         };

@@ -32,6 +32,15 @@ public class residual_rmsnorm_h extends residual_rmsnorm_h$shared {
     public static int AR4J_RMSNORM_MAX_HIDDEN() {
         return AR4J_RMSNORM_MAX_HIDDEN;
     }
+    private static final int AR4J_RMSNORM_PDL = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_rmsnorm_flags.AR4J_RMSNORM_PDL = 1
+     * }
+     */
+    public static int AR4J_RMSNORM_PDL() {
+        return AR4J_RMSNORM_PDL;
+    }
 
     private static class ar4j_residual_rmsnorm {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
@@ -95,6 +104,136 @@ public class residual_rmsnorm_h extends residual_rmsnorm_h$shared {
                 traceDowncall("ar4j_residual_rmsnorm", dtype, in, residual, weight, out, residual_out, rows, hidden, eps, stream);
             }
             return (int)mh$.invokeExact(dtype, in, residual, weight, out, residual_out, rows, hidden, eps, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_residual_rmsnorm_ex {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            residual_rmsnorm_h.C_INT,
+            residual_rmsnorm_h.C_INT,
+            residual_rmsnorm_h.C_POINTER,
+            residual_rmsnorm_h.C_POINTER,
+            residual_rmsnorm_h.C_POINTER,
+            residual_rmsnorm_h.C_POINTER,
+            residual_rmsnorm_h.C_POINTER,
+            residual_rmsnorm_h.C_LONG,
+            residual_rmsnorm_h.C_LONG,
+            residual_rmsnorm_h.C_FLOAT,
+            residual_rmsnorm_h.C_POINTER,
+            residual_rmsnorm_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_residual_rmsnorm_ex");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_residual_rmsnorm_ex(int32_t dtype, const void *in, const void *residual, const void *weight, void *out, void *residual_out, size_t rows, size_t hidden, float eps, void *stream, uint32_t flags)
+     * }
+     */
+    public static FunctionDescriptor ar4j_residual_rmsnorm_ex$descriptor() {
+        return ar4j_residual_rmsnorm_ex.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_residual_rmsnorm_ex(int32_t dtype, const void *in, const void *residual, const void *weight, void *out, void *residual_out, size_t rows, size_t hidden, float eps, void *stream, uint32_t flags)
+     * }
+     */
+    public static MethodHandle ar4j_residual_rmsnorm_ex$handle() {
+        return ar4j_residual_rmsnorm_ex.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_residual_rmsnorm_ex(int32_t dtype, const void *in, const void *residual, const void *weight, void *out, void *residual_out, size_t rows, size_t hidden, float eps, void *stream, uint32_t flags)
+     * }
+     */
+    public static MemorySegment ar4j_residual_rmsnorm_ex$address() {
+        return ar4j_residual_rmsnorm_ex.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_residual_rmsnorm_ex(int32_t dtype, const void *in, const void *residual, const void *weight, void *out, void *residual_out, size_t rows, size_t hidden, float eps, void *stream, uint32_t flags)
+     * }
+     */
+    public static int ar4j_residual_rmsnorm_ex(int dtype, MemorySegment in, MemorySegment residual, MemorySegment weight, MemorySegment out, MemorySegment residual_out, long rows, long hidden, float eps, MemorySegment stream, int flags) {
+        var mh$ = ar4j_residual_rmsnorm_ex.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_residual_rmsnorm_ex", dtype, in, residual, weight, out, residual_out, rows, hidden, eps, stream, flags);
+            }
+            return (int)mh$.invokeExact(dtype, in, residual, weight, out, residual_out, rows, hidden, eps, stream, flags);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_rmsnorm_pdl_capable {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            residual_rmsnorm_h.C_INT,
+            residual_rmsnorm_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_rmsnorm_pdl_capable");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_rmsnorm_pdl_capable(int32_t *out)
+     * }
+     */
+    public static FunctionDescriptor ar4j_rmsnorm_pdl_capable$descriptor() {
+        return ar4j_rmsnorm_pdl_capable.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_rmsnorm_pdl_capable(int32_t *out)
+     * }
+     */
+    public static MethodHandle ar4j_rmsnorm_pdl_capable$handle() {
+        return ar4j_rmsnorm_pdl_capable.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_rmsnorm_pdl_capable(int32_t *out)
+     * }
+     */
+    public static MemorySegment ar4j_rmsnorm_pdl_capable$address() {
+        return ar4j_rmsnorm_pdl_capable.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_rmsnorm_pdl_capable(int32_t *out)
+     * }
+     */
+    public static int ar4j_rmsnorm_pdl_capable(MemorySegment out) {
+        var mh$ = ar4j_rmsnorm_pdl_capable.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_rmsnorm_pdl_capable", out);
+            }
+            return (int)mh$.invokeExact(out);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

@@ -108,6 +108,7 @@ final class AllReduceCalls {
                         kernels.launch(algorithm, dtype, in, out, count, stream);
                     }
                 }
+                case LOCAL -> LocalCopy.allReduce(in, out, bytes, stream);
                 case AUTO -> throw new IllegalStateException("a decision is never AUTO: " + decision);
             }
             return decision;

@@ -27,6 +27,9 @@ final class Dispatchers {
         this.config = config;
         this.configured = AllReduceDispatcher.of(topology, config, stagingBytes, thresholds);
         for (Algorithm p : Algorithm.values()) {
+            if (!p.isPolicy()) {
+                continue;
+            }
             DispatchConfig forced = DispatchConfig.builder().environment(Map.of()).systemProperties(new Properties())
                     .algorithmPolicy(p).forceCustomOnPcie(config.forceCustomOnPcie()).build();
             perPolicy.put(p, AllReduceDispatcher.of(topology, forced, stagingBytes, thresholds));
@@ -44,7 +47,16 @@ final class Dispatchers {
                 + "build with NCCL");
     }
 
+    /**
+     * The dispatcher of one per-call policy.
+     *
+     * @throws IllegalArgumentException for {@link Algorithm#LOCAL}, which is never a policy
+     */
     AllReduceDispatcher forPolicy(Algorithm policy) {
+        if (!policy.isPolicy()) {
+            throw new IllegalArgumentException(policy + " is not an algorithm policy (the dispatcher of a world size "
+                    + "of 1 decides it itself); pass one of " + Algorithm.ACCEPTED_VALUES);
+        }
         return perPolicy.get(policy);
     }
 }

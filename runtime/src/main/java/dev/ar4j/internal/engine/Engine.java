@@ -60,7 +60,8 @@ public final class Engine implements AutoCloseable {
         this.capture = new CaptureRecorder(group);
         this.collectiveCalls = new CollectiveCalls(group, kernels, capture, guard, containment);
         this.allReduces = new AllReduceCalls(parts, capture, guard, containment);
-        this.residualNorm = new ResidualNormCalls(parts, capture, guard, containment, allReduces);
+        this.residualNorm = new ResidualNormCalls(parts, capture, guard, containment, allReduces,
+                BuilderChecks.pdlEnabled(settings));
         if (LOG.isLoggable(Level.INFO)) {
             LOG.log(Level.INFO, Observation.built(parts));
         }
@@ -214,7 +215,7 @@ public final class Engine implements AutoCloseable {
 
     /** {@code Communicator.explain}. */
     public String explain(long bytes, DType dtype) {
-        return Observation.explain(dispatchers.configured, kernels != null, nccl != null, bytes, dtype);
+        return Observation.explain(dispatchers.configured, group.worldSize, kernels != null, nccl != null, bytes, dtype);
     }
 
     /** {@code Communicator.allReduceResidualRmsNorm}. */
@@ -289,6 +290,9 @@ public final class Engine implements AutoCloseable {
         state.throwIfFailed();
         if (lifecycle.closed()) {
             throw new IllegalStateException("the communicator is closed");
+        }
+        if (nccl == null && group.worldSize == 1) {
+            throw new NcclDisabledException(Observation.SOLO_NO_NCCL);
         }
         if (nccl == null) {
             throw new NcclDisabledException("this communicator was built with nccl(false) (or AR4J_NCCL=0): it has no "

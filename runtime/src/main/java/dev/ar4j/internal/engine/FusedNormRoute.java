@@ -57,7 +57,7 @@ enum FusedNormRoute {
             case PUSH -> PUSH;
             case ONE_STAGE -> registered && !outputOverlapsInput ? ONE_STAGE
                     : bytes <= stagingBytes ? ONE_STAGE_STAGED : UNFUSED;
-            case TWO_STAGE, NCCL, AUTO -> UNFUSED; // a decision is never AUTO
+            case TWO_STAGE, NCCL, LOCAL, AUTO -> UNFUSED; // a decision is never AUTO; LOCAL: ResidualNormCalls.solo
         };
     }
 

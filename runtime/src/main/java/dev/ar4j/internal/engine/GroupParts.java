@@ -21,7 +21,7 @@ record GroupParts(Group group, Dispatchers dispatchers, NcclPath nccl, CustomKer
             g = Group.join(rendezvous, ownsRendezvous, b.rendezvousTimeout(), device, b.p2pOverride(), b.nvlinkOverride());
             g.inheritSettings(ChildSettings.snapshot(b, device, g.maxRanksPerGpu()));
             Dispatchers d = new Dispatchers(g.topology, b.dispatchConfig(), b.stagingBytes(), thresholds(g.worldSize, b));
-            if (BuilderChecks.ncclEnabled(b)) {
+            if (ncclWanted(g.worldSize, b)) {
                 abort.throwIfAborted("before NCCL's init");
                 ncclPath = NcclPath.open(g, abort);
             }
@@ -45,6 +45,17 @@ record GroupParts(Group group, Dispatchers dispatchers, NcclPath nccl, CustomKer
             }
             throw e;
         }
+    }
+
+    /**
+     * Whether the group sets up NCCL: when it is enabled ({@link BuilderChecks#ncclEnabled}) and the
+     * group has more than one rank. A group of one rank communicates nothing, so it neither loads
+     * libnccl nor initialises a communicator (its all-reduce is a copy or nothing, see
+     * {@link dev.ar4j.dispatch.Algorithm#LOCAL}); the custom kernels are not set up there either
+     * ({@link Group#customKernelsPossible}).
+     */
+    static boolean ncclWanted(int worldSize, Settings b) {
+        return worldSize > 1 && BuilderChecks.ncclEnabled(b);
     }
 
     /** The automatic policy's switch points: {@link AlgorithmThresholds#forWorldSize}, unless the builder set the push threshold. */

@@ -9,8 +9,22 @@ final class Observation {
     private Observation() {
     }
 
-    static String explain(AllReduceDispatcher dispatcher, boolean customKernels, boolean nccl, long bytes,
+    /** Why a group of one rank has no NCCL collectives ({@code Communicator.collectives()} refuses with it). */
+    static final String SOLO_NO_NCCL = "world size 1: this communicator has no NCCL communicator and no NCCL "
+            + "collectives (a group of one rank communicates nothing, so ar4j neither loads libnccl nor initialises "
+            + "it); every collective of one rank is its own input: copy it (DeviceBuffer.copyFromAsync) or use it as "
+            + "it is, or build a group of more ranks";
+
+    /** What a group of one rank sets up, in {@code explain} and the build line. */
+    static final String SOLO = "world size 1: no communication; allReduce is a copy (out of place) or nothing (in "
+            + "place), allReduceResidualRmsNorm one residual add + RMSNorm kernel; no NCCL (libnccl is not loaded), "
+            + "no custom kernels, no IPC";
+
+    static String explain(AllReduceDispatcher dispatcher, int worldSize, boolean customKernels, boolean nccl, long bytes,
                           DType dtype) {
+        if (worldSize == 1) {
+            return dispatcher.explain(bytes, dtype) + "\n  (" + SOLO + ")";
+        }
         return dispatcher.explain(bytes, dtype) + (customKernels ? "" : "\n  (custom kernels are not set up on this group)")
                 + (nccl ? "" : "\n  (NCCL is off on this group, nccl(false): a call decided for NCCL throws instead)");
     }
@@ -25,6 +39,9 @@ final class Observation {
     static String built(GroupParts parts) {
         Group g = parts.group();
         CustomKernelPath kernels = parts.kernels();
+        if (g.worldSize == 1) {
+            return "ar4j rank 0/1 on GPU " + g.device + ": " + SOLO + "; " + parts.dispatchers().config.describe();
+        }
         return "ar4j rank " + g.rank + "/" + g.worldSize + " on GPU " + g.device + ": " + g.topology.describe()
                 + (kernels == null ? "; custom kernels not set up" : "; custom kernels ready (grid "
                 + kernels.geometry() + ", PDL " + (kernels.pdlActive() ? "on" : "off") + variants(kernels) + ")")

@@ -99,9 +99,10 @@ public final class CustomAllReduceKernels {
      * The ABI version these bindings were generated for, in the encoding of {@link #abiVersion()}
      * (0.3.0: poison, geometry, PDL; 0.4.0: the fused all-reduce + residual + RMSNorm; 0.5.0: also for the
      * one-stage algorithm; 0.6.0: buffer unregistration, status 27, a new signal block layout; 0.7.0:
-     * the kernel variants, {@code ar4j_set_variants}, device identity and variants word in the signal block).
+     * the kernel variants, {@code ar4j_set_variants}, device identity and variants word in the signal block;
+     * 0.8.0: {@code ar4j_residual_rmsnorm_ex} with programmatic dependent launch, {@code ar4j_rmsnorm_pdl_capable}).
      */
-    public static final int EXPECTED_ABI_VERSION = 700;
+    public static final int EXPECTED_ABI_VERSION = 800;
 
     /**
      * The name of a poison reason: {@code "TIMEOUT"}, {@code "ABORT"}, {@code "PEER_LOST"},

@@ -109,6 +109,20 @@ public final class ResidualRmsNorm {
      */
     public static void launch(DType dtype, long in, long residual, long weight, long out, long residualOut, long rows,
                               int hidden, float eps, long stream) {
+        launch(dtype, in, residual, weight, out, residualOut, rows, hidden, eps, stream, false);
+    }
+
+    /**
+     * {@link #launch(DType, long, long, long, long, long, long, int, float, long)}, with programmatic
+     * dependent launch when {@code pdl} is set ({@code ar4j_residual_rmsnorm_ex} with
+     * {@code AR4J_RMSNORM_PDL}): the kernel may start while the stream's previous kernel still runs
+     * and waits for it before its first load, on devices of compute capability 9.0 and newer
+     * (elsewhere the flag changes nothing). Stream-ordered, no synchronisation: it can be captured.
+     *
+     * @param pdl whether to launch with programmatic stream serialization
+     */
+    public static void launch(DType dtype, long in, long residual, long weight, long out, long residualOut, long rows,
+                              int hidden, float eps, long stream, boolean pdl) {
         Objects.requireNonNull(dtype, "dtype");
         checkHidden(hidden);
         if (rows < 1 || rows > Integer.MAX_VALUE) {
@@ -128,17 +142,18 @@ public final class ResidualRmsNorm {
                     + "writing out); out may be in, residualOut may be in or residual");
         }
         CustomAllReduceKernels.ensureLoaded();
-        int status = residual_rmsnorm_h.ar4j_residual_rmsnorm(dtype.kernelCode(), MemorySegment.ofAddress(in),
+        int status = residual_rmsnorm_h.ar4j_residual_rmsnorm_ex(dtype.kernelCode(), MemorySegment.ofAddress(in),
                 MemorySegment.ofAddress(residual), MemorySegment.ofAddress(weight), MemorySegment.ofAddress(out),
-                MemorySegment.ofAddress(residualOut), rows, hidden, eps, MemorySegment.ofAddress(stream));
+                MemorySegment.ofAddress(residualOut), rows, hidden, eps, MemorySegment.ofAddress(stream),
+                pdl ? residual_rmsnorm_h.AR4J_RMSNORM_PDL() : 0);
         if (status != 0) {
             String detail = null;
             if (status == custom_all_reduce_h.AR4J_ERROR_CUDA()) {
                 int cuda = residual_rmsnorm_h.ar4j_rmsnorm_last_cuda_error();
                 detail = "the CUDA error was " + CudaErrors.name(cuda) + " (" + cuda + "): " + CudaErrors.description(cuda);
             }
-            throw CustomAllReduceKernels.exception(status, "ar4j_residual_rmsnorm(" + dtype + ", rows " + rows
-                    + ", hidden " + hidden + ")", detail);
+            throw CustomAllReduceKernels.exception(status, "ar4j_residual_rmsnorm_ex(" + dtype + ", rows " + rows
+                    + ", hidden " + hidden + (pdl ? ", PDL" : "") + ")", detail);
         }
     }
 

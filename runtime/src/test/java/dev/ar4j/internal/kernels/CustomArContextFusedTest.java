@@ -38,7 +38,7 @@ class CustomArContextFusedTest {
     @Test
     void theLimitsAreTheHeaders() {
         assertEquals(65536, CustomAllReduceKernels.FUSED_MAX_HIDDEN);
-        assertEquals(700, CustomAllReduceKernels.EXPECTED_ABI_VERSION);
+        assertEquals(800, CustomAllReduceKernels.EXPECTED_ABI_VERSION);
         assertEquals(24, CustomAllReduceKernels.STATUS_NOT_FUSED);
         assertEquals(25, CustomAllReduceKernels.STATUS_HIDDEN_TOO_LARGE);
         assertEquals(26, CustomAllReduceKernels.STATUS_ROW_NOT_MULTIPLE_OF_16);
