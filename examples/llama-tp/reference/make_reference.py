@@ -56,7 +56,7 @@ reference.json keys:
   config (the fields the engine needs), rope {rope_type, inv_freq [head_dim/2 floats: the model's
   buffer], inv_freq_dtype ("float32" expected), attention_scaling},
   prompt [ids], prompt_candidate, prompt_search {prefix_length, tail_length, batch,
-  max_candidates, candidates_tried, seconds, stopped ("found", "max_candidates" or "time")},
+  max_candidates, max_seconds, candidates_tried, seconds, stopped ("found", "max_candidates" or "time")},
   positions {prefill: [0..P-1], decode: [P..P+31]},
   tokens [33 ids: tokens[0] = argmax(logits of position P-1), tokens[i] = argmax(decode_logits[i-1])],
   prefill_logits {file, shape, first_position, dtype "float32", byte_order "little"},
