@@ -4,9 +4,12 @@
 #   0. the kernels: native/test's program against a CPU reference, and reference/compare_kernels.py
 #      against the transformers functions they stand in for;
 #   1. reference/make_reference.py writes the transformers reference (PyTorch + transformers of the
-#      host's Python; nothing is downloaded), unless AR4J_LLAMA_REFERENCE already holds one;
+#      host's Python; nothing is downloaded; five models: base, tied, llama3, long (head_dim 128,
+#      8 KV heads, a prompt of 1024 tokens), sharded (a sharded checkpoint)), unless the reference
+#      folder (AR4J_LLAMA_REFERENCE, else $OUT/reference) already holds one of format version 2;
 #   2. LlamaReferenceIT compares the engine with it at TP 1, 2, 4 (ranks sharing GPU 0);
-#   3. ar4j-llama generate runs: tiny (generate, verify check) and the reference model at TP 2;
+#   3. ar4j-llama generate runs: tiny (generate, verify check), the reference's base model and its
+#      sharded model (loaded from its shards) at TP 2;
 #   4. bench: llama3-8b at TP 1, decode at each context of CONTEXTS (prompt of that many tokens, so
 #      the decode step attends context + 1 keys) with the verify step of --draft 3 beside it, and
 #      reference/torch_decode_bench.py's two PyTorch forms at the same contexts (plain: one CUDA graph;
@@ -110,8 +113,9 @@ for s in $steps; do
       step kernels-native .gpu/native/ar4j_llama_kernels_test
       step kernels-transformers "$python" reference/compare_kernels.py .gpu/native/libar4j_llama_kernels.so ;;
     reference)
-      if [[ -f "$reference/index.json" ]]; then
-        echo "== reference: $reference/index.json exists (kept)"
+      if [[ -f "$reference/index.json" ]] && "$python" -c 'import json, sys
+sys.exit(0 if json.load(open(sys.argv[1])).get("format_version") == 2 else 1)' "$reference/index.json"; then
+        echo "== reference: $reference/index.json (format version 2) exists (kept)"
       else
         step reference "$python" reference/make_reference.py "$reference"
       fi ;;
@@ -123,7 +127,8 @@ for s in $steps; do
         --details=tree --details-theme=ascii --disable-banner ;;
     generate)
       step generate-tiny-tp2 llama --synthetic tiny --tp 2 --share-gpu --steps 32 --draft 3
-      step generate-reference-tp2 llama --model "$reference/base/model" --tp 2 --share-gpu --prompt 1,2,3,4 --steps 16 ;;
+      step generate-reference-tp2 llama --model "$reference/base/model" --tp 2 --share-gpu --prompt 1,2,3,4 --steps 16
+      step generate-sharded-tp2 llama --model "$reference/sharded/model" --tp 2 --share-gpu --prompt 1,2,3,4 --steps 16 ;;
     bench)
       for ctx in $contexts; do
         comms=ar4j

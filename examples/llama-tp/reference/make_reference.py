@@ -1,50 +1,72 @@
 #!/usr/bin/env python3
 """Makes the reference that the Llama example's engine is checked against.
 
-    python3 make_reference.py OUT_DIR [--models base,tied,llama3] [--min-margin-ulps 2]
+    python3 make_reference.py OUT_DIR [--models base,tied,llama3,long,sharded] [--min-margin-ulps 2]
+                              [--search-seconds 120]
 
 Needs PyTorch, transformers (5.x; 4.4x works too) and a CUDA GPU; downloads nothing. For each of
-three small random Llama models it seeds torch, builds a ``LlamaConfig``, initialises
-``LlamaForCausalLM``, casts it to bf16 and ``save_pretrained``s it as safetensors, loads that folder
-back as a user would (``from_pretrained``, bf16, ``attn_implementation="eager"``: eager attention
-computes softmax in fp32 and casts the probabilities to bf16 before the product with V, which the
-example's attention kernel mirrors), and records a prefill and 32 greedy decode steps of a fixed
-prompt.
+five small random Llama models it seeds torch, builds a ``LlamaConfig``, initialises
+``LlamaForCausalLM``, casts it to bf16 and ``save_pretrained``s it as safetensors (one model as a
+sharded checkpoint), loads that folder back as a user would (``from_pretrained``, bf16,
+``attn_implementation="eager"``: eager attention computes softmax in fp32 and casts the
+probabilities to bf16 before the product with V, which the example's attention kernel mirrors),
+and records a prefill and 32 greedy decode steps of a fixed prompt.
 
-The models (hidden 512, 4 layers, 8 heads, 4 KV heads, head_dim 64, intermediate 1536,
-vocab 4096, max_position_embeddings 256, rms_norm_eps 1e-5):
-  base    rope_theta 10000, untied LM head
-  tied    rope_theta 10000, tie_word_embeddings=True (no lm_head.weight in the file)
-  llama3  rope_theta 500000, rope_scaling {rope_type: llama3, factor 8, low_freq_factor 1,
+The models (rms_norm_eps 1e-5, SiLU, no biases):
+  base    hidden 512, 4 layers, 8 heads, 4 KV heads, head_dim 64, intermediate 1536, vocab 4096,
+          max_position_embeddings 256, rope_theta 10000, untied LM head; prompt of 8 tokens
+  tied    as base, tie_word_embeddings=True (no lm_head.weight in the file)
+  llama3  as base, rope_theta 500000, rope_scaling {rope_type: llama3, factor 8, low_freq_factor 1,
           high_freq_factor 4, original_max_position_embeddings 64}
+  long    hidden 2048, 2 layers, 16 heads, 8 KV heads, head_dim 128 (llama3-8b's), intermediate
+          5632, vocab 4096, max_position_embeddings 2048, rope_theta 500000, untied; a prompt of
+          1024 tokens, so the last decode step attends 1056 positions
+  sharded hidden 1024, 3 layers, 16 heads, 8 KV heads, head_dim 128 (so heads * head_dim = 2048 is
+          not the hidden size), intermediate 2816, vocab 4096, max_position_embeddings 2048,
+          rope_theta 500000, rope_scaling as llama3's but original_max_position_embeddings 512, tied;
+          prompt of 8 tokens; saved with max_shard_size 24MB (about 96 MB of weights): several
+          model-0000i-of-0000n.safetensors files and model.safetensors.index.json
 
-The prompt: 8 token ids. A random model's logits are nearly Gaussian, so two of them are often
-within a bf16 rounding of each other, and a correct engine whose sums run in another order may
-pick the other one. The script therefore draws candidate prompts from a seeded generator and keeps
-the first whose greedy path has, at each of its 33 choices, a gap between the largest and the
-second largest logit of at least --min-margin-ulps bf16 ulps of the largest (searched in batches,
-then confirmed by the batch-1 run that is recorded). If none is found, the best candidate is kept
-and "margin_ok" is false.
+The prompt. A random model's logits are nearly Gaussian, so two of them are often within a bf16
+rounding of each other, and a correct engine whose sums run in another order may pick the other
+one. The script therefore draws candidate prompts from a seeded generator and keeps the first whose
+greedy path has, at each of its 33 choices, a gap between the largest and the second largest logit
+of at least --min-margin-ulps bf16 ulps of the largest (searched in batches, then confirmed by the
+batch-1 run that is recorded). For a long prompt, the first prompt_length - search_tail tokens are
+drawn once and only the last search_tail tokens vary between candidates; each model has its own
+batch size and most candidates, and no model searches longer than --search-seconds. If none is
+found, the best candidate is kept and "margin_ok" is false (and the script exits with 3).
 
 Output (all numbers little-endian):
-  OUT_DIR/index.json                 {"format_version": 1, "models": [names], "torch_version", ...}
-  OUT_DIR/NAME/model/                the Hugging Face folder: config.json, model.safetensors, ...
+  OUT_DIR/index.json                 {"format_version": 2, "models": [names], "torch_version", ...}
+  OUT_DIR/NAME/model/                the Hugging Face folder: config.json, model.safetensors (or the
+                                     shards and model.safetensors.index.json), ...
   OUT_DIR/NAME/reference.json        the index of one model's reference (below)
-  OUT_DIR/NAME/prefill_logits.f32    raw float32, shape [prompt_length, vocab]: the logits of
-                                     every prompt position (bf16 values, widened exactly)
+  OUT_DIR/NAME/prefill_logits.f32    raw float32, shape [R, vocab]: the logits of the last
+                                     R = min(prompt_length, 8) prompt positions, from position
+                                     prefill_logits.first_position = prompt_length - R (bf16
+                                     values, widened exactly)
   OUT_DIR/NAME/decode_logits.f32     raw float32, shape [32, vocab]: decode step i feeds
                                      tokens[i] at position prompt_length + i
 
 reference.json keys:
-  format_version (1), name, model_dir ("model"), torch_version, transformers_version, device,
-  attn_implementation ("eager"), dtype ("bfloat16"), seed, config (the fields the engine needs),
-  rope {rope_type, inv_freq [head_dim/2 floats: the model's buffer], inv_freq_dtype ("float32"
-  expected), attention_scaling},
-  prompt [ids], prompt_candidate, positions {prefill: [0..P-1], decode: [P..P+31]},
-  tokens [33 ids: tokens[0] = argmax(prefill_logits[P-1]), tokens[i] = argmax(decode_logits[i-1])],
-  prefill_logits / decode_logits {file, shape, dtype "float32", byte_order "little"},
+  format_version (2), name, model_dir ("model"), checkpoint {sharded, files [the .safetensors
+  names], index (the index file's name or null), max_shard_size}, torch_version,
+  transformers_version, device, attn_implementation ("eager"), dtype ("bfloat16"), seed,
+  config (the fields the engine needs), rope {rope_type, inv_freq [head_dim/2 floats: the model's
+  buffer], inv_freq_dtype ("float32" expected), attention_scaling},
+  prompt [ids], prompt_candidate, prompt_search {prefix_length, tail_length, batch,
+  max_candidates, max_seconds, candidates_tried, seconds, stopped ("found", "max_candidates" or "time")},
+  positions {prefill: [0..P-1], decode: [P..P+31]},
+  tokens [33 ids: tokens[0] = argmax(logits of position P-1), tokens[i] = argmax(decode_logits[i-1])],
+  prefill_logits {file, shape, first_position, dtype "float32", byte_order "little"},
+  decode_logits {file, shape, dtype "float32", byte_order "little"},
   margins [{step, token, top1, top2, margin, margin_ulps}] (step 0 = prefill), min_margin_ulps,
   margin_threshold_ulps, margin_ok, flags (the torch settings used).
+
+Format version 1 (before the long and sharded models) had no checkpoint, prompt_search or
+prefill_logits.first_position, and stored the logits of every prompt position (first_position 0);
+LlamaReferenceIT reads both.
 """
 
 import argparse
@@ -55,13 +77,11 @@ import sys
 # Deterministic cuBLAS (set before torch initialises CUDA).
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
-FORMAT_VERSION = 1
-PROMPT_LENGTH = 8
+FORMAT_VERSION = 2
 DECODE_STEPS = 32
-SEARCH_BATCH = 64
-MAX_CANDIDATES = 8192
+PREFILL_ROWS_KEPT = 8
 
-COMMON = dict(
+SMALL = dict(
     vocab_size=4096,
     hidden_size=512,
     intermediate_size=1536,
@@ -77,10 +97,29 @@ COMMON = dict(
     initializer_range=0.02,
 )
 
+# head_dim 128 and 8 KV heads, as llama3-8b; TP 1, 2, 4 and 8 divide the heads.
+HD128 = dict(
+    SMALL,
+    hidden_size=2048,
+    intermediate_size=5632,
+    num_hidden_layers=2,
+    num_attention_heads=16,
+    num_key_value_heads=8,
+    head_dim=128,
+    max_position_embeddings=2048,
+)
+
+# How a short prompt is searched: every token varies, 64 candidates a batch, at most 8192.
+SHORT_PROMPT = dict(prompt_length=8, search_tail=8, search_batch=64, max_candidates=8192)
+
 MODELS = {
-    "base": dict(seed=1001, tie_word_embeddings=False, rope_theta=10000.0, rope_scaling=None),
-    "tied": dict(seed=1002, tie_word_embeddings=True, rope_theta=10000.0, rope_scaling=None),
+    "base": dict(SHORT_PROMPT, config=SMALL, seed=1001, tie_word_embeddings=False, rope_theta=10000.0,
+                 rope_scaling=None),
+    "tied": dict(SHORT_PROMPT, config=SMALL, seed=1002, tie_word_embeddings=True, rope_theta=10000.0,
+                 rope_scaling=None),
     "llama3": dict(
+        SHORT_PROMPT,
+        config=SMALL,
         seed=1003,
         tie_word_embeddings=False,
         rope_theta=500000.0,
@@ -92,6 +131,36 @@ MODELS = {
             original_max_position_embeddings=64,
         ),
     ),
+    # A prompt of 1024 tokens: the first 1008 are fixed (drawn once from the seed), the last 16 vary
+    # between candidates; each candidate runs its whole prompt (eager attention holds [batch, 16,
+    # 1024, 1024] fp32 scores per layer: 1 GiB at a batch of 16).
+    "long": dict(
+        config=HD128,
+        seed=1004,
+        tie_word_embeddings=False,
+        rope_theta=500000.0,
+        rope_scaling=None,
+        prompt_length=1024,
+        search_tail=16,
+        search_batch=16,
+        max_candidates=2048,
+    ),
+    # A sharded checkpoint; heads * head_dim (2048) differs from the hidden size (1024).
+    "sharded": dict(
+        SHORT_PROMPT,
+        config=dict(HD128, hidden_size=1024, intermediate_size=2816, num_hidden_layers=3),
+        seed=1005,
+        tie_word_embeddings=True,
+        rope_theta=500000.0,
+        rope_scaling=dict(
+            rope_type="llama3",
+            factor=8.0,
+            low_freq_factor=1.0,
+            high_freq_factor=4.0,
+            original_max_position_embeddings=512,
+        ),
+        max_shard_size="24MB",
+    ),
 }
 
 
@@ -101,7 +170,7 @@ def transformers_major(transformers):
 
 def make_config(transformers, spec):
     """A LlamaConfig; transformers 5 takes the rope settings as rope_parameters, 4.x as rope_theta/rope_scaling."""
-    kwargs = dict(COMMON)
+    kwargs = dict(spec["config"])
     kwargs["tie_word_embeddings"] = spec["tie_word_embeddings"]
     if transformers_major(transformers) >= 5:
         rope = {"rope_type": "default", "rope_theta": spec["rope_theta"]}
@@ -114,19 +183,41 @@ def make_config(transformers, spec):
     return transformers.LlamaConfig(**kwargs)
 
 
+INDEX_FILE = "model.safetensors.index.json"
+
+
 def save_model(torch, transformers, spec, model_dir):
-    """Initialises the model from the seed (on the CPU, fp32), casts it to bf16 and saves it."""
+    """Initialises the model from the seed (on the CPU, fp32), casts it to bf16 and saves it (sharded
+    when the spec has a max_shard_size); returns reference.json's checkpoint entry."""
     import inspect
 
+    # A folder of an earlier run may hold other files (one file there, shards here): start clean.
+    for name in os.listdir(model_dir):
+        if name.endswith(".safetensors") or name == INDEX_FILE:
+            os.remove(os.path.join(model_dir, name))
     torch.manual_seed(spec["seed"])
     config = make_config(transformers, spec)
     model = transformers.LlamaForCausalLM(config).to(torch.bfloat16)
     save_kwargs = {}
     if "safe_serialization" in inspect.signature(model.save_pretrained).parameters:
         save_kwargs["safe_serialization"] = True
+    shard_size = spec.get("max_shard_size")
+    if shard_size is not None:
+        save_kwargs["max_shard_size"] = shard_size
     model.save_pretrained(model_dir, **save_kwargs)
-    if not any(name.endswith(".safetensors") for name in os.listdir(model_dir)):
+    files = sorted(name for name in os.listdir(model_dir) if name.endswith(".safetensors"))
+    if not files:
         raise RuntimeError(f"save_pretrained wrote no .safetensors file into {model_dir}")
+    has_index = os.path.isfile(os.path.join(model_dir, INDEX_FILE))
+    if shard_size is not None:
+        if len(files) < 2 or not has_index:
+            raise RuntimeError(f"{model_dir}: max_shard_size {shard_size} gave {files} and "
+                               f"{'an' if has_index else 'no'} {INDEX_FILE}: expected several shards and the index")
+        with open(os.path.join(model_dir, INDEX_FILE)) as f:
+            mapped = sorted(set(json.load(f)["weight_map"].values()))
+        if mapped != files:
+            raise RuntimeError(f"{model_dir}: {INDEX_FILE} maps to {mapped}, but the folder holds {files}")
+    return dict(sharded=has_index, files=files, index=INDEX_FILE if has_index else None, max_shard_size=shard_size)
 
 
 def load_model(torch, transformers, model_dir):
@@ -178,16 +269,39 @@ def margins_in_ulps(torch, logits_per_step):
     return torch.stack(columns, dim=1)
 
 
-def choose_prompt(torch, model, seed, vocab, threshold):
-    """The first candidate prompt (in order) whose batch-1 greedy path keeps every margin >= threshold."""
-    generator = torch.Generator().manual_seed(seed)
+def choose_prompt(torch, model, spec, vocab, threshold, max_seconds):
+    """The first candidate prompt (in order) whose batch-1 greedy path keeps every margin >= threshold.
+
+    The first prompt_length - search_tail tokens are drawn once from the seed; each candidate draws
+    the last search_tail. The search stops at max_candidates or after max_seconds (checked between
+    batches); then the best candidate is returned with found=False. Returns (prompt [1, P], candidate
+    index, found, search summary)."""
+    import time
+
+    length, tail = spec["prompt_length"], spec["search_tail"]
+    batch, most = spec["search_batch"], spec["max_candidates"]
+    if not 1 <= tail <= length:
+        raise ValueError(f"search_tail {tail} must be 1..prompt_length {length}")
+    generator = torch.Generator().manual_seed(spec["seed"])
+    # Without a fixed prefix nothing is drawn here, so the short prompts' candidates are as before.
+    prefix = torch.randint(0, vocab, (1, length - tail), generator=generator) if tail < length else None
+    start = time.monotonic()
     best = None  # (min margin, candidate index, prompt)
-    for first in range(0, MAX_CANDIDATES, SEARCH_BATCH):
-        prompts = torch.randint(0, vocab, (SEARCH_BATCH, PROMPT_LENGTH), generator=generator)
+    tried = 0
+    stopped = "max_candidates"
+    found = False
+    for first in range(0, most, batch):
+        if time.monotonic() - start > max_seconds:
+            stopped = "time"
+            break
+        prompts = torch.randint(0, vocab, (batch, tail), generator=generator)
+        if prefix is not None:
+            prompts = torch.cat([prefix.expand(batch, -1), prompts], dim=1)
         with torch.no_grad():
             margins = margins_in_ulps(torch, greedy(torch, model, prompts.to("cuda"))[0]).min(dim=1).values.cpu()
-        for i in range(SEARCH_BATCH):
-            candidate = (float(margins[i]), first + i, prompts[i : i + 1])
+        for i in range(batch):
+            tried = first + i + 1
+            candidate = (float(margins[i]), first + i, prompts[i : i + 1].clone())
             if best is None or candidate[0] > best[0]:
                 best = candidate
             if candidate[0] >= threshold:
@@ -195,8 +309,21 @@ def choose_prompt(torch, model, seed, vocab, threshold):
                 with torch.no_grad():
                     single = margins_in_ulps(torch, greedy(torch, model, candidate[2].to("cuda"))[0]).min()
                 if float(single) >= threshold:
-                    return candidate[2], candidate[1], True
-    return best[2], best[1], False
+                    best, found, stopped = candidate, True, "found"
+                    break
+        if found:
+            break
+    summary = dict(
+        prefix_length=length - tail,
+        tail_length=tail,
+        batch=batch,
+        max_candidates=most,
+        max_seconds=max_seconds,
+        candidates_tried=tried,
+        seconds=round(time.monotonic() - start, 1),
+        stopped=stopped,
+    )
+    return best[2], best[1], found, summary
 
 
 def write_f32(path, tensor):
@@ -205,18 +332,22 @@ def write_f32(path, tensor):
     return list(array.shape)
 
 
-def make_one(torch, transformers, name, spec, out_dir, threshold, flags):
+def make_one(torch, transformers, name, spec, out_dir, threshold, max_seconds, flags):
     model_root = os.path.join(out_dir, name)
     model_dir = os.path.join(model_root, "model")
     os.makedirs(model_dir, exist_ok=True)
-    save_model(torch, transformers, spec, model_dir)
+    checkpoint = save_model(torch, transformers, spec, model_dir)
     model = load_model(torch, transformers, model_dir)
-    prompt, candidate, margin_ok = choose_prompt(torch, model, spec["seed"], COMMON["vocab_size"], threshold)
+    prompt_length = spec["prompt_length"]
+    prompt, candidate, margin_ok, search = choose_prompt(
+        torch, model, spec, spec["config"]["vocab_size"], threshold, max_seconds
+    )
     with torch.no_grad():
         logits_per_step, tokens = greedy(torch, model, prompt.to("cuda"))
     margins = margins_in_ulps(torch, logits_per_step)[0].cpu()
     margin_ok = margin_ok and float(margins.min()) >= threshold
     prefill = logits_per_step[0][0]  # [P, V]
+    kept_from = prompt_length - min(prompt_length, PREFILL_ROWS_KEPT)
     decode = torch.cat([step[0] for step in logits_per_step[1:]], dim=0)  # [32, V]
     token_ids = [int(t[0]) for t in tokens]
     # The recorded tokens are the argmax of the recorded logits (ties to the lowest index).
@@ -242,6 +373,7 @@ def make_one(torch, transformers, name, spec, out_dir, threshold, flags):
         format_version=FORMAT_VERSION,
         name=name,
         model_dir="model",
+        checkpoint=checkpoint,
         torch_version=torch.__version__,
         transformers_version=transformers.__version__,
         device=torch.cuda.get_device_name(0),
@@ -249,7 +381,7 @@ def make_one(torch, transformers, name, spec, out_dir, threshold, flags):
         dtype="bfloat16",
         seed=spec["seed"],
         config=dict(
-            COMMON,
+            spec["config"],
             tie_word_embeddings=spec["tie_word_embeddings"],
             rope_theta=spec["rope_theta"],
             rope_scaling=spec["rope_scaling"],
@@ -262,14 +394,16 @@ def make_one(torch, transformers, name, spec, out_dir, threshold, flags):
         ),
         prompt=[int(x) for x in prompt[0]],
         prompt_candidate=candidate,
+        prompt_search=search,
         positions=dict(
-            prefill=list(range(PROMPT_LENGTH)),
-            decode=list(range(PROMPT_LENGTH, PROMPT_LENGTH + DECODE_STEPS)),
+            prefill=list(range(prompt_length)),
+            decode=list(range(prompt_length, prompt_length + DECODE_STEPS)),
         ),
         tokens=token_ids,
         prefill_logits=dict(
             file="prefill_logits.f32",
-            shape=write_f32(os.path.join(model_root, "prefill_logits.f32"), prefill),
+            shape=write_f32(os.path.join(model_root, "prefill_logits.f32"), prefill[kept_from:]),
+            first_position=kept_from,
             dtype="float32",
             byte_order="little",
         ),
@@ -287,9 +421,12 @@ def make_one(torch, transformers, name, spec, out_dir, threshold, flags):
     )
     with open(os.path.join(model_root, "reference.json"), "w") as f:
         json.dump(reference, f, indent=1)
+    shown = reference["prompt"] if prompt_length <= 16 else f"of {prompt_length} tokens, ...{reference['prompt'][-8:]}"
     print(
-        f"{name}: prompt {reference['prompt']} (candidate {candidate}), tokens {token_ids[:8]}..., "
-        f"min margin {reference['min_margin_ulps']:.2f} ulps (need {threshold}: {'ok' if margin_ok else 'NOT MET'})"
+        f"{name}: prompt {shown} (candidate {candidate} of {search['candidates_tried']} tried in "
+        f"{search['seconds']} s, {search['stopped']}), checkpoint {checkpoint['files']}, tokens {token_ids[:8]}..., "
+        f"min margin {reference['min_margin_ulps']:.2f} ulps (need {threshold}: {'ok' if margin_ok else 'NOT MET'})",
+        flush=True,
     )
     return reference
 
@@ -299,6 +436,12 @@ def main(argv):
     parser.add_argument("out_dir")
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
     parser.add_argument("--min-margin-ulps", type=float, default=2.0)
+    parser.add_argument(
+        "--search-seconds",
+        type=float,
+        default=120.0,
+        help="the longest prompt search per model (checked between batches); then the best candidate is kept",
+    )
     args = parser.parse_args(argv)
     names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in MODELS]
@@ -323,7 +466,10 @@ def main(argv):
         cublas_workspace_config=os.environ["CUBLAS_WORKSPACE_CONFIG"],
     )
     os.makedirs(args.out_dir, exist_ok=True)
-    references = [make_one(torch, transformers, n, MODELS[n], args.out_dir, args.min_margin_ulps, flags) for n in names]
+    references = [
+        make_one(torch, transformers, n, MODELS[n], args.out_dir, args.min_margin_ulps, args.search_seconds, flags)
+        for n in names
+    ]
     index = dict(
         format_version=FORMAT_VERSION,
         models=names,

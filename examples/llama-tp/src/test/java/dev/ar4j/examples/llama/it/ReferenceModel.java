@@ -13,12 +13,19 @@ import java.util.Map;
 
 /**
  * One model of the reference that {@code reference/make_reference.py} writes: its Hugging Face
- * folder, the prompt, the 33 greedy tokens, the rotary inverse frequencies, and the logits of
- * every prompt position and of the 32 decode steps (decode step i feeds {@code tokens[i]} at
- * position {@code prompt.length + i}).
+ * folder, the prompt, the 33 greedy tokens, the rotary inverse frequencies, the logits of the
+ * recorded prompt positions and of the 32 decode steps (decode step i feeds {@code tokens[i]} at
+ * position {@code prompt.length + i}). Reads format versions 1 (the logits of every prompt
+ * position) and 2 (the logits of the last prompt positions, from
+ * {@code prefill_logits.first_position}; the checkpoint may be sharded).
+ *
+ * @param prefillFirst the prompt position of {@code prefillLogits[0]} (0 in version 1)
  */
 record ReferenceModel(String name, Path modelDir, int[] prompt, int[] tokens, float[] invFreq, float[][] prefillLogits,
-                      float[][] decodeLogits, boolean marginOk) {
+                      int prefillFirst, float[][] decodeLogits, boolean marginOk) {
+
+    /** The format versions this reader takes. */
+    static final List<Integer> FORMAT_VERSIONS = List.of(1, 2);
 
     /** The model names of {@code OUT_DIR/index.json}. */
     @SuppressWarnings("unchecked")
@@ -31,6 +38,11 @@ record ReferenceModel(String name, Path modelDir, int[] prompt, int[] tokens, fl
     static ReferenceModel read(Path root, String name) throws IOException {
         Path dir = root.resolve(name);
         Map<String, Object> ref = JSON.std.mapFrom(Files.readString(dir.resolve("reference.json")));
+        Object version = ref.get("format_version");
+        if (!(version instanceof Number n) || !FORMAT_VERSIONS.contains(n.intValue())) {
+            throw new IOException(dir.resolve("reference.json") + ": format_version " + version + "; this reader takes "
+                    + FORMAT_VERSIONS);
+        }
         int[] prompt = ints((List<Object>) ref.get("prompt"));
         int[] tokens = ints((List<Object>) ref.get("tokens"));
         Map<String, Object> rope = (Map<String, Object>) ref.get("rope");
@@ -39,11 +51,18 @@ record ReferenceModel(String name, Path modelDir, int[] prompt, int[] tokens, fl
         for (int i = 0; i < invFreq.length; i++) {
             invFreq[i] = ((Number) inv.get(i)).floatValue();
         }
-        float[][] prefill = matrix(dir, (Map<String, Object>) ref.get("prefill_logits"));
+        Map<String, Object> prefillMeta = (Map<String, Object>) ref.get("prefill_logits");
+        float[][] prefill = matrix(dir, prefillMeta);
+        int first = ((Number) prefillMeta.getOrDefault("first_position", 0)).intValue();
+        if (first < 0 || first + prefill.length != prompt.length) {
+            throw new IOException(dir.resolve("reference.json") + ": prefill_logits holds " + prefill.length
+                    + " rows from position " + first + ", but the prompt has " + prompt.length
+                    + " tokens (the rows must end at the last one)");
+        }
         float[][] decode = matrix(dir, (Map<String, Object>) ref.get("decode_logits"));
         Object ok = ref.get("margin_ok");
         return new ReferenceModel(name, dir.resolve((String) ref.getOrDefault("model_dir", "model")), prompt, tokens,
-                invFreq, prefill, decode, Boolean.TRUE.equals(ok));
+                invFreq, prefill, first, decode, Boolean.TRUE.equals(ok));
     }
 
     private static int[] ints(List<Object> values) {
