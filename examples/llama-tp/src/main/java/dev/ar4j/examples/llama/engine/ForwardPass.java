@@ -18,7 +18,7 @@ import dev.ar4j.examples.llama.weights.WeightName.Kind;
  * partial  = embedding rows of this rank's vocabulary (zero elsewhere)
  * residual = allreduce(partial) + 0;  normed = rmsnorm(residual) * input_norm[0]       (fused)
  * per layer:
- *   qkv = normed · Wqkvᵀ;  rope(q, k);  kv-cache[positions] = k, v;  attn = attention(q, cache)
+ *   qkv = normed · Wqkvᵀ;  q = rope(q), kv-cache[positions] = rope(k), v (one kernel);  attn = attention(q, cache)
  *   partial = attn · Woᵀ
  *   residual += allreduce(partial);  normed = rmsnorm(residual) * post_norm             (fused)
  *   gate_up = normed · Wgate_upᵀ;  act = silu(gate) * up;  partial = act · Wdownᵀ
@@ -139,10 +139,8 @@ final class ForwardPass {
         long val = k + 2L * kvW;
         for (int l = 0; l < c.numHiddenLayers(); l++) {
             linear(w.address(Kind.QKV, l), act.normed.address(), qkv, t, qkvW, h, h, qkvW);
-            kernels.rope(qkv, qkvW, k, qkvW, t, heads, kvHeads, hd, w.invFreq().address(), act.positions.address(),
-                    positions);
-            kernels.kvAppend(k, qkvW, val, qkvW, t, kvHeads, hd, cache.keys(l), cache.values(l), positions,
-                    act.positions.address());
+            kernels.ropeKvAppend(qkv, qkvW, k, qkvW, val, qkvW, t, heads, kvHeads, hd, w.invFreq().address(),
+                    cache.keys(l), cache.values(l), positions, act.positions.address());
             kernels.attention(qkv, qkvW, cache.keys(l), cache.values(l), t, heads, kvHeads, hd, positions,
                     act.positions.address(), scale, act.attention.address(), qW, splits,
                     act.attentionWorkspace.address(), act.attentionWorkspace.byteSize());
