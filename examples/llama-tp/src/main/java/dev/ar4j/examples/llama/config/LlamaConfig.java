@@ -9,7 +9,7 @@ package dev.ar4j.examples.llama.config;
  * @param numHiddenLayers       {@code num_hidden_layers}
  * @param numAttentionHeads     {@code num_attention_heads}
  * @param numKeyValueHeads      {@code num_key_value_heads} (grouped-query attention), divides the heads
- * @param headDim               {@code head_dim} (default {@code hidden_size / num_attention_heads}), a multiple of 8
+ * @param headDim               {@code head_dim} (default {@code hidden_size / num_attention_heads}), even
  * @param vocabSize             {@code vocab_size}
  * @param maxPositionEmbeddings {@code max_position_embeddings}
  * @param rmsNormEps            {@code rms_norm_eps}
@@ -45,9 +45,9 @@ public record LlamaConfig(int hiddenSize, int intermediateSize, int numHiddenLay
                     + ") is not a multiple of num_key_value_heads (" + numKeyValueHeads
                     + "): grouped-query attention needs whole groups");
         }
-        if (headDim % 8 != 0 || headDim > MAX_HEAD_DIM) {
-            throw new IllegalArgumentException("head_dim " + headDim + " must be a multiple of 8 and at most "
-                    + MAX_HEAD_DIM + " (the attention kernels read rows in 16-byte units; their limit)");
+        if (headDim % 2 != 0 || headDim > MAX_HEAD_DIM) {
+            throw new IllegalArgumentException("head_dim " + headDim + " must be even and at most " + MAX_HEAD_DIM
+                    + " (rotary pairs; the attention kernels' limit)");
         }
         if (!(rmsNormEps > 0) || !Double.isFinite(rmsNormEps)) {
             throw new IllegalArgumentException("rms_norm_eps must be finite and positive, got " + rmsNormEps);

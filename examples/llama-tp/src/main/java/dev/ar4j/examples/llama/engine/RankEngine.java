@@ -8,6 +8,7 @@ import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceAttribute;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.examples.llama.cublas.Cublas;
+import dev.ar4j.examples.llama.kernels.bindings.kernels_h;
 import dev.ar4j.examples.llama.safetensors.ModelFolder;
 import dev.ar4j.examples.llama.weights.ShardPlan;
 import dev.ar4j.examples.llama.weights.TensorParallelLayout;
@@ -79,6 +80,10 @@ public final class RankEngine implements AutoCloseable {
             for (int t = 1; t <= s.maxTokens(); t++) {
                 ws = Math.max(ws, LlamaKernels.attentionWorkspaceBytes(t, layout.headsPerRank(), layout.kvHeadsPerRank(),
                         layout.config().headDim(), s.context(), splits(t)));
+            }
+            if (ws == 0) {
+                throw new EngineException("head_dim " + layout.config().headDim() + ": the attention kernels need a "
+                        + "multiple of 8 up to " + kernels_h.AR4J_LLAMA_MAX_HEAD_DIM());
             }
             act = own(new Activations(layout, s.maxTokens(), ws));
             io = own(new HostIo(s.maxTokens(), 2L * s.maxTokens() * layout.paddedVocab(), s.keepLogits()));
