@@ -244,6 +244,11 @@ size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t 
  * of q and K above AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS tokens) and reads the positions before
  * its wait: its predecessor is the first kernel, which lets it start only once the grid before
  * the attention has completed.
+ * Shared memory per block: with B = min(32, n * group) rows and T = 64 * (head_dim + 8) * 2
+ * bytes per key tile, 4 * B * head_dim + 2 T (first kernel) and 2 T + 260 * ceil4(B) (second;
+ * plus 4 * B * head_dim + 2 T above AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS tokens): 43 KiB for
+ * llama3-8b decode, up to 172 KiB for head_dim 256 with more than 8 tokens; a GPU that cannot give
+ * it returns the cudaError_t of cudaFuncSetAttribute.
  * Device-side: a position outside [0, max_positions) yields NaN for that token's output rows
  * and AR4J_LLAMA_ERROR_POSITION.
  */
