@@ -31,7 +31,7 @@ SIGNATURES = {
     "ar4j_llama_embedding": [P, I32, P, I32, I32, I32, I32, P, P, I32, P],
     "ar4j_llama_rope": [P, I64, P, I64, I32, I32, I32, I32, P, F32, P, I32, I32, P, I32, P],
     "ar4j_llama_attention": [P, I64, P, P, I32, I32, I32, I32, I32, P, I32, F32, P, I64, I32, P, SIZE, P, I32, P],
-    "ar4j_llama_attention_workspace_bytes": [I32, I32, I32, I32],
+    "ar4j_llama_attention_workspace_bytes": [I32, I32, I32, I32, I32, I32],
     "ar4j_llama_silu_mul": [P, I64, P, I64, P, I64, I32, I32, I32, P],
     "ar4j_llama_argmax": [I32, P, I64, I32, I32, I32, P, P, I32, P],
 }
@@ -144,8 +144,9 @@ def check_attention(torch, transformers, lib, checks, n, past, heads, kv_heads, 
     v_cache[:length] = v[0].transpose(0, 1)
     q_ours = q[0].transpose(0, 1).contiguous()
     out = torch.full((n, heads, head_dim), float("nan"), device="cuda", dtype=torch.bfloat16)
-    ws_bytes = lib.ar4j_llama_attention_workspace_bytes(n, heads, head_dim, splits)
-    workspace = torch.empty(ws_bytes // 4, dtype=torch.float32, device="cuda")
+    ws_bytes = lib.ar4j_llama_attention_workspace_bytes(n, heads, kv_heads, head_dim, max_positions, splits)
+    workspace = torch.empty((ws_bytes + 3) // 4, dtype=torch.float32, device="cuda")
+    ws_bytes = workspace.numel() * 4
     status = torch.zeros(1, dtype=torch.int32, device="cuda")
     call(lib, "ar4j_llama_attention", ptr(q_ours), heads * head_dim, ptr(k_cache), ptr(v_cache), n, heads, kv_heads,
          head_dim, max_positions, None, past, float(scaling), ptr(out), heads * head_dim, splits, ptr(workspace),

@@ -1,38 +1,53 @@
 // Causal grouped-query attention over a KV cache, in bounded memory, with the rounding points of
 // transformers' eager_attention_forward in bf16 (see kernels.h).
 //
-// Three kernels, grid.x = n * n_heads (one (token, head) each), grid.y = num_splits (a key
-// range each, cut from the token's context length at run time so a graph replays for any
-// length):
-//   1. stats:   per split, the max and the sum of exp(s - max) of its scores (online softmax);
-//   2. values:  per split, the global max and sum from all splits' stats, then the scores again
-//               and sum_j bf16(p_j) * v_j over its keys;
-//   3. combine: out = bf16(sum over splits), in split order.
-// With one split, the values kernel alone does both passes and writes out.
-// Within a block, four warps take every fourth key; a warp computes one dot product at a time
-// (each lane a few element pairs, then a butterfly sum, so every lane holds the same bits).
+// FlashDecoding-style split-KV in two kernels over one grid (chunks, n_kv_heads, splits):
+// a block serves one KV head, one key range (split) and up to kRows query rows: the (token,
+// query head) pairs of that KV head's group, numbered t * group + g and cut into chunks of kRows
+// (decode of llama3-8b: 4 rows; a verify of 8 tokens: 32 rows; a long prefill: many chunks).
+// The split's range is cut from the chunk's real context length L = max pos(t) + 1, read from
+// device memory, so a captured graph serves every length with ~L / splits keys per block.
+//   1. scores: the K rows of the range, in tiles of kTile keys copied to shared memory with
+//      16-byte cp.async (double-buffered), each row read once for all the block's query rows;
+//      s = bf16(bf16(q.k) * scale) for every (row, key) it may attend to, stored in the
+//      workspace as bf16 (exact: they are bf16 values) when n <= kStoredTokens, and each row's
+//      (max, sum of exp(s - max)) over the range (online softmax, merged in a fixed order).
+//   2. values: the global max and sum of each row from all splits' pairs (split order), then
+//      p = bf16(exp(s - max) / sum) per key (the stored s; above kStoredTokens tokens, s
+//      computed again from K) and sum_j p_j v_j over the range from V tiles in shared memory
+//      (each V row read once). One split writes out directly; with several, each block writes
+//      its fp32 partial sums, and the last block of a chunk to finish (a counter per (chunk,
+//      KV head), zeroed by kernel 1 of the same call) adds the partials in split order and
+//      writes bf16 out.
+// Every sum has a fixed order (a dot product in element order, a split's keys in key order per
+// thread then a fixed butterfly, the splits in split order): same inputs and splits, same bits.
 #include "common.cuh"
 
 namespace ar4j_llama {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
-// Keys a warp has in flight at once: their rows are loaded before the first is used (the key
-// order of every sum stays j = begin + warp, + kWarps, ...). Two for head_dim > 128 (registers).
-template <int PAIRS>
-constexpr int unroll() { return PAIRS >= 4 ? 2 : 4; }
+constexpr int kThreads = 128;
+constexpr int kRows = 32;      // query rows per block
+constexpr int kTile = 64;      // keys per shared-memory tile
+constexpr int kStages = 2;     // tiles in flight per block (cp.async double buffering)
+constexpr int kPad = 8;        // bf16 padding per tile row: 16-byte reads of 8 consecutive rows hit distinct banks
+constexpr int kKeyGroups = kThreads / kTile;                // kernel 1: threads per key
+constexpr int kScoreRows = kRows / kKeyGroups;              // kernel 1: query rows per thread
+constexpr int kStoredTokens = AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS;
 constexpr unsigned int kFullMask = 0xffffffffu;
+static_assert(kThreads % kTile == 0 && kRows % kKeyGroups == 0, "tile geometry");
 
 struct AttentionArgs {
     const bf16 *q;
     int64_t q_stride;
     const bf16 *k_cache;
     const bf16 *v_cache;
+    int32_t n;
     int32_t n_heads;
-    int32_t group;  // n_heads / n_kv_heads
     int32_t n_kv_heads;
-    int32_t head_dim;
+    int32_t group;       // n_heads / n_kv_heads
+    int32_t head_dim;    // a multiple of 8
+    int32_t block_rows;  // min(kRows, n * group): the shared-memory rows
     int32_t max_positions;
     const int32_t *positions;
     int32_t start_pos;
@@ -40,241 +55,485 @@ struct AttentionArgs {
     bf16 *out;
     int64_t out_stride;
     int32_t splits;
-    float *stats;    // [n * n_heads][splits][2]: max, sum
-    float *partial;  // [n * n_heads][splits][head_dim]
+    int32_t *counters;   // [chunks][n_kv_heads]
+    float *stats;        // [n * n_heads][splits][2]: max, sum of exp(s - max)
+    float *partial;      // [n * n_heads][splits][head_dim] (splits > 1)
+    uint16_t *scores;    // [n * n_heads][max_positions] bf16 bits (n <= kStoredTokens)
     int32_t *device_status;
 };
 
-// The (token, head) of this block and its key range [begin, end); false for a bad position.
-struct Work {
-    int64_t t;
-    int32_t head;
+// The block's query rows (shared memory) and its key range.
+struct Rows {
+    int32_t pos[kRows];    // the row's token position, -1 when outside [0, max_positions)
+    int32_t id[kRows];     // t * n_heads + h: the row of out, stats, partial and scores
+    int32_t token[kRows];
+    int32_t head[kRows];
+    int32_t range[2];
+};
+
+struct Range {
+    int32_t rows;
     int32_t begin;
     int32_t end;
 };
 
-__device__ __forceinline__ bool locate(const AttentionArgs &a, Work &w) {
-    w.t = blockIdx.x / a.n_heads;
-    w.head = blockIdx.x % a.n_heads;
-    const int32_t pos = a.positions != nullptr ? a.positions[w.t] : a.start_pos + int32_t(w.t);
-    if (pos < 0 || pos >= a.max_positions) return false;
-    const int32_t length = pos + 1;
-    const int64_t chunk = (int64_t(length) + a.splits - 1) / a.splits;
-    const int64_t begin = int64_t(blockIdx.y) * chunk;
-    w.begin = begin < length ? int32_t(begin) : length;
-    w.end = begin + chunk < length ? int32_t(begin + chunk) : length;
-    return true;
+// ---- cp.async (sm_80+): 16 bytes global -> shared, through L2 only ----
+__device__ __forceinline__ void cp_async16(void *shared, const void *global) {
+    const unsigned int address = static_cast<unsigned int>(__cvta_generic_to_shared(shared));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(global) : "memory");
 }
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most `pending` of this thread's newest groups are in flight.
+template <int pending>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(pending) : "memory"); }
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) v = __fadd_rn(v, __shfl_xor_sync(kFullMask, v, offset));
-    return v;
-}
+__device__ __forceinline__ float bf16_low(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_high(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 
-// Lane `lane` holds element pairs lane + 32 * i (i < PAIRS) of a head_dim row.
-template <int PAIRS>
-__device__ __forceinline__ void load_row(const bf16 *row, int32_t head_dim, int lane, float (&x)[2 * PAIRS]) {
-#pragma unroll
-    for (int i = 0; i < PAIRS; ++i) {
-        const int e = 2 * (lane + 32 * i);
-        if (e < head_dim) {
-            const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(row + e));
-            x[2 * i] = f.x;
-            x[2 * i + 1] = f.y;
-        } else {
-            x[2 * i] = 0.0f;
-            x[2 * i + 1] = 0.0f;
+// Fills the block's rows and range; every thread calls it (two barriers). Reads positions only.
+__device__ Range locate(const AttentionArgs &a, Rows &rows, bool report_errors) {
+    const int64_t first = int64_t(blockIdx.x) * kRows;
+    const int64_t total = int64_t(a.n) * a.group;
+    const int32_t count = int32_t(total - first < kRows ? total - first : kRows);
+    if (int32_t(threadIdx.x) < count) {
+        const int64_t row = first + threadIdx.x;
+        const int32_t t = int32_t(row / a.group);
+        const int32_t g = int32_t(row % a.group);
+        const int32_t h = int32_t(blockIdx.y) * a.group + g;
+        const int32_t pos = a.positions != nullptr ? __ldcg(a.positions + t) : a.start_pos + t;
+        const bool valid = pos >= 0 && pos < a.max_positions;
+        if (!valid && report_errors && g == 0 && blockIdx.y == 0 && blockIdx.z == 0) {
+            report(a.device_status, AR4J_LLAMA_ERROR_POSITION);
         }
-    }
-}
-
-// s_j = bf16(bf16(q . k_j) * scale), the same bits in both passes (explicit roundings, no contraction).
-template <int PAIRS>
-__device__ __forceinline__ float score(const AttentionArgs &a, const float (&q)[2 * PAIRS], int32_t kv_head,
-                                       int32_t j, int lane) {
-    const bf16 *row = a.k_cache + (int64_t(j) * a.n_kv_heads + kv_head) * a.head_dim;
-    float k[2 * PAIRS];
-    load_row<PAIRS>(row, a.head_dim, lane, k);
-    float acc = 0.0f;
-#pragma unroll
-    for (int e = 0; e < 2 * PAIRS; ++e) acc = __fmaf_rn(q[e], k[e], acc);
-    const float dot = warp_sum(acc);
-    return round_bf16(__fmul_rn(round_bf16(dot), a.scale));
-}
-
-// The first pass over the block's keys: the max of their scores and the sum of exp(s - max),
-// returned to every thread of the block (all threads must call it).
-template <int PAIRS>
-__device__ __forceinline__ void split_stats(const AttentionArgs &a, const Work &w, const float (&q)[2 * PAIRS],
-                                            int32_t kv_head, float &block_max, float &block_sum) {
-    const int warp = threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
-    float m = -INFINITY;
-    float l = 0.0f;
-    constexpr int kUnroll = unroll<PAIRS>();
-    for (int64_t j0 = w.begin + warp; j0 < w.end; j0 += kWarps * kUnroll) {
-        float s[kUnroll];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-            // Past the end, a valid row is read (the last) and its score not used.
-            const int64_t j = j0 + u * kWarps;
-            s[u] = score<PAIRS>(a, q, kv_head, int32_t(j < w.end ? j : w.end - 1), lane);
-        }
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-            if (j0 + u * kWarps >= w.end) break;
-            if (s[u] > m) {
-                l = __fadd_rn(__fmul_rn(l, expf(m - s[u])), 1.0f);
-                m = s[u];
-            } else {
-                l = __fadd_rn(l, expf(s[u] - m));
-            }
-        }
-    }
-    __shared__ float warp_max[kWarps];
-    __shared__ float warp_sum_exp[kWarps];
-    if (lane == 0) {
-        warp_max[warp] = m;
-        warp_sum_exp[warp] = l;
+        rows.pos[threadIdx.x] = valid ? pos : -1;
+        rows.id[threadIdx.x] = t * a.n_heads + h;
+        rows.token[threadIdx.x] = t;
+        rows.head[threadIdx.x] = h;
     }
     __syncthreads();
-    // Every thread combines the warps in the same order: the same bits everywhere.
-    block_max = -INFINITY;
-    for (int i = 0; i < kWarps; ++i) block_max = fmaxf(block_max, warp_max[i]);
-    block_sum = 0.0f;
-    for (int i = 0; i < kWarps; ++i) {
-        if (warp_sum_exp[i] > 0.0f) {
-            block_sum = __fadd_rn(block_sum, __fmul_rn(warp_sum_exp[i], expf(warp_max[i] - block_max)));
-        }
-    }
-}
-
-template <int PAIRS>
-__global__ void __launch_bounds__(kThreads) attention_stats_kernel(AttentionArgs a) {
-    pdl_enter();
-    Work w;
-    if (!locate(a, w)) {
-        if (threadIdx.x == 0 && w.head == 0 && blockIdx.y == 0) report(a.device_status, AR4J_LLAMA_ERROR_POSITION);
-        return;
-    }
-    const int lane = threadIdx.x % 32;
-    float q[2 * PAIRS];
-    load_row<PAIRS>(a.q + w.t * a.q_stride + int64_t(w.head) * a.head_dim, a.head_dim, lane, q);
-    float block_max, block_sum;
-    split_stats<PAIRS>(a, w, q, w.head / a.group, block_max, block_sum);
     if (threadIdx.x == 0) {
-        float *stats = a.stats + (int64_t(blockIdx.x) * a.splits + blockIdx.y) * 2;
-        stats[0] = block_max;
-        stats[1] = block_sum;
+        int32_t last = -1;
+        for (int r = 0; r < count; ++r) last = rows.pos[r] > last ? rows.pos[r] : last;
+        const int64_t length = int64_t(last) + 1;
+        const int64_t chunk = (length + a.splits - 1) / a.splits;
+        const int64_t begin = int64_t(blockIdx.z) * chunk < length ? int64_t(blockIdx.z) * chunk : length;
+        const int64_t end = begin + chunk < length ? begin + chunk : length;
+        rows.range[0] = int32_t(begin);
+        rows.range[1] = int32_t(end);
+    }
+    __syncthreads();
+    return Range{count, rows.range[0], rows.range[1]};
+}
+
+// q_s[r][e] = fp32(q of row r), 16-byte loads through L2 (q is the preceding grid's output).
+__device__ __forceinline__ void load_q(const AttentionArgs &a, const Rows &rows, int32_t count, float *q_s) {
+    const int units = a.head_dim / 8;
+    for (int i = threadIdx.x; i < count * units; i += kThreads) {
+        const int r = i / units;
+        const int u = i - r * units;
+        const uint4 raw = __ldcg(reinterpret_cast<const uint4 *>(a.q + int64_t(rows.token[r]) * a.q_stride +
+                                                                 int64_t(rows.head[r]) * a.head_dim) + u);
+        float4 *dst = reinterpret_cast<float4 *>(q_s + r * a.head_dim + u * 8);
+        dst[0] = make_float4(bf16_low(raw.x), bf16_high(raw.x), bf16_low(raw.y), bf16_high(raw.y));
+        dst[1] = make_float4(bf16_low(raw.z), bf16_high(raw.z), bf16_low(raw.w), bf16_high(raw.w));
     }
 }
 
-template <int PAIRS>
-__global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArgs a) {
-    pdl_enter();
-    extern __shared__ float warp_acc[];  // [kWarps][head_dim]
-    Work w;
-    if (!locate(a, w)) {
-        if (a.splits == 1) {
-            if (threadIdx.x == 0 && w.head == 0) report(a.device_status, AR4J_LLAMA_ERROR_POSITION);
-            bf16 *dst = a.out + w.t * a.out_stride + int64_t(w.head) * a.head_dim;
-            for (int e = threadIdx.x; e < a.head_dim; e += kThreads) dst[e] = __float2bfloat16_rn(NAN);
-        }
-        return;
+// Starts the copy of `count` cache rows (keys first .. first + count - 1 of kv_head) into a tile.
+__device__ __forceinline__ void load_tile(bf16 *tile, const bf16 *cache, const AttentionArgs &a, int32_t kv_head,
+                                          int32_t first, int32_t count) {
+    const int units = a.head_dim / 8;
+    const int stride = a.head_dim + kPad;
+    for (int i = threadIdx.x; i < count * units; i += kThreads) {
+        const int key = i / units;
+        const int u = i - key * units;
+        cp_async16(tile + key * stride + u * 8,
+                   cache + (int64_t(first + key) * a.n_kv_heads + kv_head) * a.head_dim + u * 8);
     }
-    const int warp = threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
-    const int32_t kv_head = w.head / a.group;
-    float q[2 * PAIRS];
-    load_row<PAIRS>(a.q + w.t * a.q_stride + int64_t(w.head) * a.head_dim, a.head_dim, lane, q);
-    // The softmax's max and denominator: with one split, this block's own first pass; else all
-    // splits' stats combined in split order (every block the same). Both give the same bits
-    // for one split (max(-inf, m) = m, 0 + l * exp(0) = l).
-    float global_max, denominator;
-    if (a.splits == 1) {
-        split_stats<PAIRS>(a, w, q, kv_head, global_max, denominator);
-    } else {
-        const float *stats = a.stats + int64_t(blockIdx.x) * a.splits * 2;
-        global_max = -INFINITY;
-        for (int s = 0; s < a.splits; ++s) global_max = fmaxf(global_max, stats[2 * s]);
-        denominator = 0.0f;
-        for (int s = 0; s < a.splits; ++s) {
-            if (stats[2 * s + 1] > 0.0f) {
-                denominator = __fadd_rn(denominator, __fmul_rn(stats[2 * s + 1], expf(stats[2 * s] - global_max)));
+}
+
+// acc[i] = q(row kg + kKeyGroups * i) . k(key threadIdx.x % kTile of the tile), fp32 fma in
+// element order (rows >= count left 0). kg = threadIdx.x / kTile.
+__device__ __forceinline__ void tile_dots(const float *q_s, const bf16 *tile, int32_t head_dim, int32_t count,
+                                          float (&acc)[kScoreRows]) {
+    const int key = threadIdx.x % kTile;
+    const int kg = threadIdx.x / kTile;
+    const bf16 *k_row = tile + key * (head_dim + kPad);
+#pragma unroll
+    for (int i = 0; i < kScoreRows; ++i) acc[i] = 0.0f;
+    for (int e = 0; e < head_dim; e += 8) {
+        const uint4 raw = *reinterpret_cast<const uint4 *>(k_row + e);
+        const float k[8] = {bf16_low(raw.x), bf16_high(raw.x), bf16_low(raw.y), bf16_high(raw.y),
+                            bf16_low(raw.z), bf16_high(raw.z), bf16_low(raw.w), bf16_high(raw.w)};
+#pragma unroll
+        for (int i = 0; i < kScoreRows; ++i) {
+            const int r = kg + kKeyGroups * i;
+            if (r < count) {
+                const float4 q0 = *reinterpret_cast<const float4 *>(q_s + r * head_dim + e);
+                const float4 q1 = *reinterpret_cast<const float4 *>(q_s + r * head_dim + e + 4);
+                float x = acc[i];
+                x = __fmaf_rn(q0.x, k[0], x);
+                x = __fmaf_rn(q0.y, k[1], x);
+                x = __fmaf_rn(q0.z, k[2], x);
+                x = __fmaf_rn(q0.w, k[3], x);
+                x = __fmaf_rn(q1.x, k[4], x);
+                x = __fmaf_rn(q1.y, k[5], x);
+                x = __fmaf_rn(q1.z, k[6], x);
+                x = __fmaf_rn(q1.w, k[7], x);
+                acc[i] = x;
             }
         }
     }
-    float acc[2 * PAIRS];
+}
+
+// s = bf16(bf16(dot) * scale): explicit roundings, the same bits in both kernels.
+__device__ __forceinline__ float to_score(float dot, float scale) { return round_bf16(__fmul_rn(round_bf16(dot), scale)); }
+
+// p = bf16(exp(s - max) / sum).
+__device__ __forceinline__ float to_probability(float s, float max, float sum) {
+    return round_bf16(__fdiv_rn(expf(s - max), sum));
+}
+
+// (m, l) <- the softmax pair of both ranges; (any, 0) is the empty range. Symmetric in its two
+// arguments (max and + commute), so a butterfly leaves the same bits in every lane.
+__device__ __forceinline__ void merge_stats(float &m, float &l, float m2, float l2) {
+    if (l2 == 0.0f) return;
+    if (l == 0.0f) {
+        m = m2;
+        l = l2;
+        return;
+    }
+    const float mx = fmaxf(m, m2);
+    l = __fadd_rn(__fmul_rn(l, expf(m - mx)), __fmul_rn(l2, expf(m2 - mx)));
+    m = mx;
+}
+
+size_t tile_bytes(int32_t head_dim) { return size_t(kTile) * (head_dim + kPad) * sizeof(bf16); }
+
+size_t scores_shared_bytes(int32_t block_rows, int32_t head_dim) {
+    return size_t(block_rows) * head_dim * sizeof(float) + kStages * tile_bytes(head_dim);
+}
+
+// Kernel 1: each (row, key) score of the block's range once; the range's softmax pair per row.
+// Zeroes the merge counters of this call (after the wait: the previous call's values kernel is done).
+template <bool STORE>
+__global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArgs a) {
+    extern __shared__ __align__(16) unsigned char shared[];
+    __shared__ Rows rows;
+    __shared__ float half_max[kRows][2];
+    __shared__ float half_sum[kRows][2];
+    pdl_enter();
+    if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) {
+        const int32_t counters = int32_t(gridDim.x) * a.n_kv_heads;
+        for (int32_t i = threadIdx.x; i < counters; i += kThreads) a.counters[i] = 0;
+    }
+    const Range range = locate(a, rows, true);
+    float *q_s = reinterpret_cast<float *>(shared);
+    bf16 *k_s = reinterpret_cast<bf16 *>(q_s + a.block_rows * a.head_dim);
+    const int stage = kTile * (a.head_dim + kPad);
+    const int32_t kv_head = blockIdx.y;
+    const int32_t tiles = (range.end - range.begin + kTile - 1) / kTile;
+    load_q(a, rows, range.rows, q_s);
+    if (tiles > 0) load_tile(k_s, a.k_cache, a, kv_head, range.begin, min(kTile, range.end - range.begin));
+    cp_async_commit();
+
+    const int key = threadIdx.x % kTile;
+    const int kg = threadIdx.x / kTile;
+    float m[kScoreRows], l[kScoreRows];
 #pragma unroll
-    for (int e = 0; e < 2 * PAIRS; ++e) acc[e] = 0.0f;
-    constexpr int kUnroll = unroll<PAIRS>();
-    for (int64_t j0 = w.begin + warp; j0 < w.end; j0 += kWarps * kUnroll) {
-        float s[kUnroll];
-        float v[kUnroll][2 * PAIRS];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-            const int64_t j = j0 + u * kWarps < w.end ? j0 + u * kWarps : w.end - 1;  // as in the first pass
-            s[u] = score<PAIRS>(a, q, kv_head, int32_t(j), lane);
-            load_row<PAIRS>(a.v_cache + (j * a.n_kv_heads + kv_head) * a.head_dim, a.head_dim, lane, v[u]);
+    for (int i = 0; i < kScoreRows; ++i) {
+        m[i] = -INFINITY;
+        l[i] = 0.0f;
+    }
+    for (int32_t tile = 0; tile < tiles; ++tile) {
+        const int32_t first = range.begin + tile * kTile;
+        if (tile + 1 < tiles) {
+            load_tile(k_s + ((tile + 1) % kStages) * stage, a.k_cache, a, kv_head, first + kTile,
+                      min(kTile, range.end - first - kTile));
         }
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        float acc[kScoreRows];
+        tile_dots(q_s, k_s + (tile % kStages) * stage, a.head_dim, range.rows, acc);
+        const int32_t j = first + key;
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-            if (j0 + u * kWarps >= w.end) break;
-            const float p = round_bf16(__fdiv_rn(expf(s[u] - global_max), denominator));
+        for (int i = 0; i < kScoreRows; ++i) {
+            const int r = kg + kKeyGroups * i;
+            if (r < range.rows && j < range.end && j <= rows.pos[r]) {
+                const float s = to_score(acc[i], a.scale);
+                if (STORE) a.scores[int64_t(rows.id[r]) * a.max_positions + j] = __bfloat16_as_ushort(__float2bfloat16_rn(s));
+                if (s > m[i]) {
+                    l[i] = __fadd_rn(__fmul_rn(l[i], expf(m[i] - s)), 1.0f);
+                    m[i] = s;
+                } else {
+                    l[i] = __fadd_rn(l[i], expf(s - m[i]));
+                }
+            }
+        }
+        __syncthreads();  // the tile is free for the copy two tiles on
+    }
+    // The pairs of a row's kTile key threads: a butterfly within each warp (32 keys), then the
+    // two warps of the key group in order.
+    const int lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32;
 #pragma unroll
-            for (int e = 0; e < 2 * PAIRS; ++e) acc[e] = __fmaf_rn(p, v[u][e], acc[e]);
+    for (int i = 0; i < kScoreRows; ++i) {
+        const int r = kg + kKeyGroups * i;
+        if (r < range.rows) {  // uniform in the warp
+            float mi = m[i], li = l[i];
+#pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1) {
+                const float m2 = __shfl_xor_sync(kFullMask, mi, offset);
+                const float l2 = __shfl_xor_sync(kFullMask, li, offset);
+                merge_stats(mi, li, m2, l2);
+            }
+            if (lane == 0) {
+                half_max[r][warp % 2] = mi;
+                half_sum[r][warp % 2] = li;
+            }
         }
     }
-#pragma unroll
-    for (int i = 0; i < PAIRS; ++i) {
-        const int e = 2 * (lane + 32 * i);
-        if (e < a.head_dim) {
-            warp_acc[warp * a.head_dim + e] = acc[2 * i];
-            warp_acc[warp * a.head_dim + e + 1] = acc[2 * i + 1];
+    static_assert(kTile == 64, "two warps per key group");
+    __syncthreads();
+    if (int32_t(threadIdx.x) < range.rows) {
+        const int r = threadIdx.x;
+        float mr = half_max[r][0], lr = half_sum[r][0];
+        merge_stats(mr, lr, half_max[r][1], half_sum[r][1]);
+        float *stats = a.stats + (int64_t(rows.id[r]) * a.splits + blockIdx.z) * 2;
+        stats[0] = mr;
+        stats[1] = lr;
+    }
+}
+
+// Rows of the probability tile, a multiple of 4 so that what follows it is 16-byte aligned.
+__host__ __device__ __forceinline__ int32_t probability_rows(int32_t block_rows) { return (block_rows + 3) & ~3; }
+
+size_t values_shared_bytes(int32_t block_rows, int32_t head_dim, bool stored) {
+    size_t bytes = kStages * tile_bytes(head_dim) + size_t(probability_rows(block_rows)) * (kTile + 1) * sizeof(float);
+    if (!stored) bytes += scores_shared_bytes(block_rows, head_dim);
+    return bytes;
+}
+
+__device__ __forceinline__ void store4(bf16 *dst, const float (&x)[4]) {
+    reinterpret_cast<__nv_bfloat162 *>(dst)[0] = __floats2bfloat162_rn(x[0], x[1]);
+    reinterpret_cast<__nv_bfloat162 *>(dst)[1] = __floats2bfloat162_rn(x[2], x[3]);
+}
+
+// Kernel 2: p.V of the block's range; the merge of the splits by the chunk's last block.
+// RPT: query rows per thread (kRows over the row groups: 128 threads / (head_dim / 4) columns).
+template <int RPT, bool STORED>
+__global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArgs a) {
+    extern __shared__ __align__(16) unsigned char shared[];
+    __shared__ Rows rows;
+    __shared__ float row_max[kRows];
+    __shared__ float row_sum[kRows];
+    __shared__ int32_t last_block;
+    const int stage = kTile * (a.head_dim + kPad);
+    bf16 *v_s = reinterpret_cast<bf16 *>(shared);
+    float *p_s = reinterpret_cast<float *>(v_s + kStages * stage);  // [block_rows][kTile + 1]
+    float *q_s = p_s + probability_rows(a.block_rows) * (kTile + 1);  // recompute only
+    bf16 *k_s = reinterpret_cast<bf16 *>(q_s + a.block_rows * a.head_dim);
+    const int32_t kv_head = blockIdx.y;
+
+    // Before the wait: this grid's predecessor is attention_scores_kernel of the same call, which
+    // lets it start only after its own griddepcontrol.wait, i.e. once the grid before it (the
+    // latest that may have written q, the caches or the positions) has completed. So those may
+    // be read now; the scores, stats and counters of kernel 1 only after the wait.
+    const Range range = locate(a, rows, false);
+    const int32_t tiles = (range.end - range.begin + kTile - 1) / kTile;
+    if (!STORED) load_q(a, rows, range.rows, q_s);
+    if (tiles > 0) {
+        const int32_t count = min(kTile, range.end - range.begin);
+        load_tile(v_s, a.v_cache, a, kv_head, range.begin, count);
+        if (!STORED) load_tile(k_s, a.k_cache, a, kv_head, range.begin, count);
+    }
+    cp_async_commit();
+    pdl_wait();
+    pdl_trigger();
+
+    if (int32_t(threadIdx.x) < range.rows) {
+        // Every block of the row computes the same bits: all splits, in split order.
+        const float2 *stats = reinterpret_cast<const float2 *>(a.stats) + int64_t(rows.id[threadIdx.x]) * a.splits;
+        float mx = -INFINITY;
+#pragma unroll 8
+        for (int32_t s = 0; s < a.splits; ++s) mx = fmaxf(mx, __ldcg(stats + s).x);
+        float sum = 0.0f;
+#pragma unroll 8
+        for (int32_t s = 0; s < a.splits; ++s) {
+            const float2 ml = __ldcg(stats + s);
+            if (ml.y > 0.0f) sum = __fadd_rn(sum, __fmul_rn(ml.y, expf(ml.x - mx)));
         }
+        row_max[threadIdx.x] = mx;
+        row_sum[threadIdx.x] = sum;
+    }
+    // Thread (rg, cg): columns 4 cg .. 4 cg + 3 of rows rg, rg + groups, ...
+    const int columns = a.head_dim / 4;
+    const int cg = threadIdx.x % columns;
+    const int rg = threadIdx.x / columns;
+    const int groups = kThreads / columns;
+    float acc[RPT][4];
+#pragma unroll
+    for (int i = 0; i < RPT; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+
+    for (int32_t tile = 0; tile < tiles; ++tile) {
+        const int32_t first = range.begin + tile * kTile;
+        const int32_t count = min(kTile, range.end - first);
+        if (tile + 1 < tiles) {
+            const int32_t next = min(kTile, range.end - first - kTile);
+            load_tile(v_s + ((tile + 1) % kStages) * stage, a.v_cache, a, kv_head, first + kTile, next);
+            if (!STORED) load_tile(k_s + ((tile + 1) % kStages) * stage, a.k_cache, a, kv_head, first + kTile, next);
+        }
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        if (STORED) {
+            for (int i = threadIdx.x; i < range.rows * kTile; i += kThreads) {
+                const int r = i / kTile;
+                const int key = i - r * kTile;
+                const int32_t j = first + key;
+                float p = 0.0f;
+                if (key < count && j <= rows.pos[r]) {
+                    const uint16_t bits = __ldcg(a.scores + int64_t(rows.id[r]) * a.max_positions + j);
+                    p = to_probability(__uint_as_float(uint32_t(bits) << 16), row_max[r], row_sum[r]);
+                }
+                p_s[r * (kTile + 1) + key] = p;
+            }
+        } else {
+            float dots[kScoreRows];
+            tile_dots(q_s, k_s + (tile % kStages) * stage, a.head_dim, range.rows, dots);
+            const int key = threadIdx.x % kTile;
+            const int kg = threadIdx.x / kTile;
+            const int32_t j = first + key;
+#pragma unroll
+            for (int i = 0; i < kScoreRows; ++i) {
+                const int r = kg + kKeyGroups * i;
+                if (r < range.rows) {
+                    p_s[r * (kTile + 1) + key] = key < count && j <= rows.pos[r]
+                                                     ? to_probability(to_score(dots[i], a.scale), row_max[r], row_sum[r])
+                                                     : 0.0f;
+                }
+            }
+        }
+        __syncthreads();
+        if (rg < groups) {
+            const bf16 *v_col = v_s + (tile % kStages) * stage + cg * 4;
+            for (int key = 0; key < count; ++key) {
+                const uint2 raw = *reinterpret_cast<const uint2 *>(v_col + key * (a.head_dim + kPad));
+                const float v[4] = {bf16_low(raw.x), bf16_high(raw.x), bf16_low(raw.y), bf16_high(raw.y)};
+#pragma unroll
+                for (int i = 0; i < RPT; ++i) {
+                    const int r = rg + groups * i;
+                    if (r < range.rows) {
+                        const float p = p_s[r * (kTile + 1) + key];
+#pragma unroll
+                        for (int c = 0; c < 4; ++c) acc[i][c] = __fmaf_rn(p, v[c], acc[i][c]);
+                    }
+                }
+            }
+        }
+        __syncthreads();  // the tiles are free for the copy two tiles on
+    }
+
+    if (a.splits == 1) {
+        if (rg < groups) {
+#pragma unroll
+            for (int i = 0; i < RPT; ++i) {
+                const int r = rg + groups * i;
+                if (r < range.rows) {
+                    float x[4] = {acc[i][0], acc[i][1], acc[i][2], acc[i][3]};
+                    if (rows.pos[r] < 0) x[0] = x[1] = x[2] = x[3] = NAN;
+                    store4(a.out + int64_t(rows.token[r]) * a.out_stride + int64_t(rows.head[r]) * a.head_dim + cg * 4, x);
+                }
+            }
+        }
+        return;
+    }
+    if (rg < groups) {
+#pragma unroll
+        for (int i = 0; i < RPT; ++i) {
+            const int r = rg + groups * i;
+            if (r < range.rows) {
+                float *dst = a.partial + (int64_t(rows.id[r]) * a.splits + blockIdx.z) * a.head_dim + cg * 4;
+                *reinterpret_cast<float4 *>(dst) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+            }
+        }
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const int32_t done = atomicAdd(a.counters + blockIdx.x * a.n_kv_heads + kv_head, 1);
+        last_block = done == a.splits - 1;
     }
     __syncthreads();
-    for (int e = threadIdx.x; e < a.head_dim; e += kThreads) {
-        float sum = warp_acc[e];
-        for (int i = 1; i < kWarps; ++i) sum = __fadd_rn(sum, warp_acc[i * a.head_dim + e]);
-        if (a.splits == 1) {
-            a.out[w.t * a.out_stride + int64_t(w.head) * a.head_dim + e] = __float2bfloat16_rn(sum);
-        } else {
-            a.partial[(int64_t(blockIdx.x) * a.splits + blockIdx.y) * a.head_dim + e] = sum;
+    if (!last_block) return;
+    __threadfence();
+    // The chunk's last block: out = bf16(sum of the splits' partials, in split order).
+    for (int i = threadIdx.x; i < range.rows * columns; i += kThreads) {
+        const int r = i / columns;
+        const int c4 = i - r * columns;
+        const float4 *src = reinterpret_cast<const float4 *>(a.partial + int64_t(rows.id[r]) * a.splits * a.head_dim) + c4;
+        float4 sum = __ldcg(src);
+#pragma unroll 8
+        for (int32_t s = 1; s < a.splits; ++s) {
+            const float4 x = __ldcg(src + int64_t(s) * columns);
+            sum.x = __fadd_rn(sum.x, x.x);
+            sum.y = __fadd_rn(sum.y, x.y);
+            sum.z = __fadd_rn(sum.z, x.z);
+            sum.w = __fadd_rn(sum.w, x.w);
         }
+        float x[4] = {sum.x, sum.y, sum.z, sum.w};
+        if (rows.pos[r] < 0) x[0] = x[1] = x[2] = x[3] = NAN;
+        store4(a.out + int64_t(rows.token[r]) * a.out_stride + int64_t(rows.head[r]) * a.head_dim + c4 * 4, x);
     }
 }
 
-__global__ void __launch_bounds__(kThreads) attention_combine_kernel(AttentionArgs a) {
-    pdl_enter();
-    const int64_t t = blockIdx.x / a.n_heads;
-    const int32_t head = blockIdx.x % a.n_heads;
-    const int32_t pos = a.positions != nullptr ? a.positions[t] : a.start_pos + int32_t(t);
-    const bool valid = pos >= 0 && pos < a.max_positions;
-    const float *partial = a.partial + int64_t(blockIdx.x) * a.splits * a.head_dim;
-    bf16 *dst = a.out + t * a.out_stride + int64_t(head) * a.head_dim;
-    for (int e = threadIdx.x; e < a.head_dim; e += kThreads) {
-        float sum = NAN;
-        if (valid) {
-            sum = partial[e];
-            for (int s = 1; s < a.splits; ++s) sum = __fadd_rn(sum, partial[int64_t(s) * a.head_dim + e]);
-        }
-        dst[e] = __float2bfloat16_rn(sum);
-    }
+template <typename Kernel>
+int allow_shared(Kernel kernel, size_t bytes) {
+    if (bytes <= 48 * 1024) return 0;
+    return static_cast<int>(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 
-// One split: one kernel (both passes in each block). Several: stats, values, combine.
-template <int PAIRS>
-int launch_attention(const AttentionArgs &a, int32_t n, bool pdl, void *stream) {
-    const dim3 grid(unsigned(int64_t(n) * a.n_heads), unsigned(a.splits));
-    const size_t shared = size_t(kWarps) * a.head_dim * sizeof(float);
-    if (a.splits == 1) return launch(attention_values_kernel<PAIRS>, grid, dim3(kThreads), shared, stream, pdl, a);
-    int error = launch(attention_stats_kernel<PAIRS>, grid, dim3(kThreads), 0, stream, pdl, a);
+template <int RPT, bool STORED>
+int launch_attention(const AttentionArgs &a, dim3 grid, bool pdl, void *stream) {
+    const size_t scores_bytes = scores_shared_bytes(a.block_rows, a.head_dim);
+    const size_t values_bytes = values_shared_bytes(a.block_rows, a.head_dim, STORED);
+    int error = allow_shared(attention_scores_kernel<STORED>, scores_bytes);
+    if (error == 0) error = allow_shared(attention_values_kernel<RPT, STORED>, values_bytes);
     if (error != 0) return error;
-    error = launch(attention_values_kernel<PAIRS>, grid, dim3(kThreads), shared, stream, pdl, a);
+    error = launch(attention_scores_kernel<STORED>, grid, dim3(kThreads), scores_bytes, stream, pdl, a);
     if (error != 0) return error;
-    return launch(attention_combine_kernel, dim3(grid.x), dim3(kThreads), 0, stream, pdl, a);
+    return launch(attention_values_kernel<RPT, STORED>, grid, dim3(kThreads), values_bytes, stream, pdl, a);
+}
+
+template <int RPT>
+int dispatch_attention(const AttentionArgs &a, dim3 grid, bool stored, bool pdl, void *stream) {
+    return stored ? launch_attention<RPT, true>(a, grid, pdl, stream) : launch_attention<RPT, false>(a, grid, pdl, stream);
+}
+
+// The workspace: counters, stats, partial sums (splits > 1), scores (n <= kStoredTokens); each
+// part 256-byte aligned.
+struct Workspace {
+    size_t counters, stats, partial, scores, total;
+};
+
+size_t align256(size_t x) { return (x + 255) / 256 * 256; }
+
+Workspace workspace_layout(int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions,
+                           int32_t splits) {
+    const size_t rows = size_t(n) * size_t(n_heads);
+    const size_t chunks = (size_t(n) * size_t(n_heads / n_kv_heads) + kRows - 1) / kRows;
+    Workspace w;
+    w.counters = 0;
+    w.stats = align256(chunks * size_t(n_kv_heads) * sizeof(int32_t));
+    w.partial = w.stats + align256(rows * size_t(splits) * 2 * sizeof(float));
+    w.scores = w.partial + (splits > 1 ? align256(rows * size_t(splits) * size_t(head_dim) * sizeof(float)) : 0);
+    w.total = w.scores + (n <= kStoredTokens ? rows * size_t(max_positions) * sizeof(uint16_t) : 0);
+    return w;
+}
+
+bool valid_attention_head_dim(int32_t head_dim) {
+    return head_dim >= 8 && head_dim <= AR4J_LLAMA_MAX_HEAD_DIM && head_dim % 8 == 0;
 }
 
 }  // namespace
@@ -282,24 +541,32 @@ int launch_attention(const AttentionArgs &a, int32_t n, bool pdl, void *stream) 
 
 using namespace ar4j_llama;
 
-AR4J_LLAMA_API int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t max_context,
-                                                   int32_t sm_count) {
-    if (n <= 0 || n_heads <= 0 || max_context <= 0 || sm_count <= 0) return 1;
-    const int64_t blocks = int64_t(n) * n_heads;
-    int64_t splits = (2 * int64_t(sm_count) + blocks - 1) / blocks;  // about two blocks per SM
-    const int64_t by_length = max_context / 64 > 0 ? max_context / 64 : 1;
+AR4J_LLAMA_API int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t n_kv_heads,
+                                                   int32_t max_context, int32_t sm_count) {
+    if (n <= 0 || n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads != 0 || max_context <= 0 ||
+        sm_count <= 0) {
+        return 1;
+    }
+    // Blocks per split: one per (chunk of kRows query rows, KV head). About two blocks per SM,
+    // and at least one tile of keys per split at the longest context.
+    const int64_t chunks = (int64_t(n) * (n_heads / n_kv_heads) + kRows - 1) / kRows;
+    const int64_t blocks = chunks * n_kv_heads;
+    int64_t splits = (2 * int64_t(sm_count) + blocks - 1) / blocks;
+    const int64_t by_length = max_context / kTile > 0 ? max_context / kTile : 1;
     if (splits > by_length) splits = by_length;
     if (splits > AR4J_LLAMA_MAX_SPLITS) splits = AR4J_LLAMA_MAX_SPLITS;
     return splits < 1 ? 1 : int32_t(splits);
 }
 
-AR4J_LLAMA_API size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t head_dim,
+AR4J_LLAMA_API size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t n_kv_heads,
+                                                           int32_t head_dim, int32_t max_positions,
                                                            int32_t num_splits) {
-    if (n < 1 || n_heads < 1 || !valid_head_dim(head_dim) || num_splits < 1 ||
-        num_splits > AR4J_LLAMA_MAX_SPLITS) {
+    if (n < 1 || n_heads < 1 || n_kv_heads < 1 || n_heads % n_kv_heads != 0 ||
+        int64_t(n) * n_heads > int64_t(INT32_MAX) || !valid_attention_head_dim(head_dim) || max_positions < 1 ||
+        num_splits < 1 || num_splits > AR4J_LLAMA_MAX_SPLITS) {
         return 0;
     }
-    return size_t(n) * size_t(n_heads) * size_t(num_splits) * (size_t(head_dim) + 2) * sizeof(float);
+    return workspace_layout(n, n_heads, n_kv_heads, head_dim, max_positions, num_splits).total;
 }
 
 AR4J_LLAMA_API int ar4j_llama_attention(const void *q, int64_t q_row_stride, const void *k_cache,
@@ -309,8 +576,7 @@ AR4J_LLAMA_API int ar4j_llama_attention(const void *q, int64_t q_row_stride, con
                                         void *out, int64_t out_row_stride, int32_t num_splits,
                                         void *workspace, size_t workspace_bytes,
                                         int32_t *device_status, int32_t pdl, void *stream) {
-    if (q == nullptr || k_cache == nullptr || v_cache == nullptr || out == nullptr ||
-        (workspace == nullptr && num_splits != 1)) {
+    if (q == nullptr || k_cache == nullptr || v_cache == nullptr || out == nullptr || workspace == nullptr) {
         return AR4J_LLAMA_ERROR_NULL_POINTER;
     }
     if (n < 1 || n_heads < 1 || n_kv_heads < 1 || max_positions < 1 ||
@@ -318,29 +584,32 @@ AR4J_LLAMA_API int ar4j_llama_attention(const void *q, int64_t q_row_stride, con
         return AR4J_LLAMA_ERROR_SIZE;
     }
     if (n_heads % n_kv_heads != 0) return AR4J_LLAMA_ERROR_GQA;
-    if (!valid_head_dim(head_dim)) return AR4J_LLAMA_ERROR_HEAD_DIM;
+    if (!valid_attention_head_dim(head_dim)) return AR4J_LLAMA_ERROR_HEAD_DIM;
     if (num_splits < 1 || num_splits > AR4J_LLAMA_MAX_SPLITS) return AR4J_LLAMA_ERROR_SPLITS;
     const int64_t row = int64_t(n_heads) * head_dim;
     if (q_row_stride < row || out_row_stride < row) return AR4J_LLAMA_ERROR_STRIDE;
     if (!(scale > 0.0f) || !std::isfinite(scale)) return AR4J_LLAMA_ERROR_INVALID_ARGUMENT;
     if (!valid_start(positions, start_pos, n, max_positions)) return AR4J_LLAMA_ERROR_POSITION;
-    // Element pairs are loaded as one 4-byte bf16x2.
-    if (!aligned(q, 4) || !aligned(k_cache, 4) || !aligned(v_cache, 4) || !aligned(out, 2) ||
-        !aligned(workspace, 4) || q_row_stride % 2 != 0 || (positions != nullptr && !aligned(positions, 4))) {
+    // q and the caches are read in 16-byte units (8 bf16), out written in bf16 pairs.
+    if (!aligned(q, 16) || !aligned(k_cache, 16) || !aligned(v_cache, 16) || q_row_stride % 8 != 0 ||
+        !aligned(out, 4) || out_row_stride % 2 != 0 || !aligned(workspace, 16) ||
+        (positions != nullptr && !aligned(positions, 4))) {
         return AR4J_LLAMA_ERROR_MISALIGNED;
     }
-    if (num_splits != 1 && workspace_bytes < ar4j_llama_attention_workspace_bytes(n, n_heads, head_dim, num_splits)) {
-        return AR4J_LLAMA_ERROR_WORKSPACE;
-    }
+    const Workspace layout = workspace_layout(n, n_heads, n_kv_heads, head_dim, max_positions, num_splits);
+    if (workspace_bytes < layout.total) return AR4J_LLAMA_ERROR_WORKSPACE;
     AttentionArgs a;
     a.q = static_cast<const bf16 *>(q);
     a.q_stride = q_row_stride;
     a.k_cache = static_cast<const bf16 *>(k_cache);
     a.v_cache = static_cast<const bf16 *>(v_cache);
+    a.n = n;
     a.n_heads = n_heads;
-    a.group = n_heads / n_kv_heads;
     a.n_kv_heads = n_kv_heads;
+    a.group = n_heads / n_kv_heads;
     a.head_dim = head_dim;
+    const int64_t total_rows = int64_t(n) * a.group;
+    a.block_rows = int32_t(total_rows < kRows ? total_rows : kRows);
     a.max_positions = max_positions;
     a.positions = positions;
     a.start_pos = start_pos;
@@ -348,11 +617,18 @@ AR4J_LLAMA_API int ar4j_llama_attention(const void *q, int64_t q_row_stride, con
     a.out = static_cast<bf16 *>(out);
     a.out_stride = out_row_stride;
     a.splits = num_splits;
-    a.stats = static_cast<float *>(workspace);
-    a.partial = workspace != nullptr ? a.stats + int64_t(n) * n_heads * num_splits * 2 : nullptr;
+    char *base = static_cast<char *>(workspace);
+    a.counters = reinterpret_cast<int32_t *>(base + layout.counters);
+    a.stats = reinterpret_cast<float *>(base + layout.stats);
+    a.partial = num_splits > 1 ? reinterpret_cast<float *>(base + layout.partial) : nullptr;
+    const bool stored = n <= kStoredTokens;
+    a.scores = stored ? reinterpret_cast<uint16_t *>(base + layout.scores) : nullptr;
     a.device_status = device_status;
+    const int64_t chunks = (total_rows + kRows - 1) / kRows;
+    const dim3 grid{unsigned(chunks), unsigned(n_kv_heads), unsigned(num_splits)};
     const bool use_pdl = pdl != 0;
-    if (head_dim <= 64) return launch_attention<1>(a, n, use_pdl, stream);
-    if (head_dim <= 128) return launch_attention<2>(a, n, use_pdl, stream);
-    return launch_attention<4>(a, n, use_pdl, stream);
+    // Row groups of the values kernel: 128 threads / (head_dim / 4) columns, at least 512 / head_dim.
+    if (head_dim <= 64) return dispatch_attention<kRows / 8>(a, grid, stored, use_pdl, stream);
+    if (head_dim <= 128) return dispatch_attention<kRows / 4>(a, grid, stored, use_pdl, stream);
+    return dispatch_attention<kRows / 2>(a, grid, stored, use_pdl, stream);
 }

@@ -31,6 +31,19 @@ __device__ __forceinline__ void pdl_enter() {
 #endif
 }
 
+// The two halves of pdl_enter, for a kernel that does work before the wait which does not
+// depend on the preceding grid (see the kernel's own comment for why that work is safe).
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // Records code in the caller's device status word unless an earlier error is there.
 __device__ __forceinline__ void report(int32_t *device_status, int32_t code) {
     if (device_status != nullptr) atomicCAS(device_status, 0, code);

@@ -1,8 +1,26 @@
-// Rotary position embedding on q and k in place, rounded as transformers' bf16 path rounds.
+// Rotary position embedding on q and k in place, rounded as transformers' bf16 path rounds, and
+// the same fused with the KV-cache append (rotated k written to the cache, v copied).
 #include "common.cuh"
 
 namespace ar4j_llama {
 namespace {
+
+// Rotates the pair (i, i + head_dim / 2) of src into dst (which may equal src) for position pos.
+__device__ __forceinline__ void rotate_pair(const bf16 *src, bf16 *dst, int32_t head_dim, const float *inv_freq,
+                                            float attention_scaling, int32_t pos, int32_t i) {
+    const int32_t half = head_dim / 2;
+    // HF: freqs = inv_freq @ position (fp32), cos/sin in fp32, times attention_scaling, to bf16.
+    const float freq = __fmul_rn(static_cast<float>(pos), inv_freq[i]);
+    const float c = round_bf16(__fmul_rn(cosf(freq), attention_scaling));
+    const float s = round_bf16(__fmul_rn(sinf(freq), attention_scaling));
+    const float x1 = __bfloat162float(src[i]);
+    const float x2 = __bfloat162float(src[i + half]);
+    // q * cos + rotate_half(q) * sin, each bf16 op rounded: rotate_half = cat(-x2, x1).
+    const float lo = __fadd_rn(round_bf16(__fmul_rn(x1, c)), round_bf16(__fmul_rn(-x2, s)));
+    const float hi = __fadd_rn(round_bf16(__fmul_rn(x2, c)), round_bf16(__fmul_rn(x1, s)));
+    dst[i] = __float2bfloat16_rn(lo);
+    dst[i + half] = __float2bfloat16_rn(hi);
+}
 
 // grid (n, n_heads + n_kv_heads), block head_dim / 2: thread i rotates the pair (i, i + half).
 __global__ void rope_kernel(bf16 *q, int64_t q_stride, bf16 *k, int64_t k_stride, int32_t n_heads,
@@ -19,19 +37,40 @@ __global__ void rope_kernel(bf16 *q, int64_t q_stride, bf16 *k, int64_t k_stride
     const int32_t head = blockIdx.y;
     bf16 *x = head < n_heads ? q + t * q_stride + int64_t(head) * head_dim
                              : k + t * k_stride + int64_t(head - n_heads) * head_dim;
-    const int32_t half = head_dim / 2;
-    const int32_t i = threadIdx.x;
-    // HF: freqs = inv_freq @ position (fp32), cos/sin in fp32, times attention_scaling, to bf16.
-    const float freq = __fmul_rn(static_cast<float>(pos), inv_freq[i]);
-    const float c = round_bf16(__fmul_rn(cosf(freq), attention_scaling));
-    const float s = round_bf16(__fmul_rn(sinf(freq), attention_scaling));
-    const float x1 = __bfloat162float(x[i]);
-    const float x2 = __bfloat162float(x[i + half]);
-    // q * cos + rotate_half(q) * sin, each bf16 op rounded: rotate_half = cat(-x2, x1).
-    const float lo = __fadd_rn(round_bf16(__fmul_rn(x1, c)), round_bf16(__fmul_rn(-x2, s)));
-    const float hi = __fadd_rn(round_bf16(__fmul_rn(x2, c)), round_bf16(__fmul_rn(x1, s)));
-    x[i] = __float2bfloat16_rn(lo);
-    x[i + half] = __float2bfloat16_rn(hi);
+    rotate_pair(x, x, head_dim, inv_freq, attention_scaling, pos, threadIdx.x);
+}
+
+// grid (n, n_heads + 2 n_kv_heads), block head_dim / 2. blockIdx.y < n_heads: q head rotated in
+// place; then the k heads rotated into k_cache[pos]; then the v heads copied into v_cache[pos].
+__global__ void rope_kv_append_kernel(bf16 *q, int64_t q_stride, const bf16 *k, int64_t k_stride, const bf16 *v,
+                                      int64_t v_stride, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                                      const float *inv_freq, float attention_scaling, bf16 *k_cache, bf16 *v_cache,
+                                      const int32_t *positions, int32_t start_pos, int32_t max_positions,
+                                      int32_t *device_status) {
+    pdl_enter();
+    const int64_t t = blockIdx.x;
+    const int32_t pos = positions != nullptr ? positions[t] : start_pos + int32_t(t);
+    if (pos < 0 || pos >= max_positions) {
+        if (threadIdx.x == 0 && blockIdx.y == 0) report(device_status, AR4J_LLAMA_ERROR_POSITION);
+        return;
+    }
+    const int32_t head = blockIdx.y;
+    const int64_t cache_row = int64_t(pos) * n_kv_heads;
+    if (head < n_heads) {
+        bf16 *x = q + t * q_stride + int64_t(head) * head_dim;
+        rotate_pair(x, x, head_dim, inv_freq, attention_scaling, pos, threadIdx.x);
+    } else if (head < n_heads + n_kv_heads) {
+        const int32_t kv = head - n_heads;
+        rotate_pair(k + t * k_stride + int64_t(kv) * head_dim, k_cache + (cache_row + kv) * head_dim, head_dim,
+                    inv_freq, attention_scaling, pos, threadIdx.x);
+    } else {
+        const int32_t kv = head - n_heads - n_kv_heads;
+        const bf16 *src = v + t * v_stride + int64_t(kv) * head_dim;
+        bf16 *dst = v_cache + (cache_row + kv) * head_dim;
+        const int32_t half = head_dim / 2;
+        dst[threadIdx.x] = src[threadIdx.x];
+        dst[threadIdx.x + half] = src[threadIdx.x + half];
+    }
 }
 
 }  // namespace
@@ -66,4 +105,36 @@ AR4J_LLAMA_API int ar4j_llama_rope(void *q, int64_t q_row_stride, void *k, int64
                   static_cast<bf16 *>(q), q_row_stride, static_cast<bf16 *>(k), k_row_stride, n_heads,
                   head_dim, inv_freq, attention_scaling, positions, start_pos, max_positions,
                   device_status);
+}
+
+AR4J_LLAMA_API int ar4j_llama_rope_kv_append(void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride,
+                                             const void *v, int64_t v_row_stride, int32_t n, int32_t n_heads,
+                                             int32_t n_kv_heads, int32_t head_dim, const float *inv_freq,
+                                             float attention_scaling, void *k_cache, void *v_cache,
+                                             int32_t max_positions, const int32_t *positions, int32_t start_pos,
+                                             int32_t *device_status, int32_t pdl, void *stream) {
+    if (q == nullptr || k == nullptr || v == nullptr || inv_freq == nullptr || k_cache == nullptr ||
+        v_cache == nullptr) {
+        return AR4J_LLAMA_ERROR_NULL_POINTER;
+    }
+    if (n < 1 || n_heads < 1 || n_kv_heads < 1 || max_positions < 1 ||
+        int64_t(n_heads) + 2 * int64_t(n_kv_heads) > 65535) {
+        return AR4J_LLAMA_ERROR_SIZE;
+    }
+    if (!valid_head_dim(head_dim)) return AR4J_LLAMA_ERROR_HEAD_DIM;
+    const int64_t kv_row = int64_t(n_kv_heads) * head_dim;
+    if (q_row_stride < int64_t(n_heads) * head_dim || k_row_stride < kv_row || v_row_stride < kv_row) {
+        return AR4J_LLAMA_ERROR_STRIDE;
+    }
+    if (!std::isfinite(attention_scaling)) return AR4J_LLAMA_ERROR_INVALID_ARGUMENT;
+    if (!valid_start(positions, start_pos, n, max_positions)) return AR4J_LLAMA_ERROR_POSITION;
+    if (!aligned(q, 2) || !aligned(k, 2) || !aligned(v, 2) || !aligned(k_cache, 2) || !aligned(v_cache, 2) ||
+        !aligned(inv_freq, 4) || (positions != nullptr && !aligned(positions, 4))) {
+        return AR4J_LLAMA_ERROR_MISALIGNED;
+    }
+    return launch(rope_kv_append_kernel, dim3(n, n_heads + 2 * n_kv_heads), dim3(head_dim / 2), 0, stream, pdl != 0,
+                  static_cast<bf16 *>(q), q_row_stride, static_cast<const bf16 *>(k), k_row_stride,
+                  static_cast<const bf16 *>(v), v_row_stride, n_heads, n_kv_heads, head_dim, inv_freq,
+                  attention_scaling, static_cast<bf16 *>(k_cache), static_cast<bf16 *>(v_cache), positions, start_pos,
+                  max_positions, device_status);
 }

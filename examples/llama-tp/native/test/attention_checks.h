@@ -112,8 +112,8 @@ inline std::vector<float> reference_attention(const AttentionCase &c, const std:
     return out;
 }
 
-// Attention against the reference. Cache rows beyond the last position are NaN, so a read past
-// the causal limit shows. Tolerance: the fp32 sums are in another order than the reference's,
+// Attention against the reference, outputs and workspace poisoned (NaN) before each run. Cache
+// rows beyond the last position are NaN, so a read past the causal limit shows. Tolerance: the fp32 sums are in another order than the reference's,
 // so a score or probability may round to the neighbouring bf16: max |err| <= 2^-5 max|v| and
 // mean |err| <= 2^-10 max|v|. Also: a second run (without PDL; with one split, without a
 // workspace) gives the same bits (determinism).
@@ -135,7 +135,8 @@ inline void check_attention(const AttentionCase &c) {
     const float scale = float(1.0 / std::sqrt(double(c.head_dim)));
     std::vector<float> want = reference_attention(c, q, kc, vc, pos, scale);
 
-    const size_t ws_bytes = ar4j_llama_attention_workspace_bytes(c.n, c.n_heads, c.head_dim, c.splits);
+    const size_t ws_bytes =
+        ar4j_llama_attention_workspace_bytes(c.n, c.n_heads, c.n_kv_heads, c.head_dim, c.max_positions, c.splits);
     DeviceBuffer d_qkv(qkv.size() * 2), d_kc(kc.size() * 2), d_vc(vc.size() * 2), d_pos(c.n * 4),
         d_out(size_t(c.n) * q_row * 2), d_ws(ws_bytes), d_status(4);
     d_qkv.upload(qkv);
@@ -148,12 +149,10 @@ inline void check_attention(const AttentionCase &c) {
         d_out.poison();
         d_ws.poison();
         TEST_CUDA(cudaMemset(d_status.get(), 0, 4));
-        // The second run without PDL, and without a workspace where one split needs none.
-        const bool no_workspace = run == 1 && c.splits == 1;
+        // The second run without PDL.
         rc |= ar4j_llama_attention(d_qkv.get(), q_stride, d_kc.get(), d_vc.get(), c.n, c.n_heads, c.n_kv_heads,
                                    c.head_dim, c.max_positions, c.device_positions ? d_pos.as<int32_t>() : nullptr,
-                                   c.first_pos, scale, d_out.get(), q_row, c.splits,
-                                   no_workspace ? nullptr : d_ws.get(), no_workspace ? 0 : ws_bytes,
+                                   c.first_pos, scale, d_out.get(), q_row, c.splits, d_ws.get(), ws_bytes,
                                    d_status.as<int32_t>(), 1 - run, nullptr);
         sync();
         runs[run] = d_out.download<uint16_t>(size_t(c.n) * q_row);
@@ -185,7 +184,7 @@ inline void check_attention_bad_position(int32_t splits) {
     std::vector<uint16_t> kc = random_bf16(size_t(max_positions) * kv * hd, -1.0f, 1.0f);
     std::vector<uint16_t> vc = random_bf16(size_t(max_positions) * kv * hd, -1.0f, 1.0f);
     std::vector<int32_t> pos = {4, max_positions, 6};
-    const size_t ws_bytes = ar4j_llama_attention_workspace_bytes(n, heads, hd, splits);
+    const size_t ws_bytes = ar4j_llama_attention_workspace_bytes(n, heads, kv, hd, max_positions, splits);
     DeviceBuffer d_q(q.size() * 2), d_kc(kc.size() * 2), d_vc(vc.size() * 2), d_pos(n * 4),
         d_out(size_t(n) * heads * hd * 2), d_ws(ws_bytes), d_status(4);
     d_q.upload(q);
@@ -207,6 +206,80 @@ inline void check_attention_bad_position(int32_t splits) {
     check(rc == 0 && bad_nan && good_finite && device_status_word(d_status) == AR4J_LLAMA_ERROR_POSITION,
           "attention: bad position", "(%d splits: NaN rows %d, other rows finite %d, status %d)", splits, bad_nan,
           good_finite, device_status_word(d_status));
+}
+
+// ar4j_llama_rope_kv_append against ar4j_llama_rope then ar4j_llama_kv_append on the same fused
+// QKV rows: q and both caches the same bits (caches poisoned, so untouched rows are compared too),
+// k and v of the QKV rows unchanged by the fused kernel. Then a bad device position.
+inline void check_rope_kv_append(int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, bool device_positions) {
+    const int32_t n = 5, max_positions = 4096;
+    const int64_t stride = int64_t(n_heads + 2 * n_kv_heads) * head_dim;
+    const int64_t kv_row = int64_t(n_kv_heads) * head_dim;
+    const std::vector<uint16_t> qkv = random_bf16(size_t(n) * stride, -3.0f, 3.0f);
+    const std::vector<float> inv_freq = inverse_frequencies(head_dim, 500000.0f);
+    std::vector<int32_t> pos(n);
+    for (int t = 0; t < n; ++t) pos[t] = device_positions ? (t * 997 + 11) % max_positions : 1000 + t;
+    const int32_t start_pos = 1000;
+    DeviceBuffer d_a(qkv.size() * 2), d_b(qkv.size() * 2), d_freq(inv_freq.size() * 4), d_pos(n * 4),
+        d_kc_a(size_t(max_positions) * kv_row * 2), d_vc_a(size_t(max_positions) * kv_row * 2),
+        d_kc_b(size_t(max_positions) * kv_row * 2), d_vc_b(size_t(max_positions) * kv_row * 2), d_status(4);
+    d_a.upload(qkv);
+    d_b.upload(qkv);
+    d_freq.upload(inv_freq);
+    d_pos.upload(pos);
+    d_kc_a.poison();
+    d_vc_a.poison();
+    d_kc_b.poison();
+    d_vc_b.poison();
+    TEST_CUDA(cudaMemset(d_status.get(), 0, 4));
+    const int32_t *positions = device_positions ? d_pos.as<int32_t>() : nullptr;
+    uint16_t *a = d_a.as<uint16_t>(), *b = d_b.as<uint16_t>();
+    const int64_t k_off = int64_t(n_heads) * head_dim, v_off = k_off + kv_row;
+    int rc = ar4j_llama_rope(a, stride, a + k_off, stride, n, n_heads, n_kv_heads, head_dim, d_freq.as<float>(), 1.0f,
+                             positions, start_pos, max_positions, d_status.as<int32_t>(), 0, nullptr);
+    rc |= ar4j_llama_kv_append(a + k_off, stride, a + v_off, stride, n, n_kv_heads, head_dim, d_kc_a.get(),
+                               d_vc_a.get(), max_positions, positions, start_pos, d_status.as<int32_t>(), 0, nullptr);
+    rc |= ar4j_llama_rope_kv_append(b, stride, b + k_off, stride, b + v_off, stride, n, n_heads, n_kv_heads, head_dim,
+                                    d_freq.as<float>(), 1.0f, d_kc_b.get(), d_vc_b.get(), max_positions, positions,
+                                    start_pos, d_status.as<int32_t>(), device_positions, nullptr);
+    sync();
+    const std::vector<uint16_t> qa = d_a.download<uint16_t>(qkv.size()), qb = d_b.download<uint16_t>(qkv.size());
+    size_t q_wrong = 0, kv_changed = 0;
+    for (int t = 0; t < n; ++t) {
+        for (int64_t e = 0; e < stride; ++e) {
+            const size_t i = size_t(t) * stride + e;
+            if (e < k_off) q_wrong += qa[i] != qb[i];
+            else kv_changed += qb[i] != qkv[i];
+        }
+    }
+    const bool caches = d_kc_a.download<uint16_t>(size_t(max_positions) * kv_row) ==
+                            d_kc_b.download<uint16_t>(size_t(max_positions) * kv_row) &&
+                        d_vc_a.download<uint16_t>(size_t(max_positions) * kv_row) ==
+                            d_vc_b.download<uint16_t>(size_t(max_positions) * kv_row);
+    check(rc == 0 && q_wrong == 0 && kv_changed == 0 && caches && device_status_word(d_status) == 0,
+          "rope_kv_append", "(%d/%d heads x %d, %s: q differs from rope in %zu, caches == rope + kv_append %d, "
+          "k/v rows changed %zu)", n_heads, n_kv_heads, head_dim, device_positions ? "device positions, PDL" : "start_pos",
+          q_wrong, caches, kv_changed);
+
+    // Token 1 at max_positions: its q unchanged, no cache row, status set; the others done.
+    std::vector<int32_t> bad = pos;
+    bad[1] = max_positions;
+    d_pos.upload(bad);
+    d_b.upload(qkv);
+    d_kc_b.poison();
+    TEST_CUDA(cudaMemset(d_status.get(), 0, 4));
+    rc = ar4j_llama_rope_kv_append(b, stride, b + k_off, stride, b + v_off, stride, n, n_heads, n_kv_heads, head_dim,
+                                   d_freq.as<float>(), 1.0f, d_kc_b.get(), d_vc_b.get(), max_positions,
+                                   d_pos.as<int32_t>(), 0, d_status.as<int32_t>(), 0, nullptr);
+    sync();
+    const std::vector<uint16_t> qbad = d_b.download<uint16_t>(qkv.size());
+    const std::vector<uint16_t> kbad = d_kc_b.download<uint16_t>(size_t(max_positions) * kv_row);
+    bool q1_unchanged = true, row_written = true;
+    for (int64_t e = 0; e < k_off; ++e) q1_unchanged &= qbad[size_t(stride) + e] == qkv[size_t(stride) + e];
+    for (int64_t e = 0; e < kv_row; ++e) row_written &= kbad[size_t(bad[2]) * kv_row + e] != 0xFFFF;
+    check(rc == 0 && q1_unchanged && row_written && device_status_word(d_status) == AR4J_LLAMA_ERROR_POSITION,
+          "rope_kv_append: bad position", "(that token's q unchanged %d, other rows written %d, status %d)",
+          q1_unchanged, row_written, device_status_word(d_status));
 }
 
 }  // namespace test

@@ -23,7 +23,7 @@ inline void check_error_codes() {
                              ws.get(), ws.bytes(), nullptr, 0, nullptr),
         ar4j_llama_attention(a.get(), 128, a.get(), a.get(), 1, 2, 1, 64, 8, nullptr, 0, 0.125f, out.get(), 128, 129,
                              ws.get(), ws.bytes(), nullptr, 0, nullptr),
-        // With 2 splits the workspace is used (with 1 it is not, and may be NULL): 16 bytes is too small.
+        // 16 bytes of workspace is too small.
         ar4j_llama_attention(a.get(), 128, a.get(), a.get(), 1, 2, 1, 64, 8, nullptr, 0, 0.125f, out.get(), 128, 2,
                              ws.get(), 16, nullptr, 0, nullptr),
         ar4j_llama_attention(a.as<char>() + 2, 128, a.get(), a.get(), 1, 2, 1, 64, 8, nullptr, 0, 0.125f, out.get(),
@@ -38,6 +38,20 @@ inline void check_error_codes() {
         ar4j_llama_linear_rows(a.get(), a.get(), 12, out.get(), 8, 1, 8, 12, 0, nullptr),
         ar4j_llama_linear_rows(a.as<char>() + 2, a.get(), 8, out.get(), 8, 1, 8, 8, 0, nullptr),
         ar4j_llama_linear_rows(a.get(), a.get(), 4, out.get(), 8, 1, 8, 8, 0, nullptr),
+        // attention: head_dim not a multiple of 8; no workspace; out_row_stride odd.
+        ar4j_llama_attention(a.get(), 120, a.get(), a.get(), 1, 2, 1, 60, 8, nullptr, 0, 0.125f, out.get(), 120, 1,
+                             ws.get(), ws.bytes(), nullptr, 0, nullptr),
+        ar4j_llama_attention(a.get(), 128, a.get(), a.get(), 1, 2, 1, 64, 8, nullptr, 0, 0.125f, out.get(), 128, 1,
+                             nullptr, 0, nullptr, 0, nullptr),
+        ar4j_llama_attention(a.get(), 128, a.get(), a.get(), 1, 2, 1, 64, 8, nullptr, 0, 0.125f, out.get(), 129, 1,
+                             ws.get(), ws.bytes(), nullptr, 0, nullptr),
+        // rope_kv_append: no KV heads; v stride too small; start_pos + n beyond max_positions.
+        ar4j_llama_rope_kv_append(out.get(), 64, a.get(), 64, a.get(), 64, 1, 1, 0, 64, a.as<float>(), 1.0f,
+                                  out.get(), out.get(), 8, nullptr, 0, nullptr, 0, nullptr),
+        ar4j_llama_rope_kv_append(out.get(), 64, a.get(), 64, a.get(), 32, 1, 1, 1, 64, a.as<float>(), 1.0f,
+                                  out.get(), out.get(), 8, nullptr, 0, nullptr, 0, nullptr),
+        ar4j_llama_rope_kv_append(out.get(), 64, a.get(), 64, a.get(), 64, 2, 1, 1, 64, a.as<float>(), 1.0f,
+                                  out.get(), out.get(), 8, nullptr, 7, nullptr, 0, nullptr),
     };
     const int expected[] = {
         AR4J_LLAMA_ERROR_NULL_POINTER, AR4J_LLAMA_ERROR_VOCAB_RANGE, AR4J_LLAMA_ERROR_SIZE,
@@ -47,6 +61,8 @@ inline void check_error_codes() {
         AR4J_LLAMA_ERROR_INVALID_ARGUMENT, AR4J_LLAMA_ERROR_STRIDE, AR4J_LLAMA_ERROR_DTYPE,
         AR4J_LLAMA_ERROR_SIZE, AR4J_LLAMA_ERROR_SIZE,
         AR4J_LLAMA_ERROR_SIZE, AR4J_LLAMA_ERROR_MISALIGNED, AR4J_LLAMA_ERROR_MISALIGNED, AR4J_LLAMA_ERROR_STRIDE,
+        AR4J_LLAMA_ERROR_HEAD_DIM, AR4J_LLAMA_ERROR_NULL_POINTER, AR4J_LLAMA_ERROR_MISALIGNED,
+        AR4J_LLAMA_ERROR_SIZE, AR4J_LLAMA_ERROR_STRIDE, AR4J_LLAMA_ERROR_POSITION,
     };
     sync();
     std::vector<uint32_t> after = out.download<uint32_t>(1024);
@@ -81,26 +97,24 @@ inline void check_error_codes() {
           ar4j_llama_abi_version());
 }
 
-// One model-like step: embedding -> RoPE -> KV append -> attention -> SiLU x up -> argmax, with
-// token ids and positions read from device memory.
+// One model-like step: embedding -> RoPE + KV append (fused) -> attention -> SiLU x up -> argmax,
+// with token ids and positions read from device memory.
 struct Step {
     static constexpr int32_t n = 4, heads = 4, kv = 2, hd = 64, vocab = 64, max_positions = 64, splits = 3;
     static constexpr int64_t stride = int64_t(heads + 2 * kv) * hd;  // one fused QKV row
     DeviceBuffer table{size_t(vocab) * stride * 2}, ids{n * 4}, positions{n * 4}, freq{hd / 2 * 4}, qkv{n * stride * 2},
         k_cache{size_t(max_positions) * kv * hd * 2}, v_cache{size_t(max_positions) * kv * hd * 2},
         attn{size_t(n) * heads * hd * 2}, act{size_t(n) * heads * hd * 2}, index{n * 4},
-        ws{ar4j_llama_attention_workspace_bytes(n, heads, hd, splits)}, status{4};
+        ws{ar4j_llama_attention_workspace_bytes(n, heads, kv, hd, max_positions, splits)}, status{4};
 
     int enqueue(bool pdl, cudaStream_t stream) {
         uint16_t *q = qkv.as<uint16_t>();
         const int p = pdl ? 1 : 0;
         int rc = ar4j_llama_embedding(ids.as<int32_t>(), n, table.get(), 0, vocab, vocab, int32_t(stride), q,
                                       status.as<int32_t>(), p, stream);
-        rc |= ar4j_llama_rope(q, stride, q + heads * hd, stride, n, heads, kv, hd, freq.as<float>(), 1.0f,
-                              positions.as<int32_t>(), 0, max_positions, status.as<int32_t>(), p, stream);
-        rc |= ar4j_llama_kv_append(q + heads * hd, stride, q + (heads + kv) * hd, stride, n, kv, hd, k_cache.get(),
-                                   v_cache.get(), max_positions, positions.as<int32_t>(), 0, status.as<int32_t>(), p,
-                                   stream);
+        rc |= ar4j_llama_rope_kv_append(q, stride, q + heads * hd, stride, q + (heads + kv) * hd, stride, n, heads, kv,
+                                        hd, freq.as<float>(), 1.0f, k_cache.get(), v_cache.get(), max_positions,
+                                        positions.as<int32_t>(), 0, status.as<int32_t>(), p, stream);
         rc |= ar4j_llama_attention(q, stride, k_cache.get(), v_cache.get(), n, heads, kv, hd, max_positions,
                                    positions.as<int32_t>(), 0, 0.125f, attn.get(), heads * hd, splits, ws.get(),
                                    ws.bytes(), status.as<int32_t>(), p, stream);

@@ -5,6 +5,7 @@
 //
 //   build.sh OUT_DIR test && OUT_DIR/ar4j_llama_kernels_test [seed]
 //   OUT_DIR/ar4j_llama_kernels_test --bench-linear     (timing of the rows kernel only)
+//   OUT_DIR/ar4j_llama_kernels_test --bench-attention  (timing of the attention only)
 //
 // Exits 0 when every check passed, 1 when one failed, 2 when the test itself could not run.
 #include <chrono>
@@ -12,6 +13,7 @@
 #include "attention_checks.h"
 #include "copy_checks.h"
 #include "graph_checks.h"
+#include "attention_bench.h"
 #include "linear_bench.h"
 #include "linear_checks.h"
 
@@ -26,6 +28,10 @@ int main(int argc, char **argv) {
     TEST_CUDA(cudaGetDeviceProperties(&prop, 0));
     if (argc > 1 && strcmp(argv[1], "--bench-linear") == 0) {
         bench_linear_rows();
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--bench-attention") == 0) {
+        bench_attention(prop.multiProcessorCount);
         return 0;
     }
     const uint64_t seed = argc > 1 ? strtoull(argv[1], nullptr, 0)
@@ -46,20 +52,43 @@ int main(int argc, char **argv) {
     check_rope(2, 2, 256, 7, true, 0.8f);
     check_rope(3, 0, 96, 3, false, 1.0f);  // q only
 
+    printf("rope_kv_append\n");
+    check_rope_kv_append(8, 2, 128, true);
+    check_rope_kv_append(4, 4, 64, false);
+    check_rope_kv_append(3, 1, 6, true);  // an odd shape: 3 pairs per head
+
     printf("attention\n");
+    // name, n, heads, kv heads, head_dim, max_positions, first position, splits, device positions.
+    // Context (last position + 1) 1, 7, 64, 1000, 4099; GQA 1, 4, 8; n 1, 3, 8 (scores kept in the
+    // workspace) and above 8 (scores computed twice); splits from 1 to more than the keys.
     const AttentionCase cases[] = {
+        {"context 1", 1, 8, 2, 128, 64, 0, 1, true},
+        {"context 1, more splits than keys", 1, 8, 2, 128, 64, 0, 4, false},
+        {"context 7 decode", 1, 32, 8, 128, 64, 6, 3, true},
+        {"context 7 verify", 3, 8, 1, 64, 64, 4, 2, true},
+        {"context 7 verify, 8 splits", 3, 8, 1, 64, 64, 4, 8, false},
+        {"context 64 verify (2 row chunks)", 8, 16, 2, 128, 128, 56, 5, true},
+        {"context 64 MHA", 3, 4, 4, 64, 128, 61, 1, false},
+        {"context 1000 decode", 1, 32, 8, 128, 1024, 999, 33, true},
+        {"context 1000 verify", 3, 8, 2, 64, 1024, 997, 7, true},
+        {"context 1000 verify MHA", 8, 8, 8, 128, 1024, 992, 16, false},
+        {"context 4099 decode", 1, 32, 8, 128, 4608, 4098, 33, true},
+        {"context 4099 decode, 128 splits", 1, 8, 1, 64, 4608, 4098, 128, true},
+        {"context 4099 verify", 8, 8, 1, 64, 4608, 4091, 64, true},
+        {"context 4099 verify, 1 split", 3, 4, 1, 128, 4608, 4096, 1, false},
         {"prefill", 37, 8, 2, 64, 256, 0, 1, false},
         {"prefill split", 37, 8, 2, 64, 256, 0, 3, true},
+        {"prefill, 25 row chunks", 100, 8, 1, 64, 256, 0, 3, true},
         {"prefill at offset", 20, 4, 4, 128, 512, 100, 4, false},
         {"decode", 1, 8, 2, 128, 2048, 1500, 16, true},
-        {"verify", 5, 4, 1, 256, 1024, 995, 8, true},
+        {"verify head_dim 256", 5, 4, 1, 256, 1024, 995, 8, true},
         {"verify head_dim 80", 3, 6, 3, 80, 512, 200, 5, false},
         {"decode head_dim 96", 1, 2, 1, 96, 300, 299, 1, false},
         {"decode at 131071", 1, 2, 1, 128, 131072, 131071, 64, true},
     };
     for (const AttentionCase &c : cases) check_attention(c);
-    check_attention_bad_position(1);  // the one-kernel path
-    check_attention_bad_position(2);  // stats, values, combine
+    check_attention_bad_position(1);  // one split: out written by the values kernel
+    check_attention_bad_position(2);  // two splits: out written by the merge
 
     printf("elementwise\n");
     check_silu_mul();

@@ -15,7 +15,9 @@
  *    to the next (token ids, positions) are therefore read from device memory by the kernels.
  *  - pdl != 0 launches with programmatic stream serialization (PDL, cudaLaunchKernelEx):
  *    each kernel executes griddepcontrol.wait before its first global memory access (a no-op
- *    below sm_90 and in a launch without the attribute). Each kernel also triggers its
+ *    below sm_90 and in a launch without the attribute), except the second kernel of
+ *    ar4j_llama_attention, which reads only what the grid before the attention's first
+ *    kernel wrote before its wait (see there). Each kernel also triggers its
  *    dependents at entry (griddepcontrol.launch_dependents), so a kernel launched after it WITH
  *    the attribute must wait (griddepcontrol.wait) before reading its output, as these kernels
  *    and ar4j's all-reduce kernels do; launches without the attribute (cuBLAS) are unaffected.
@@ -76,6 +78,8 @@ enum ar4j_llama_limits {
     AR4J_LLAMA_MAX_HEAD_DIM = 256,           /* head_dim: even, 2 .. 256 */
     AR4J_LLAMA_MAX_SPLITS = 128,             /* attention: key-range splits per (token, head) */
     AR4J_LLAMA_MAX_LINEAR_ROWS = 8,          /* ar4j_llama_linear_rows: rows of X per call */
+    AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS = 8, /* attention: up to this many query tokens keep their
+                                                scores in the workspace (K read once); more read K twice */
     AR4J_LLAMA_MAX_HIDDEN = 1 << 20          /* embedding: hidden elements per row */
 };
 
@@ -144,16 +148,57 @@ int ar4j_llama_kv_append(const void *k, int64_t k_row_stride, const void *v, int
                          int32_t start_pos, int32_t *device_status, int32_t pdl, void *stream);
 
 /*
- * The key-range splits ar4j_llama_attention should use for n query tokens of n_heads heads
- * against contexts up to max_context keys on a GPU of sm_count multiprocessors (a host-only
- * heuristic: enough blocks to fill the GPU, at least ~64 keys per split). Returns 1 ..
- * AR4J_LLAMA_MAX_SPLITS (1 for arguments <= 0).
+ * ar4j_llama_rope followed by ar4j_llama_kv_append in one kernel, for one layer's new tokens:
+ *   q[t, h, :]               = rope(q[t, h, :], pos(t))       in place, as ar4j_llama_rope
+ *   k_cache[pos(t), h, :]    = rope(k[t, h, :], pos(t))       k itself is left unchanged
+ *   v_cache[pos(t), h, :]    = v[t, h, :]                     a copy, as ar4j_llama_kv_append
+ * with pos(t) = positions[t] (n int32 in device memory) or start_pos + t (positions NULL), the
+ * same rounding as ar4j_llama_rope (so q, k_cache and v_cache hold the same bits as rope then
+ * kv_append would leave there).
+ * q: n x n_heads x head_dim bf16, row stride q_row_stride (>= n_heads * head_dim);
+ * k, v: n x n_kv_heads x head_dim bf16, row strides k_row_stride, v_row_stride
+ * (>= n_kv_heads * head_dim), e.g. all three read in place from one fused QKV GEMM output;
+ * k_cache, v_cache: max_positions x n_kv_heads x head_dim bf16, contiguous (one layer's).
+ * inv_freq: head_dim/2 fp32 in device memory; attention_scaling finite (see ar4j_llama_rope).
+ * q must not overlap k, v or the caches. 1 <= n; 1 <= n_heads; 1 <= n_kv_heads;
+ * n_heads + 2 * n_kv_heads <= 65535; head_dim even, 2 .. AR4J_LLAMA_MAX_HEAD_DIM;
+ * max_positions >= 1; with positions NULL: 0 <= start_pos, start_pos + n <= max_positions.
+ * Pointers aligned to their element size (AR4J_LLAMA_ERROR_MISALIGNED otherwise).
+ * Device-side: a position outside [0, max_positions) leaves that token's q unchanged, writes
+ * no cache row for it, and yields AR4J_LLAMA_ERROR_POSITION.
  */
-int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t max_context, int32_t sm_count);
+int ar4j_llama_rope_kv_append(void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride,
+                              const void *v, int64_t v_row_stride, int32_t n, int32_t n_heads,
+                              int32_t n_kv_heads, int32_t head_dim, const float *inv_freq,
+                              float attention_scaling, void *k_cache, void *v_cache,
+                              int32_t max_positions, const int32_t *positions, int32_t start_pos,
+                              int32_t *device_status, int32_t pdl, void *stream);
 
-/* Bytes of device workspace ar4j_llama_attention needs for these arguments (0 when one is
- * out of range): n * n_heads * num_splits * (head_dim + 2) * 4. */
-size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t head_dim,
+/*
+ * The key-range splits ar4j_llama_attention should use for n query tokens of n_heads query
+ * heads over n_kv_heads KV heads against contexts up to max_context keys on a GPU of sm_count
+ * multiprocessors. A host-only heuristic: the attention runs ceil(n * n_heads / n_kv_heads / 32)
+ * * n_kv_heads blocks per split; it picks about two blocks per multiprocessor, at most one split
+ * per 64 keys of max_context (e.g. 33 for llama3-8b decode at TP 1 on 132 SMs from a max_context
+ * of 2112 keys up). Returns 1 .. AR4J_LLAMA_MAX_SPLITS (1 for arguments <= 0 or n_heads not a
+ * multiple of n_kv_heads).
+ */
+int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t max_context,
+                                    int32_t sm_count);
+
+/*
+ * Bytes of device workspace ar4j_llama_attention needs for these arguments (the same n,
+ * n_heads, n_kv_heads, head_dim, max_positions and num_splits as the call), or 0 when one is
+ * out of the range ar4j_llama_attention accepts. With R = n * n_heads rows and
+ * C = ceil(n * (n_heads / n_kv_heads) / 32) chunks, each part rounded up to 256 bytes:
+ *   C * n_kv_heads int32 counters + R * num_splits * 2 fp32 (each split's max and sum)
+ *   + R * num_splits * head_dim fp32 (partial outputs, when num_splits > 1)
+ *   + R * max_positions bf16 (the scores, when n <= AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS).
+ * E.g. llama3-8b decode (n 1, 32/8 heads, head_dim 128, 33 splits, max_positions 131072):
+ * about 8.5 MiB.
+ */
+size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t n_kv_heads,
+                                            int32_t head_dim, int32_t max_positions,
                                             int32_t num_splits);
 
 /*
@@ -161,28 +206,49 @@ size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t 
  * (positions 0..n-1 or p..p+n-1), decode (n = 1) and verify (n = k draft tokens) alike.
  * Query token t at position pos(t) (positions[t] from device memory, or start_pos + t)
  * attends to cache rows 0 .. pos(t) inclusive, so the caller appends this step's k/v first
- * (ar4j_llama_kv_append). Query head h reads KV head h / (n_heads / n_kv_heads).
+ * (ar4j_llama_rope_kv_append or ar4j_llama_kv_append). Query head h reads KV head
+ * h / (n_heads / n_kv_heads).
  * Arithmetic mirrors transformers' eager_attention_forward in bf16 (NOT sdpa/flash):
  *   d_j = bf16(dot(q, k_j))             fp32 accumulation, rounded as the bf16 matmul output
  *   s_j = bf16(d_j * scale)             scale: HF's scaling, head_dim ** -0.5 as fp32
  *   p_j = bf16(expf(s_j - max_j s_j) / sum_j expf(s_j - max_j s_j))   softmax in fp32, cast to bf16
  *   out = bf16(sum_j p_j * v_j)         fp32 accumulation
- * computed in bounded memory for any context length: a first pass finds each key-range
- * split's max and sum (online softmax), a second recomputes the scores and accumulates
- * p_j * v_j with the global max and sum, a third adds the splits in a fixed order (3 kernel
- * launches; with num_splits 1, one kernel does both passes per (token, head)). The result
- * is deterministic (same inputs, same num_splits: same bits); the fp32 sums are not in
- * PyTorch's order, so it matches HF to bf16 rounding, not bitwise.
+ * with the max and the sum over the whole context (the same for every split).
+ * Two kernels over one grid of ceil(n * group / 32) x n_kv_heads x num_splits blocks (group =
+ * n_heads / n_kv_heads): a block serves one KV head, up to 32 of its (token, query head) rows
+ * and one key range, ~L / num_splits keys of the rows' real context L = max pos(t) + 1 (read
+ * on the device, so one captured graph fits every length). The first kernel reads each K row of
+ * its range once for all its rows and computes the scores s_j (kept in the workspace as bf16
+ * when n <= AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS) and its range's max and sum of exp; the
+ * second reads each V row once, computes p_j with the global max and sum (from all splits'
+ * pairs, in split order; above AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS tokens it computes s_j
+ * again from K), accumulates p_j * v_j, and the last block of each row chunk to finish adds the
+ * splits' partial sums in split order. Deterministic (same inputs, same num_splits: same bits);
+ * the fp32 sums are not in PyTorch's order, so it matches HF to bf16 rounding, not bitwise.
  * q: n x n_heads x head_dim bf16, row stride q_row_stride (>= n_heads * head_dim).
- * k_cache, v_cache: max_positions x n_kv_heads x head_dim bf16, contiguous.
+ * k_cache, v_cache: max_positions x n_kv_heads x head_dim bf16, contiguous. Rows 0 .. max pos(t)
+ * must hold finite values: a row beyond one token's position but within another's context is
+ * read and weighted by p = 0.
  * out: n x n_heads x head_dim bf16, row stride out_row_stride (>= n_heads * head_dim).
- * workspace: >= ar4j_llama_attention_workspace_bytes(n, n_heads, head_dim, num_splits) bytes
- * of device memory, 4-byte aligned, owned by this call until the kernels finish (one per
- * stream in flight); with num_splits 1 it is not used and may be NULL. q, k_cache and v_cache 4-byte aligned and q_row_stride even (element
- * pairs are loaded as bf16x2; AR4J_LLAMA_ERROR_MISALIGNED otherwise).
- * 1 <= n; n * n_heads <= INT32_MAX; n_heads multiple of n_kv_heads >= 1; head_dim even,
- * 2 .. AR4J_LLAMA_MAX_HEAD_DIM; 1 <= num_splits <= AR4J_LLAMA_MAX_SPLITS; scale finite > 0;
- * with positions NULL: 0 <= start_pos, start_pos + n <= max_positions.
+ * workspace: >= ar4j_llama_attention_workspace_bytes(n, n_heads, n_kv_heads, head_dim,
+ * max_positions, num_splits) bytes of device memory (never NULL; its content need not be
+ * initialised: the first kernel zeroes the counters), 16-byte aligned, owned by this call until
+ * its kernels finish (one per stream in flight).
+ * q, k_cache, v_cache 16-byte aligned and q_row_stride a multiple of 8 (rows are read in 16-byte
+ * units); out 4-byte aligned and out_row_stride even (AR4J_LLAMA_ERROR_MISALIGNED otherwise).
+ * 1 <= n; n * n_heads <= INT32_MAX; n_heads multiple of n_kv_heads >= 1; head_dim a multiple
+ * of 8, 8 .. AR4J_LLAMA_MAX_HEAD_DIM (AR4J_LLAMA_ERROR_HEAD_DIM otherwise); 1 <= num_splits <=
+ * AR4J_LLAMA_MAX_SPLITS (ar4j_llama_attention_splits picks one); scale finite > 0; with
+ * positions NULL: 0 <= start_pos, start_pos + n <= max_positions.
+ * PDL: the first kernel waits before any global access; the second starts its copies of V (and
+ * of q and K above AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS tokens) and reads the positions before
+ * its wait: its predecessor is the first kernel, which lets it start only once the grid before
+ * the attention has completed.
+ * Shared memory per block: with B = min(32, n * group) rows and T = 64 * (head_dim + 8) * 2
+ * bytes per key tile, 4 * B * head_dim + 2 T (first kernel) and 2 T + 260 * ceil4(B) (second;
+ * plus 4 * B * head_dim + 2 T above AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS tokens): 43 KiB for
+ * llama3-8b decode, up to 172 KiB for head_dim 256 with more than 8 tokens; a GPU that cannot give
+ * it returns the cudaError_t of cudaFuncSetAttribute.
  * Device-side: a position outside [0, max_positions) yields NaN for that token's output rows
  * and AR4J_LLAMA_ERROR_POSITION.
  */

@@ -18,7 +18,7 @@ import dev.ar4j.examples.llama.weights.WeightName.Kind;
  * partial  = embedding rows of this rank's vocabulary (zero elsewhere)
  * residual = allreduce(partial) + 0;  normed = rmsnorm(residual) * input_norm[0]       (fused)
  * per layer:
- *   qkv = normed · Wqkvᵀ;  rope(q, k);  kv-cache[positions] = k, v;  attn = attention(q, cache)
+ *   qkv = normed · Wqkvᵀ;  q = rope(q), kv-cache[positions] = rope(k), v (one kernel);  attn = attention(q, cache)
  *   partial = attn · Woᵀ
  *   residual += allreduce(partial);  normed = rmsnorm(residual) * post_norm             (fused)
  *   gate_up = normed · Wgate_upᵀ;  act = silu(gate) * up;  partial = act · Wdownᵀ
@@ -150,10 +150,8 @@ final class ForwardPass {
             linear(w.address(Kind.QKV, l), act.normed.address(), qkv, t, qkvW, h, h, qkvW);
             end(timer);
             begin(timer, StepSection.ROPE_KV, 2L * t * kvW * 2);
-            kernels.rope(qkv, qkvW, k, qkvW, t, heads, kvHeads, hd, w.invFreq().address(), act.positions.address(),
-                    positions);
-            kernels.kvAppend(k, qkvW, val, qkvW, t, kvHeads, hd, cache.keys(l), cache.values(l), positions,
-                    act.positions.address());
+            kernels.ropeKvAppend(qkv, qkvW, k, qkvW, val, qkvW, t, heads, kvHeads, hd, w.invFreq().address(),
+                    cache.keys(l), cache.values(l), positions, act.positions.address());
             end(timer);
             begin(timer, StepSection.ATTENTION, timer == null ? 0 : kvBytesPerKey * timer.contextKeys());
             kernels.attention(qkv, qkvW, cache.keys(l), cache.values(l), t, heads, kvHeads, hd, positions,

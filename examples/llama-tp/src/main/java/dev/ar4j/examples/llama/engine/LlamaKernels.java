@@ -75,6 +75,17 @@ final class LlamaKernels {
                 at(positions), 0, maxPositions, status, pdl, stream), "ar4j_llama_rope");
     }
 
+    /**
+     * RoPE on q in place and on k into one layer's key cache, v copied to its value cache
+     * ({@code ar4j_llama_rope_kv_append}), positions from device memory.
+     */
+    void ropeKvAppend(long q, long qStride, long k, long kStride, long v, long vStride, int n, int heads, int kvHeads,
+                      int headDim, long invFreq, long kCache, long vCache, int maxPositions, long positions) {
+        check(kernels_h.ar4j_llama_rope_kv_append(at(q), qStride, at(k), kStride, at(v), vStride, n, heads, kvHeads,
+                headDim, at(invFreq), 1.0f, at(kCache), at(vCache), maxPositions, at(positions), 0, status, pdl, stream),
+                "ar4j_llama_rope_kv_append");
+    }
+
     /** Appends n tokens' keys and values to one layer's caches. */
     void kvAppend(long k, long kStride, long v, long vStride, int n, int kvHeads, int headDim, long kCache, long vCache,
                   int maxPositions, long positions) {
@@ -169,24 +180,29 @@ final class LlamaKernels {
      *
      * @param n          query tokens
      * @param heads      query heads of the rank
+     * @param kvHeads    key/value heads of the rank
      * @param maxContext the longest context
      * @param smCount    the GPU's multiprocessors
      * @return the splits, 1 to {@code AR4J_LLAMA_MAX_SPLITS}
      */
-    public static int attentionSplits(int n, int heads, int maxContext, int smCount) {
-        return kernels_h.ar4j_llama_attention_splits(n, heads, maxContext, smCount);
+    public static int attentionSplits(int n, int heads, int kvHeads, int maxContext, int smCount) {
+        return kernels_h.ar4j_llama_attention_splits(n, heads, kvHeads, maxContext, smCount);
     }
 
     /**
-     * Bytes of workspace the attention needs.
+     * Bytes of workspace the attention needs (its scores for up to
+     * {@code AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS} tokens grow with maxPositions).
      *
-     * @param n       query tokens
-     * @param heads   query heads of the rank
-     * @param headDim the head dimension
-     * @param splits  the key-range splits
+     * @param n            query tokens
+     * @param heads        query heads of the rank
+     * @param kvHeads      key/value heads of the rank
+     * @param headDim      the head dimension
+     * @param maxPositions the KV cache's positions
+     * @param splits       the key-range splits
      * @return bytes (0 when an argument is out of range)
      */
-    public static long attentionWorkspaceBytes(int n, int heads, int headDim, int splits) {
-        return kernels_h.ar4j_llama_attention_workspace_bytes(n, heads, headDim, splits);
+    public static long attentionWorkspaceBytes(int n, int heads, int kvHeads, int headDim, int maxPositions,
+                                               int splits) {
+        return kernels_h.ar4j_llama_attention_workspace_bytes(n, heads, kvHeads, headDim, maxPositions, splits);
     }
 }

@@ -8,6 +8,7 @@ import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceAttribute;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.examples.llama.cublas.Cublas;
+import dev.ar4j.examples.llama.kernels.bindings.kernels_h;
 import dev.ar4j.examples.llama.safetensors.ModelFolder;
 import dev.ar4j.examples.llama.weights.ShardPlan;
 import dev.ar4j.examples.llama.weights.TensorParallelLayout;
@@ -74,10 +75,16 @@ public final class RankEngine implements AutoCloseable {
             }
             KvCache cache = own(new KvCache(layout, s.context()));
             smCount = Cuda.deviceAttribute(DeviceAttribute.MULTI_PROCESSOR_COUNT, comm.device());
+            // Every step size may run (a prompt of any length up to prefillMax); the workspace
+            // is not monotonic in it (scores are kept up to AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS tokens).
             long ws = 0;
-            for (int t : new int[] {1, s.prefillMax(), Math.max(1, s.draft())}) {
-                ws = Math.max(ws, LlamaKernels.attentionWorkspaceBytes(t, layout.headsPerRank(), layout.config().headDim(),
-                        splits(t)));
+            for (int t = 1; t <= s.maxTokens(); t++) {
+                ws = Math.max(ws, LlamaKernels.attentionWorkspaceBytes(t, layout.headsPerRank(), layout.kvHeadsPerRank(),
+                        layout.config().headDim(), s.context(), splits(t)));
+            }
+            if (ws == 0) {
+                throw new EngineException("head_dim " + layout.config().headDim() + ": the attention kernels need a "
+                        + "multiple of 8 up to " + kernels_h.AR4J_LLAMA_MAX_HEAD_DIM());
             }
             act = own(new Activations(layout, s.maxTokens(), ws));
             io = own(new HostIo(s.maxTokens(), 2L * s.maxTokens() * layout.paddedVocab(), s.keepLogits()));
@@ -119,7 +126,8 @@ public final class RankEngine implements AutoCloseable {
     }
 
     private int splits(int tokens) {
-        return LlamaKernels.attentionSplits(tokens, settings.layout().headsPerRank(), settings.context(), smCount);
+        return LlamaKernels.attentionSplits(tokens, settings.layout().headsPerRank(), settings.layout().kvHeadsPerRank(),
+                settings.context(), smCount);
     }
 
     /**

@@ -203,6 +203,15 @@ public class kernels_h extends kernels_h$shared {
     public static int AR4J_LLAMA_MAX_LINEAR_ROWS() {
         return AR4J_LLAMA_MAX_LINEAR_ROWS;
     }
+    private static final int AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS = (int)8L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_llama_limits.AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS = 8
+     * }
+     */
+    public static int AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS() {
+        return AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS;
+    }
     private static final int AR4J_LLAMA_MAX_HIDDEN = (int)1048576L;
     /**
      * {@snippet lang=c :
@@ -550,8 +559,88 @@ public class kernels_h extends kernels_h$shared {
         }
     }
 
+    private static class ar4j_llama_rope_kv_append {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_FLOAT,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_rope_kv_append");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_rope_kv_append(void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride, const void *v, int64_t v_row_stride, int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, const float *inv_freq, float attention_scaling, void *k_cache, void *v_cache, int32_t max_positions, const int32_t *positions, int32_t start_pos, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_rope_kv_append$descriptor() {
+        return ar4j_llama_rope_kv_append.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_rope_kv_append(void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride, const void *v, int64_t v_row_stride, int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, const float *inv_freq, float attention_scaling, void *k_cache, void *v_cache, int32_t max_positions, const int32_t *positions, int32_t start_pos, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_llama_rope_kv_append$handle() {
+        return ar4j_llama_rope_kv_append.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_rope_kv_append(void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride, const void *v, int64_t v_row_stride, int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, const float *inv_freq, float attention_scaling, void *k_cache, void *v_cache, int32_t max_positions, const int32_t *positions, int32_t start_pos, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_llama_rope_kv_append$address() {
+        return ar4j_llama_rope_kv_append.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_rope_kv_append(void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride, const void *v, int64_t v_row_stride, int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, const float *inv_freq, float attention_scaling, void *k_cache, void *v_cache, int32_t max_positions, const int32_t *positions, int32_t start_pos, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static int ar4j_llama_rope_kv_append(MemorySegment q, long q_row_stride, MemorySegment k, long k_row_stride, MemorySegment v, long v_row_stride, int n, int n_heads, int n_kv_heads, int head_dim, MemorySegment inv_freq, float attention_scaling, MemorySegment k_cache, MemorySegment v_cache, int max_positions, MemorySegment positions, int start_pos, MemorySegment device_status, int pdl, MemorySegment stream) {
+        var mh$ = ar4j_llama_rope_kv_append.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_rope_kv_append", q, q_row_stride, k, k_row_stride, v, v_row_stride, n, n_heads, n_kv_heads, head_dim, inv_freq, attention_scaling, k_cache, v_cache, max_positions, positions, start_pos, device_status, pdl, stream);
+            }
+            return (int)mh$.invokeExact(q, q_row_stride, k, k_row_stride, v, v_row_stride, n, n_heads, n_kv_heads, head_dim, inv_freq, attention_scaling, k_cache, v_cache, max_positions, positions, start_pos, device_status, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class ar4j_llama_attention_splits {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
             kernels_h.C_INT,
             kernels_h.C_INT,
             kernels_h.C_INT,
@@ -567,7 +656,7 @@ public class kernels_h extends kernels_h$shared {
     /**
      * Function descriptor for:
      * {@snippet lang=c :
-     * int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t max_context, int32_t sm_count)
+     * int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t max_context, int32_t sm_count)
      * }
      */
     public static FunctionDescriptor ar4j_llama_attention_splits$descriptor() {
@@ -577,7 +666,7 @@ public class kernels_h extends kernels_h$shared {
     /**
      * Downcall method handle for:
      * {@snippet lang=c :
-     * int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t max_context, int32_t sm_count)
+     * int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t max_context, int32_t sm_count)
      * }
      */
     public static MethodHandle ar4j_llama_attention_splits$handle() {
@@ -587,7 +676,7 @@ public class kernels_h extends kernels_h$shared {
     /**
      * Address for:
      * {@snippet lang=c :
-     * int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t max_context, int32_t sm_count)
+     * int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t max_context, int32_t sm_count)
      * }
      */
     public static MemorySegment ar4j_llama_attention_splits$address() {
@@ -596,16 +685,16 @@ public class kernels_h extends kernels_h$shared {
 
     /**
      * {@snippet lang=c :
-     * int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t max_context, int32_t sm_count)
+     * int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t max_context, int32_t sm_count)
      * }
      */
-    public static int ar4j_llama_attention_splits(int n, int n_heads, int max_context, int sm_count) {
+    public static int ar4j_llama_attention_splits(int n, int n_heads, int n_kv_heads, int max_context, int sm_count) {
         var mh$ = ar4j_llama_attention_splits.HANDLE;
         try {
             if (TRACE_DOWNCALLS) {
-                traceDowncall("ar4j_llama_attention_splits", n, n_heads, max_context, sm_count);
+                traceDowncall("ar4j_llama_attention_splits", n, n_heads, n_kv_heads, max_context, sm_count);
             }
-            return (int)mh$.invokeExact(n, n_heads, max_context, sm_count);
+            return (int)mh$.invokeExact(n, n_heads, n_kv_heads, max_context, sm_count);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
@@ -616,6 +705,8 @@ public class kernels_h extends kernels_h$shared {
     private static class ar4j_llama_attention_workspace_bytes {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
             kernels_h.C_INT,
             kernels_h.C_INT,
             kernels_h.C_INT,
@@ -630,7 +721,7 @@ public class kernels_h extends kernels_h$shared {
     /**
      * Function descriptor for:
      * {@snippet lang=c :
-     * size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t head_dim, int32_t num_splits)
+     * size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, int32_t num_splits)
      * }
      */
     public static FunctionDescriptor ar4j_llama_attention_workspace_bytes$descriptor() {
@@ -640,7 +731,7 @@ public class kernels_h extends kernels_h$shared {
     /**
      * Downcall method handle for:
      * {@snippet lang=c :
-     * size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t head_dim, int32_t num_splits)
+     * size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, int32_t num_splits)
      * }
      */
     public static MethodHandle ar4j_llama_attention_workspace_bytes$handle() {
@@ -650,7 +741,7 @@ public class kernels_h extends kernels_h$shared {
     /**
      * Address for:
      * {@snippet lang=c :
-     * size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t head_dim, int32_t num_splits)
+     * size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, int32_t num_splits)
      * }
      */
     public static MemorySegment ar4j_llama_attention_workspace_bytes$address() {
@@ -659,16 +750,16 @@ public class kernels_h extends kernels_h$shared {
 
     /**
      * {@snippet lang=c :
-     * size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t head_dim, int32_t num_splits)
+     * size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, int32_t num_splits)
      * }
      */
-    public static long ar4j_llama_attention_workspace_bytes(int n, int n_heads, int head_dim, int num_splits) {
+    public static long ar4j_llama_attention_workspace_bytes(int n, int n_heads, int n_kv_heads, int head_dim, int max_positions, int num_splits) {
         var mh$ = ar4j_llama_attention_workspace_bytes.HANDLE;
         try {
             if (TRACE_DOWNCALLS) {
-                traceDowncall("ar4j_llama_attention_workspace_bytes", n, n_heads, head_dim, num_splits);
+                traceDowncall("ar4j_llama_attention_workspace_bytes", n, n_heads, n_kv_heads, head_dim, max_positions, num_splits);
             }
-            return (long)mh$.invokeExact(n, n_heads, head_dim, num_splits);
+            return (long)mh$.invokeExact(n, n_heads, n_kv_heads, head_dim, max_positions, num_splits);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
