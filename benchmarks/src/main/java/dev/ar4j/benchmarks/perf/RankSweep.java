@@ -72,6 +72,10 @@ final class RankSweep {
      */
     RankSweep(Communicator comm, PerfSettings settings, PerfReport report, PdlSetting pdl) {
         this.comm = Objects.requireNonNull(comm, "comm");
+        if (comm.worldSize() < 2) {
+            throw new IllegalArgumentException("ar4j-perf measures all-reduces between ranks, and a group of "
+                    + comm.worldSize() + " has none (at world size 1 ar4j makes a copy or nothing); run 2 or more ranks");
+        }
         this.collectives = settings.shareGpu() ? null : comm.collectives(); // --share-gpu: built with nccl(false)
         this.settings = Objects.requireNonNull(settings, "settings");
         this.report = report;
