@@ -18,13 +18,17 @@ import dev.ar4j.internal.rendezvous.RendezvousProtocol.SetRequest;
 import java.io.IOException;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The server's end of one connection: the authenticated handshake, then a read loop that answers
- * SETs, runs each GET on a waiter thread of its own (so heartbeats and the connection's end are
- * still seen while it waits), and sends heartbeats. A connection silent for the heartbeat timeout,
- * or one that ends without BYE, makes its rank lost.
+ * SETs, runs each GET on a pool thread (so heartbeats and the connection's end are still seen
+ * while it waits), and has heartbeats sent on the ticker's cadence. Every one of those threads is a
+ * platform thread of {@link ServerThreads}. A connection silent for the heartbeat timeout, or one
+ * that ends without BYE, makes its rank lost.
  */
 final class ServerSession {
     private static final System.Logger LOG = System.getLogger(ServerSession.class.getName());
@@ -35,6 +39,7 @@ final class ServerSession {
                     + " JVM's -Xmx, or lower ar4j.rdzv.maxServerBytes / AR4J_RDZV_MAX_SERVER_BYTES below it");
 
     private final TcpRendezvousServer server;
+    private final ServerThreads threads;
     private final GroupState group;
     private final RendezvousSettings settings;
     private final byte[] tokenKey;
@@ -47,12 +52,16 @@ final class ServerSession {
     private volatile boolean established;
     private volatile boolean getPending;
     private boolean byeReceived;
-    private volatile Thread handshakeDeadline;
+    private volatile ScheduledFuture<?> handshakeDeadline;
+    private volatile ScheduledFuture<?> heartbeats;
+    /** A heartbeat handed to the pool and not yet written: the next tick sends none. */
+    private final AtomicBoolean heartbeatInFlight = new AtomicBoolean();
     private volatile boolean evicted;
 
     ServerSession(TcpRendezvousServer server, GroupState group, RendezvousSettings settings, byte[] tokenKey, Socket socket,
-                  ServerMemoryBudget budget) throws IOException {
+                  ServerMemoryBudget budget, ServerThreads threads) throws IOException {
         this.server = server;
+        this.threads = threads;
         this.group = group;
         this.settings = settings;
         this.tokenKey = tokenKey;
@@ -78,16 +87,16 @@ final class ServerSession {
         String lossReason = null;
         try {
             socket.setTcpNoDelay(true);
-            Thread deadline = Thread.ofVirtual().name("ar4j-rendezvous-handshake-deadline").start(this::enforceHandshakeDeadline);
+            ScheduledFuture<?> deadline = threads.schedule(this::enforceHandshakeDeadline, settings.handshakeTimeout());
             handshakeDeadline = deadline;
             socket.setSoTimeout((int) Durations.toMillis(settings.handshakeTimeout()));
             if (!handshake()) {
                 return;
             }
             established = true;
-            deadline.interrupt();
+            deadline.cancel(false);
             socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Durations.toMillis(settings.heartbeatTimeout())));
-            Thread.ofVirtual().name("ar4j-rendezvous-heartbeat-rank-" + rank).start(this::sendHeartbeats);
+            heartbeats = threads.every(this::heartbeatDue, settings.heartbeatInterval());
             lossReason = readLoop();
         } catch (SocketTimeoutException e) {
             lossReason = rank < 0 ? null : "rank " + rank + "'s heartbeat stopped: nothing heard from it for "
@@ -109,14 +118,8 @@ final class ServerSession {
     /** The end of the connection, each step on its own so that one failing does not skip the rest. */
     private void end(String lossReason) {
         ended = true;
-        try {
-            Thread deadline = handshakeDeadline;
-            if (deadline != null) {
-                deadline.interrupt();
-            }
-        } catch (Throwable ignored) {
-            // the deadline thread ends on its own at the handshake timeout
-        }
+        cancel(handshakeDeadline);
+        cancel(heartbeats);
         try {
             group.left(this, byeReceived ? null : lossReason);
         } catch (Throwable failure) {
@@ -124,6 +127,16 @@ final class ServerSession {
         }
         channel.close();
         server.sessionEnded(this);
+    }
+
+    private static void cancel(ScheduledFuture<?> task) {
+        try {
+            if (task != null) {
+                task.cancel(false);
+            }
+        } catch (Throwable ignored) {
+            // a task left scheduled finds the session ended and does nothing
+        }
     }
 
     private void debug(Throwable e) {
@@ -261,7 +274,12 @@ final class ServerSession {
                 requireNoPendingGet("GET");
                 GetRequest get = RendezvousProtocol.parseGet(request.payload(), settings.maxKeysPerGet(group.worldSize()));
                 getPending = true;
-                Thread.ofVirtual().name("ar4j-rendezvous-get").start(() -> answerGet(get));
+                try {
+                    threads.execute(() -> answerGet(get));
+                } catch (RejectedExecutionException closing) {
+                    getPending = false;
+                    return false; // the server is closing
+                }
             }
             default -> throw new ProtocolViolation("unexpected frame type "
                     + RendezvousProtocol.typeName(request.type()) + "; requests are SET, GET, HEARTBEAT, BYE and ABORT");
@@ -342,34 +360,41 @@ final class ServerSession {
             return;
         }
         try {
-            Thread.ofVirtual().name("ar4j-rendezvous-peer-lost").start(
-                    () -> sendQuietly(RendezvousProtocol.PEER_LOST, RendezvousProtocol.peerLost(lostRank, reason)));
+            threads.execute(() -> sendQuietly(RendezvousProtocol.PEER_LOST, RendezvousProtocol.peerLost(lostRank, reason)));
         } catch (Throwable failure) {
             // the rank's own waits still end with PeerLostException; only the early notice is lost
             server.warn("rendezvous server could not tell rank " + rank + " that rank " + lostRank + " is lost: " + failure);
         }
     }
 
-    private void sendHeartbeats() {
-        long intervalMillis = Durations.toMillis(settings.heartbeatInterval());
+    /**
+     * On the ticker, each heartbeat interval: hands one heartbeat to the pool, unless the last one
+     * is still being written (the peer does not read; its silence is the read loop's to report).
+     */
+    private void heartbeatDue() {
+        if (ended || server.isClosed() || !heartbeatInFlight.compareAndSet(false, true)) {
+            return;
+        }
         try {
-            while (!ended && !server.isClosed()) {
-                Thread.sleep(intervalMillis);
-                channel.trySend(RendezvousProtocol.HEARTBEAT, EMPTY);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (Throwable e) {
-            closeSocket(); // the read loop sees the connection end and reports it
+            threads.execute(this::sendHeartbeat);
+        } catch (Throwable closing) {
+            heartbeatInFlight.set(false);
         }
     }
 
-    private void enforceHandshakeDeadline() {
+    /** On a pool thread: one heartbeat, skipped if a reply is being written (that is traffic enough). */
+    private void sendHeartbeat() {
         try {
-            Thread.sleep(Durations.toMillis(settings.handshakeTimeout()));
-        } catch (InterruptedException e) {
-            return; // the handshake completed or the connection ended
+            channel.trySend(RendezvousProtocol.HEARTBEAT, EMPTY);
+        } catch (Throwable e) {
+            closeSocket(); // the read loop sees the connection end and reports it
+        } finally {
+            heartbeatInFlight.set(false);
         }
+    }
+
+    /** On the ticker, the handshake timeout after the connection was accepted. */
+    private void enforceHandshakeDeadline() {
         if (!established && !ended && rank < 0) {
             server.warn("rendezvous server closes the connection from " + peer + ": no authenticated handshake within "
                     + Durations.format(settings.handshakeTimeout()) + " (idle or slow client)");

@@ -40,10 +40,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * without allocating ({@link FailSafeLog}). Stored values and large requests are charged to a
  * memory budget in total ({@link RendezvousSettings#maxServerBytes()}).
  *
- * <p>Every connection is served by virtual threads (reader, heartbeat, waiting read): they block on
- * socket reads and timed waits, which park them without holding a carrier, so a group of a
- * thousand ranks costs a few thousand parked virtual threads (a few KiB each) rather than as many
- * platform threads. The wire format is described in {@code RendezvousProtocol}; limits in
+ * <p>Every server thread is a platform thread ({@link ServerThreads}): one reader per connection,
+ * one ticker for heartbeats and deadlines, a pool for writes and waiting reads. None is a virtual
+ * thread, so the serving JVM's application cannot silence the server by occupying the carriers of
+ * the virtual-thread scheduler (spinning, or pinned in a long blocking native call). The wire format is described in {@code RendezvousProtocol}; limits in
  * {@link RendezvousSettings}.
  *
  * <p>It is not encryption: values travel in clear. Keep it on a network only the job's hosts reach.
@@ -75,7 +75,9 @@ public final class TcpRendezvousServer implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicLong acceptFailures = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong evictions = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong framesRead = new java.util.concurrent.atomic.AtomicLong();
+    /** The accept loop's and the connections' reader threads, joined at close. */
     private final Set<Thread> threads = ConcurrentHashMap.newKeySet();
+    private final ServerThreads serverThreads;
     private volatile boolean closed;
 
     private TcpRendezvousServer(int worldSize, ServerSocket serverSocket, RendezvousSettings settings, JobToken token) {
@@ -83,6 +85,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
         this.boundAddress = (InetSocketAddress) serverSocket.getLocalSocketAddress();
         this.settings = settings;
         this.tokenKey = token.key();
+        this.serverThreads = new ServerThreads(boundAddress.getPort());
         this.budget = new ServerMemoryBudget(settings.maxServerBytes());
         this.group = new GroupState(worldSize, settings, budget);
         this.handshakes = new HandshakeQueue(settings.maxPendingConnections(),
@@ -152,9 +155,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
         // left, so that a warning logged when they have run out does not need a file.
         java.time.ZoneId.systemDefault();
         TcpRendezvousServer server = new TcpRendezvousServer(worldSize, socket, settings, token);
-        Thread acceptor = Thread.ofVirtual().name("ar4j-rendezvous-accept-" + server.port()).unstarted(server::acceptLoop);
-        server.threads.add(acceptor);
-        acceptor.start();
+        server.startLoop(server::acceptLoop);
         String scope = ip != null && ip.isAnyLocalAddress() ? "all interfaces (the ranks span hosts)"
                 : loopback ? "loopback only" : "one interface";
         try {
@@ -316,6 +317,13 @@ public final class TcpRendezvousServer implements AutoCloseable {
         threads.remove(Thread.currentThread());
     }
 
+    /** Starts {@code loop} on a reader thread that {@link #close()} joins. */
+    private void startLoop(Runnable loop) {
+        Thread thread = serverThreads.newReader(loop);
+        threads.add(thread);
+        thread.start();
+    }
+
     /** Stops accepting, wakes every waiting request, closes every connection, waits briefly for the threads. Idempotent. */
     @Override
     public void close() {
@@ -329,6 +337,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
         for (ServerSession session : sessions) {
             session.closeSocket();
         }
+        serverThreads.shutdown();
         if (!awaitTermination(CLOSE_JOIN_TIMEOUT)) {
             FailSafeLog.log(LOG, System.Logger.Level.WARNING, () -> "rendezvous server on " + describe(boundAddress) + ": "
                     + threads.size() + " thread(s) still running " + Durations.format(CLOSE_JOIN_TIMEOUT) + " after close");
@@ -350,7 +359,20 @@ public final class TcpRendezvousServer implements AutoCloseable {
                 return false;
             }
         }
-        return threads.stream().noneMatch(Thread::isAlive);
+        if (threads.stream().anyMatch(Thread::isAlive)) {
+            return false;
+        }
+        try {
+            return serverThreads.awaitTermination(Math.max(0, deadline - System.nanoTime()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** Pool threads alive now (for tests). */
+    int poolThreads() {
+        return serverThreads.poolThreads();
     }
 
     @Override
@@ -395,7 +417,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
     private void serve(Socket socket) throws Throwable {
         ServerSession session = null;
         try {
-            session = new ServerSession(this, group, settings, tokenKey, socket, budget);
+            session = new ServerSession(this, group, settings, tokenKey, socket, budget, serverThreads);
             handshakes.add(session);
             sessions.add(session);
             if (closed) {
@@ -403,9 +425,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
                 closeQuietly(socket);
                 return;
             }
-            Thread handler = Thread.ofVirtual().name("ar4j-rendezvous-conn").unstarted(session::run);
-            threads.add(handler);
-            handler.start();
+            startLoop(session::run);
         } catch (Throwable failure) {
             if (session != null) {
                 handshakes.remove(session);
@@ -420,7 +440,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
     private void evict(ServerSession session) {
         evictions.incrementAndGet();
         try {
-            Thread.ofVirtual().name("ar4j-rendezvous-evict").start(() -> session.evictBusy(handshakes.capacity()));
+            serverThreads.execute(() -> session.evictBusy(handshakes.capacity()));
         } catch (Throwable failure) {
             session.closeSocket();
         }
