@@ -95,12 +95,12 @@ final class ServerSession {
             }
             established = true;
             deadline.cancel(false);
-            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Durations.toMillis(settings.heartbeatTimeout())));
+            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Durations.toMillis(settings.heartbeatTimeout(group.worldSize()))));
             heartbeats = threads.every(this::heartbeatDue, settings.heartbeatInterval());
             lossReason = readLoop();
         } catch (SocketTimeoutException e) {
             lossReason = rank < 0 ? null : "rank " + rank + "'s heartbeat stopped: nothing heard from it for "
-                    + Durations.format(settings.heartbeatTimeout()) + " (heartbeat timeout; is the process stopped or hung?)";
+                    + Durations.format(settings.heartbeatTimeout(group.worldSize())) + " (heartbeat timeout; is the process stopped or hung?)";
         } catch (ProtocolViolation violation) {
             server.warn("rendezvous server closes the connection from " + peer
                     + (rank >= 0 ? " (rank " + rank + ")" : "") + ": " + violation.getMessage());
