@@ -110,6 +110,7 @@ final class ClientConnection {
             throw switch (refusal.code()) {
                 case RendezvousProtocol.CODE_RANK_LOST -> new PeerLostException(message, refusal.rank(), null);
                 case RendezvousProtocol.CODE_AUTH -> new RendezvousAuthenticationException(message);
+                case RendezvousProtocol.CODE_QUOTA -> new dev.ar4j.rendezvous.RendezvousQuotaExceededException(message);
                 default -> new RendezvousRefusedException(message);
             };
         }

@@ -13,7 +13,6 @@ import dev.ar4j.internal.rendezvous.RendezvousProtocol.Frame;
 import dev.ar4j.internal.rendezvous.RendezvousProtocol.GetRequest;
 import dev.ar4j.internal.rendezvous.RendezvousProtocol.HelloRequest;
 import dev.ar4j.internal.rendezvous.RendezvousProtocol.ProtocolViolation;
-import dev.ar4j.internal.rendezvous.RendezvousProtocol.SetRequest;
 
 import java.io.IOException;
 import java.net.Socket;
@@ -42,7 +41,8 @@ final class ServerSession {
     private final ServerThreads threads;
     private final GroupState group;
     private final RendezvousSettings settings;
-    private final byte[] tokenKey;
+    /** The keys a rank may prove it knows ({@link JobToken#acceptedKeys()}). */
+    private final java.util.List<byte[]> tokenKeys;
     private final Socket socket;
     private final String peer;
     private final SecureChannel channel;
@@ -58,13 +58,14 @@ final class ServerSession {
     private final AtomicBoolean heartbeatInFlight = new AtomicBoolean();
     private volatile boolean evicted;
 
-    ServerSession(TcpRendezvousServer server, GroupState group, RendezvousSettings settings, byte[] tokenKey, Socket socket,
-                  ServerMemoryBudget budget, ServerThreads threads) throws IOException {
+    ServerSession(TcpRendezvousServer server, GroupState group, RendezvousSettings settings,
+                  java.util.List<byte[]> tokenKeys, Socket socket, ServerMemoryBudget budget, ServerThreads threads)
+            throws IOException {
         this.server = server;
         this.threads = threads;
         this.group = group;
         this.settings = settings;
-        this.tokenKey = tokenKey;
+        this.tokenKeys = tokenKeys;
         this.socket = socket;
         this.peer = String.valueOf(socket.getRemoteSocketAddress());
         this.channel = new SecureChannel(socket, false, budget);
@@ -95,12 +96,14 @@ final class ServerSession {
             }
             established = true;
             deadline.cancel(false);
-            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Durations.toMillis(settings.heartbeatTimeout(group.worldSize()))));
+            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE,
+                    Durations.toMillis(settings.heartbeatTimeout(group.worldSize()))));
             heartbeats = threads.every(this::heartbeatDue, settings.heartbeatInterval());
             lossReason = readLoop();
         } catch (SocketTimeoutException e) {
             lossReason = rank < 0 ? null : "rank " + rank + "'s heartbeat stopped: nothing heard from it for "
-                    + Durations.format(settings.heartbeatTimeout(group.worldSize())) + " (heartbeat timeout; is the process stopped or hung?)";
+                    + Durations.format(settings.heartbeatTimeout(group.worldSize()))
+                    + " (heartbeat timeout; is the process stopped or hung?)";
         } catch (ProtocolViolation violation) {
             server.warn("rendezvous server closes the connection from " + peer
                     + (rank >= 0 ? " (rank " + rank + ")" : "") + ": " + violation.getMessage());
@@ -187,9 +190,18 @@ final class ServerSession {
             throw new ProtocolViolation("expected AUTH with a " + RendezvousProtocol.MAC_BYTES + "-byte proof after"
                     + " CHALLENGE, got " + RendezvousProtocol.typeName(auth.type()) + " of " + auth.payload().length + " bytes");
         }
-        if (!RendezvousAuth.matches(RendezvousAuth.clientProof(tokenKey, hello.payload(), serverNonce), auth.payload())) {
+        byte[] tokenKey = null;
+        for (byte[] candidate : tokenKeys) {
+            if (RendezvousAuth.matches(RendezvousAuth.clientProof(candidate, hello.payload(), serverNonce), auth.payload())) {
+                tokenKey = candidate;
+            }
+        }
+        if (tokenKey == null) {
             String message = "another job's rank (token mismatch): the connection from " + peer + " does not know this"
-                    + " job's rendezvous token; " + JobToken.howToSet();
+                    + " job's rendezvous token" + (tokenKeys.size() > 1 ? " (this job has none: its key is derived from the"
+                    + " launcher process that started its ranks, and this rank was started by another launcher, so"
+                    + " it belongs to another job, or it was started through a wrapper that did not exec the JVM)" : "")
+                    + "; " + JobToken.howToSet();
             server.warn("rendezvous server refused " + message);
             channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_AUTH, -1, message));
             return false;
@@ -206,6 +218,7 @@ final class ServerSession {
         }
         channel.send(RendezvousProtocol.WELCOME, RendezvousAuth.serverProof(tokenKey, hello.payload(), serverNonce));
         channel.establish(RendezvousAuth.sessionKey(tokenKey, hello.payload(), serverNonce));
+        channel.chargeTo(rank);
         FailSafeLog.log(LOG, System.Logger.Level.DEBUG, () -> "rank " + rank + " joined from " + peer);
         return true;
     }
@@ -220,8 +233,8 @@ final class ServerSession {
                 // Read and authenticated in full, not kept: the stream is intact, the rank may go on.
                 server.warn("rendezvous server refused a " + RendezvousProtocol.typeName(notAdmitted.type) + " of rank "
                         + rank + ": " + notAdmitted.getMessage());
-                channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_REFUSED, rank,
-                        notAdmitted.getMessage()));
+                channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(notAdmitted.overBudget
+                        ? RendezvousProtocol.CODE_QUOTA : RendezvousProtocol.CODE_REFUSED, rank, notAdmitted.getMessage()));
                 continue;
             }
             if (request == null) {
@@ -258,9 +271,11 @@ final class ServerSession {
             }
             case RendezvousProtocol.SET -> {
                 requireNoPendingGet("SET");
-                SetRequest set = RendezvousProtocol.parseSet(request.payload());
+                RendezvousProtocol.SetView set = RendezvousProtocol.parseSetView(request.payload());
                 try {
-                    group.set(rank, set.key(), set.value());
+                    // The copy of the value is charged to the rank's share before it is made; the frame is released after.
+                    group.set(rank, set.key(), set.payload(), set.offset(), set.length());
+                    channel.releaseFrame();
                     channel.send(RendezvousProtocol.OK, EMPTY);
                 } catch (GroupState.Refusal refusal) {
                     server.warn("rendezvous server refused a SET of rank " + rank + ": " + refusal.getMessage());

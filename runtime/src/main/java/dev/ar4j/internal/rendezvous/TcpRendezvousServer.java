@@ -66,7 +66,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
     private final ServerSocket serverSocket;
     private final InetSocketAddress boundAddress;
     private final RendezvousSettings settings;
-    private final byte[] tokenKey;
+    private final java.util.List<byte[]> tokenKeys;
     private final GroupState group;
     private final WarningLimiter warnings = new WarningLimiter(LOG, 10_000, 20);
     private final Set<ServerSession> sessions = ConcurrentHashMap.newKeySet();
@@ -84,9 +84,9 @@ public final class TcpRendezvousServer implements AutoCloseable {
         this.serverSocket = serverSocket;
         this.boundAddress = (InetSocketAddress) serverSocket.getLocalSocketAddress();
         this.settings = settings;
-        this.tokenKey = token.key();
+        this.tokenKeys = token.acceptedKeys();
         this.serverThreads = new ServerThreads(boundAddress.getPort());
-        this.budget = new ServerMemoryBudget(settings.maxServerBytes());
+        this.budget = new ServerMemoryBudget(settings.maxServerBytes(), worldSize);
         this.group = new GroupState(worldSize, settings, budget);
         this.handshakes = new HandshakeQueue(settings.maxPendingConnections(),
                 Math.min(settings.handshakeTimeout().toNanos() / 8, SHORTEST_EVICT_AFTER_NANOS),
@@ -417,7 +417,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
     private void serve(Socket socket) throws Throwable {
         ServerSession session = null;
         try {
-            session = new ServerSession(this, group, settings, tokenKey, socket, budget, serverThreads);
+            session = new ServerSession(this, group, settings, tokenKeys, socket, budget, serverThreads);
             handshakes.add(session);
             sessions.add(session);
             if (closed) {
