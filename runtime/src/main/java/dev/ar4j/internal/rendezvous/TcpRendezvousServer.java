@@ -37,8 +37,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * room. A connection that does not authenticate is closed after the handshake timeout. Every server
  * thread survives any {@link Throwable}: an accept failure (out of file descriptors, out of memory)
  * is retried with back-off, and a warning that cannot be logged falls back to a line written
- * without allocating ({@link FailSafeLog}). Stored values and large requests are charged to a
- * memory budget in total ({@link RendezvousSettings#maxServerBytes()}).
+ * without allocating ({@link FailSafeLog}). Stored values, large requests and the copy a SET
+ * makes are charged to the rank's share of a memory budget ({@link RendezvousSettings#maxServerBytes()},
+ * {@link ServerMemoryBudget}) before they are allocated.
  *
  * <p>Every server thread is a platform thread ({@link ServerThreads}): one reader per connection,
  * one ticker for heartbeats and deadlines, a pool for writes and waiting reads. None is a virtual
