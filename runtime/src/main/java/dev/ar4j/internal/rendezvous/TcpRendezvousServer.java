@@ -31,9 +31,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * a rank write only its own keys, within its quota, and makes every wait that needs a rank end at
  * once when that rank's connection drops or its heartbeat stops. Without a token it serves on
  * loopback only. Connections that have not authenticated wait in a bounded {@link HandshakeQueue}:
- * when it is full the server stops accepting for a moment (back-pressure) and then evicts the
- * connection that has waited longest, telling it the server is busy; its client retries with a
- * jittered back-off. An authenticated peer has left the queue and is never refused for want of
+ * when it is full the server holds the connection it has just accepted and accepts no more for a
+ * moment (back-pressure), then evicts the connection that has waited longest for it, telling it
+ * the server is busy; its client retries with a jittered back-off. A full queue with no connection
+ * waiting evicts nobody. An authenticated peer has left the queue and is never refused for want of
  * room. A connection that does not authenticate is closed after the handshake timeout. Every server
  * thread survives any {@link Throwable}: an accept failure (out of file descriptors, out of memory)
  * is retried with back-off, and a warning that cannot be logged falls back to a line written
@@ -387,16 +388,12 @@ public final class TcpRendezvousServer implements AutoCloseable {
         try {
             while (!closed) {
                 try {
-                    ServerSession evicted = handshakes.awaitRoom();
-                    if (evicted != null) {
-                        evict(evicted);
-                    }
-                    if (closed) {
-                        return;
-                    }
+                    // Accept first: the oldest handshake is evicted only for a connection that is
+                    // actually waiting, never for one that may not come (a full queue with no
+                    // newcomer keeps every handshake in it until it ends or times out).
                     Socket socket = serverSocket.accept();
                     backoffMillis = FIRST_ACCEPT_BACKOFF_MILLIS;
-                    serve(socket);
+                    admit(socket);
                 } catch (Throwable failure) {
                     // EMFILE / ENFILE, OutOfMemoryError, a failing logger: the server must outlive them all.
                     if (closed) {
@@ -412,6 +409,28 @@ public final class TcpRendezvousServer implements AutoCloseable {
         } finally {
             threads.remove(Thread.currentThread());
         }
+    }
+
+    /**
+     * Makes room for {@code socket}, held meanwhile (further connections wait in the kernel's
+     * listen backlog), evicting the oldest handshake if it has had its share; then serves it.
+     * Closes it if the server closes or that fails.
+     */
+    private void admit(Socket socket) throws Throwable {
+        try {
+            ServerSession evicted = handshakes.awaitRoom();
+            if (evicted != null) {
+                evict(evicted);
+            }
+        } catch (Throwable failure) {
+            closeQuietly(socket);
+            throw failure;
+        }
+        if (closed) {
+            closeQuietly(socket);
+            return;
+        }
+        serve(socket);
     }
 
     /** Starts serving an accepted connection; closes it if that fails. */
