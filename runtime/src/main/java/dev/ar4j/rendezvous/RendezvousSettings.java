@@ -15,8 +15,8 @@ import java.util.Properties;
  * <table>
  * <caption>settings</caption>
  * <tr><th>value</th><th>property</th><th>environment</th><th>default</th></tr>
- * <tr><td>heartbeat interval</td><td>{@code ar4j.rdzv.heartbeatInterval} (ms)</td><td>{@code AR4J_RDZV_HEARTBEAT_INTERVAL_MS}</td><td>200 ms</td></tr>
- * <tr><td>heartbeat timeout</td><td>{@code ar4j.rdzv.heartbeatTimeout} (ms)</td><td>{@code AR4J_RDZV_HEARTBEAT_TIMEOUT_MS}</td><td>2000 ms</td></tr>
+ * <tr><td>heartbeat interval</td><td>{@code ar4j.rdzv.heartbeatInterval} (ms)</td><td>{@code AR4J_RDZV_HEARTBEAT_INTERVAL_MS}</td><td>500 ms</td></tr>
+ * <tr><td>heartbeat timeout</td><td>{@code ar4j.rdzv.heartbeatTimeout} (ms)</td><td>{@code AR4J_RDZV_HEARTBEAT_TIMEOUT_MS}</td><td>adapted to the group: the largest of 4 s, eight intervals and 15 ms per rank (4 s up to 266 ranks, 15.4 s at 1024)</td></tr>
  * <tr><td>handshake timeout</td><td>{@code ar4j.rdzv.handshakeTimeout} (ms)</td><td>{@code AR4J_RDZV_HANDSHAKE_TIMEOUT_MS}</td><td>10000 ms</td></tr>
  * <tr><td>longest server-side wait of one read</td><td>{@code ar4j.rdzv.maxWait} (ms)</td><td>{@code AR4J_RDZV_MAX_WAIT_MS}</td><td>1 h</td></tr>
  * <tr><td>connections not yet authenticated (the handshake queue)</td><td>{@code ar4j.rdzv.maxPendingConnections}</td><td>{@code AR4J_RDZV_MAX_PENDING_CONNECTIONS}</td><td>256</td></tr>
@@ -26,12 +26,18 @@ import java.util.Properties;
  * <tr><td>the server's memory budget: all ranks' values and the large requests being read</td><td>{@code ar4j.rdzv.maxServerBytes}</td><td>{@code AR4J_RDZV_MAX_SERVER_BYTES}</td><td>half the serving JVM's heap, at most 1 GiB</td></tr>
  * </table>
  * A rank is declared lost when nothing was heard from it for the heartbeat timeout; every end
- * sends a heartbeat each interval. The timeout must be at least twice the interval.
+ * sends a heartbeat each interval. The timeout must be at least twice the interval. Unless it is
+ * given, the timeout is {@linkplain #heartbeatTimeout(int) adapted to the group's size}: a server
+ * of many ranks sends as many heartbeats each interval and a loaded host delays some of them, so
+ * no single late frame, and no run of seven, declares a healthy rank lost. A rank that dies is seen
+ * at once all the same: its connection drops.
  */
 public final class RendezvousSettings {
 
     private final Duration heartbeatInterval;
     private final Duration heartbeatTimeout;
+    /** Whether the timeout was given (property, variable or {@link #withHeartbeat}) rather than defaulted. */
+    private final boolean heartbeatTimeoutGiven;
     private final Duration handshakeTimeout;
     private final Duration maxWait;
     private final int maxPendingConnections;
@@ -40,7 +46,17 @@ public final class RendezvousSettings {
     private final int maxKeysPerGet;
     private final long maxServerBytes;
 
-    private RendezvousSettings(Duration heartbeatInterval, Duration heartbeatTimeout, Duration handshakeTimeout,
+    /** The heartbeat interval unless one is given. */
+    public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofMillis(500);
+    /** The shortest heartbeat timeout unless one is given; larger groups get longer ones ({@link #heartbeatTimeout(int)}). */
+    public static final Duration DEFAULT_HEARTBEAT_TIMEOUT = Duration.ofSeconds(4);
+    /** Heartbeat intervals in the default timeout at least: seven heartbeats in a row may be late. */
+    private static final int DEFAULT_TIMEOUT_INTERVALS = 8;
+    /** The default timeout's share per rank of the group: 15.4 s at 1024 ranks. */
+    private static final Duration DEFAULT_TIMEOUT_PER_RANK = Duration.ofMillis(15);
+
+    private RendezvousSettings(Duration heartbeatInterval, Duration heartbeatTimeout, boolean heartbeatTimeoutGiven,
+                               Duration handshakeTimeout,
                                Duration maxWait, int maxPendingConnections, int maxKeysPerRank, long maxBytesPerRank,
                                int maxKeysPerGet, long maxServerBytes) {
         Durations.requirePositive(heartbeatInterval, "heartbeat interval");
@@ -59,6 +75,7 @@ public final class RendezvousSettings {
         requirePositive(maxServerBytes, "max server bytes");
         this.heartbeatInterval = heartbeatInterval;
         this.heartbeatTimeout = heartbeatTimeout;
+        this.heartbeatTimeoutGiven = heartbeatTimeoutGiven;
         this.handshakeTimeout = handshakeTimeout;
         this.maxWait = maxWait;
         this.maxPendingConnections = maxPendingConnections;
@@ -101,9 +118,13 @@ public final class RendezvousSettings {
     }
 
     private static RendezvousSettings fromSource(Source s) {
+        Duration interval = Duration.ofMillis(s.number("ar4j.rdzv.heartbeatInterval", "AR4J_RDZV_HEARTBEAT_INTERVAL_MS",
+                DEFAULT_HEARTBEAT_INTERVAL.toMillis()));
+        long timeoutMillis = s.number("ar4j.rdzv.heartbeatTimeout", "AR4J_RDZV_HEARTBEAT_TIMEOUT_MS", -1);
         return new RendezvousSettings(
-                Duration.ofMillis(s.number("ar4j.rdzv.heartbeatInterval", "AR4J_RDZV_HEARTBEAT_INTERVAL_MS", 200)),
-                Duration.ofMillis(s.number("ar4j.rdzv.heartbeatTimeout", "AR4J_RDZV_HEARTBEAT_TIMEOUT_MS", 2_000)),
+                interval,
+                timeoutMillis > 0 ? Duration.ofMillis(timeoutMillis) : defaultTimeout(interval),
+                timeoutMillis > 0,
                 Duration.ofMillis(s.number("ar4j.rdzv.handshakeTimeout", "AR4J_RDZV_HANDSHAKE_TIMEOUT_MS", 10_000)),
                 Duration.ofMillis(s.number("ar4j.rdzv.maxWait", "AR4J_RDZV_MAX_WAIT_MS", 3_600_000)),
                 (int) s.number("ar4j.rdzv.maxPendingConnections", "AR4J_RDZV_MAX_PENDING_CONNECTIONS", 256),
@@ -123,12 +144,37 @@ public final class RendezvousSettings {
     }
 
     /**
-     * How long an end may be silent before it is declared lost.
+     * How long an end may be silent before it is declared lost, as given; or, where none was given,
+     * the shortest default ({@link #DEFAULT_HEARTBEAT_TIMEOUT}, at least eight intervals). The
+     * rendezvous uses {@link #heartbeatTimeout(int)}.
      *
      * @return the heartbeat timeout, at least twice the interval
      */
     public Duration heartbeatTimeout() {
         return heartbeatTimeout;
+    }
+
+    /**
+     * How long an end of a group of {@code worldSize} ranks may be silent before it is declared
+     * lost: the timeout given; or, where none was given, the largest of
+     * {@link #DEFAULT_HEARTBEAT_TIMEOUT}, eight heartbeat intervals and 15 ms per rank (4 s up to 266
+     * ranks, 15.36 s at 1024). Every rank and the server compute the same value.
+     *
+     * @param worldSize the group's number of ranks, at least 1
+     * @return the heartbeat timeout for that group
+     */
+    public Duration heartbeatTimeout(int worldSize) {
+        if (heartbeatTimeoutGiven) {
+            return heartbeatTimeout;
+        }
+        Duration perRank = DEFAULT_TIMEOUT_PER_RANK.multipliedBy(Math.max(1, worldSize));
+        return perRank.compareTo(heartbeatTimeout) > 0 ? perRank : heartbeatTimeout;
+    }
+
+    /** The default timeout's floor for {@code interval}. */
+    private static Duration defaultTimeout(Duration interval) {
+        Duration intervals = interval.multipliedBy(DEFAULT_TIMEOUT_INTERVALS);
+        return intervals.compareTo(DEFAULT_HEARTBEAT_TIMEOUT) > 0 ? intervals : DEFAULT_HEARTBEAT_TIMEOUT;
     }
 
     /**
@@ -196,7 +242,7 @@ public final class RendezvousSettings {
      *     interval
      */
     public RendezvousSettings withHeartbeat(Duration interval, Duration timeout) {
-        return new RendezvousSettings(interval, timeout, handshakeTimeout, maxWait, maxPendingConnections,
+        return new RendezvousSettings(interval, timeout, true, handshakeTimeout, maxWait, maxPendingConnections,
                 maxKeysPerRank, maxBytesPerRank, maxKeysPerGet, maxServerBytes);
     }
 
@@ -208,7 +254,8 @@ public final class RendezvousSettings {
      * @throws IllegalArgumentException if {@code timeout} is not positive
      */
     public RendezvousSettings withHandshakeTimeout(Duration timeout) {
-        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, timeout, maxWait, maxPendingConnections,
+        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, heartbeatTimeoutGiven,
+                timeout, maxWait, maxPendingConnections,
                 maxKeysPerRank, maxBytesPerRank, maxKeysPerGet, maxServerBytes);
     }
 
@@ -220,7 +267,8 @@ public final class RendezvousSettings {
      * @throws IllegalArgumentException if {@code wait} is not positive
      */
     public RendezvousSettings withMaxWait(Duration wait) {
-        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, wait,
+        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, heartbeatTimeoutGiven,
+                handshakeTimeout, wait,
                 maxPendingConnections, maxKeysPerRank, maxBytesPerRank, maxKeysPerGet, maxServerBytes);
     }
 
@@ -232,7 +280,8 @@ public final class RendezvousSettings {
      * @throws IllegalArgumentException if {@code count} is not positive
      */
     public RendezvousSettings withMaxPendingConnections(int count) {
-        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait, count,
+        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, heartbeatTimeoutGiven,
+                handshakeTimeout, maxWait, count,
                 maxKeysPerRank, maxBytesPerRank, maxKeysPerGet, maxServerBytes);
     }
 
@@ -245,7 +294,8 @@ public final class RendezvousSettings {
      * @throws IllegalArgumentException if a value is not positive
      */
     public RendezvousSettings withQuota(int keysPerRank, long bytesPerRank) {
-        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait,
+        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, heartbeatTimeoutGiven,
+                handshakeTimeout, maxWait,
                 maxPendingConnections, keysPerRank, bytesPerRank, maxKeysPerGet, maxServerBytes);
     }
 
@@ -257,7 +307,8 @@ public final class RendezvousSettings {
      * @throws IllegalArgumentException if {@code count} is not positive
      */
     public RendezvousSettings withMaxKeysPerGet(int count) {
-        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait,
+        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, heartbeatTimeoutGiven,
+                handshakeTimeout, maxWait,
                 maxPendingConnections, maxKeysPerRank, maxBytesPerRank, count, maxServerBytes);
     }
 
@@ -280,7 +331,8 @@ public final class RendezvousSettings {
      * @throws IllegalArgumentException if {@code bytes} is not positive
      */
     public RendezvousSettings withMaxServerBytes(long bytes) {
-        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, handshakeTimeout, maxWait,
+        return new RendezvousSettings(heartbeatInterval, heartbeatTimeout, heartbeatTimeoutGiven,
+                handshakeTimeout, maxWait,
                 maxPendingConnections, maxKeysPerRank, maxBytesPerRank, maxKeysPerGet, bytes);
     }
 
@@ -292,7 +344,8 @@ public final class RendezvousSettings {
     @Override
     public String toString() {
         return "RendezvousSettings[heartbeat every " + Durations.format(heartbeatInterval) + ", timeout "
-                + Durations.format(heartbeatTimeout) + ", handshake " + Durations.format(handshakeTimeout)
+                + Durations.format(heartbeatTimeout) + (heartbeatTimeoutGiven ? "" : " (default, longer for groups over "
+                + (DEFAULT_HEARTBEAT_TIMEOUT.toMillis() / DEFAULT_TIMEOUT_PER_RANK.toMillis()) + " ranks)") + ", handshake " + Durations.format(handshakeTimeout)
                 + ", longest wait " + Durations.format(maxWait) + ", " + maxPendingConnections
                 + " pending connections, per rank " + maxKeysPerRank + " keys / " + maxBytesPerRank + " bytes, "
                 + maxKeysPerGet + " keys per read, server budget " + maxServerBytes + " bytes]";
@@ -323,7 +376,7 @@ public final class RendezvousSettings {
                 return value;
             } catch (NumberFormatException e) {
                 throw new ConfigurationException(from + "='" + raw + "' is not a positive whole number"
-                        + " (default " + fallback + ")");
+                        + " (default " + (fallback > 0 ? fallback : "adapted to the group's size") + ")");
             }
         }
     }

@@ -38,6 +38,8 @@ final class ClientConnection {
     private final SecureChannel channel;
     private final RendezvousSettings settings;
     private final PeerLossListeners listeners;
+    /** The group's heartbeat timeout ({@link RendezvousSettings#heartbeatTimeout(int)}). */
+    private final Duration heartbeatTimeout;
     private final BlockingQueue<Frame> replies = new ArrayBlockingQueue<>(2);
     private volatile int replyLimit = RendezvousProtocol.MAX_MESSAGE_PAYLOAD;
     private volatile String brokenBecause;
@@ -45,14 +47,15 @@ final class ClientConnection {
     private final Thread reader;
     private final Thread heartbeat;
 
-    ClientConnection(int rank, String serverDescription, SecureChannel channel, RendezvousSettings settings,
-                     PeerLossListeners listeners) throws IOException {
+    ClientConnection(int rank, int worldSize, String serverDescription, SecureChannel channel,
+                     RendezvousSettings settings, PeerLossListeners listeners) throws IOException {
         this.rank = rank;
+        this.heartbeatTimeout = settings.heartbeatTimeout(worldSize);
         this.serverDescription = serverDescription;
         this.channel = channel;
         this.settings = settings;
         this.listeners = listeners;
-        channel.socket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, Durations.toMillis(settings.heartbeatTimeout())));
+        channel.socket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, Durations.toMillis(heartbeatTimeout)));
         this.reader = Thread.ofPlatform().daemon().name("ar4j-rendezvous-reader-rank-" + rank).unstarted(this::readLoop);
         this.heartbeat = Thread.ofPlatform().daemon().name("ar4j-rendezvous-heartbeat-rank-" + rank)
                 .unstarted(this::sendHeartbeats);
@@ -107,6 +110,7 @@ final class ClientConnection {
             throw switch (refusal.code()) {
                 case RendezvousProtocol.CODE_RANK_LOST -> new PeerLostException(message, refusal.rank(), null);
                 case RendezvousProtocol.CODE_AUTH -> new RendezvousAuthenticationException(message);
+                case RendezvousProtocol.CODE_QUOTA -> new dev.ar4j.rendezvous.RendezvousQuotaExceededException(message);
                 default -> new RendezvousRefusedException(message);
             };
         }
@@ -190,7 +194,7 @@ final class ClientConnection {
                 }
             }
         } catch (SocketTimeoutException e) {
-            reason = "nothing heard from the server for " + Durations.format(settings.heartbeatTimeout())
+            reason = "nothing heard from the server for " + Durations.format(heartbeatTimeout)
                     + " (heartbeat timeout; is the serving process stopped or hung?)";
         } catch (IOException e) {
             reason = "the connection broke: " + e.getMessage();

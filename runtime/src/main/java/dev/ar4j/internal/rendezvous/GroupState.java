@@ -202,12 +202,12 @@ final class GroupState {
             return true;
         }
         long cost = 2L * scope.length() + 2L * Math.min(reason.length(), AbortedScopes.MAX_REASON_CHARS) + 128;
-        if (!budget.tryCharge(cost)) {
+        if (!budget.tryCharge(rank, cost)) {
             return false;
         }
         boolean recorded = abortedScopes.add(rank, scope, "rank " + rank + " aborted " + reason);
         if (!recorded) {
-            budget.release(cost);
+            budget.release(rank, cost);
             return false;
         }
         store.wakeAll();
@@ -221,6 +221,15 @@ final class GroupState {
 
     /** Stores {@code value} under {@code key} for {@code rank}, if the key is the rank's own (or shared) and within quota. */
     void set(int rank, String key, byte[] value) throws Refusal {
+        set(rank, key, value, 0, value.length);
+    }
+
+    /**
+     * Stores a copy of {@code length} bytes of {@code payload} from {@code offset} under {@code key}
+     * for {@code rank}, if the key is the rank's own (or shared) and within quota: the copy is
+     * charged to the rank's share of the budget before it is made.
+     */
+    void set(int rank, String key, byte[] payload, int offset, int length) throws Refusal {
         int owner = StoreKeys.owner(key, worldSize);
         if (owner != rank && owner != StoreKeys.SHARED) {
             String whose = owner >= 0 ? "rank " + owner + "'s key" : "a key without an owner rank prefix";
@@ -231,6 +240,7 @@ final class GroupState {
         try {
             byte[] previous = store.peek(key);
             int charged = rank;
+            int valueLength = length;
             if (owner == StoreKeys.SHARED && previous != null) {
                 charged = sharedKeyCharge.getOrDefault(key, rank);
                 keysUsed[charged]--;
@@ -240,26 +250,38 @@ final class GroupState {
                 bytesUsed[rank] -= previous.length;
             }
             boolean overQuota = keysUsed[rank] + 1 > settings.maxKeysPerRank()
-                    || bytesUsed[rank] + value.length > settings.maxBytesPerRank();
-            long newBytes = charge(key, value);
-            if (!overQuota && !budget.tryCharge(newBytes)) {
+                    || bytesUsed[rank] + valueLength > settings.maxBytesPerRank();
+            long newBytes = charge(key, valueLength);
+            if (!overQuota && !budget.tryCharge(rank, newBytes)) {
                 if (previous != null) {
                     keysUsed[charged]++;
                     bytesUsed[charged] += previous.length;
                 }
-                throw new Refusal(RendezvousProtocol.CODE_REFUSED, rank, "rank " + rank + " cannot set '" + shorten(key)
-                        + "': " + budget.describeRefusal(newBytes, "a value"));
+                throw new Refusal(RendezvousProtocol.CODE_QUOTA, rank, "rank " + rank + " cannot set '" + shorten(key)
+                        + "': " + budget.describeRefusal(rank, newBytes, "a value"));
             }
             if (overQuota) {
                 if (previous != null) {
                     keysUsed[charged]++;
                     bytesUsed[charged] += previous.length;
                 }
-                throw new Refusal(RendezvousProtocol.CODE_REFUSED, rank, "rank " + rank + " exceeds its store quota"
-                        + " setting '" + shorten(key) + "' (" + value.length + " bytes): it holds " + keysUsed[rank]
+                throw new Refusal(RendezvousProtocol.CODE_QUOTA, rank, "rank " + rank + " exceeds its store quota"
+                        + " setting '" + shorten(key) + "' (" + valueLength + " bytes): it holds " + keysUsed[rank]
                         + " keys / " + bytesUsed[rank] + " bytes, the quota is " + settings.maxKeysPerRank()
                         + " keys / " + settings.maxBytesPerRank() + " bytes per rank (ar4j.rdzv.maxKeysPerRank,"
                         + " ar4j.rdzv.maxBytesPerRank)");
+            }
+            byte[] value;
+            try {
+                value = offset == 0 && length == payload.length ? payload
+                        : java.util.Arrays.copyOfRange(payload, offset, offset + length);
+            } catch (OutOfMemoryError e) {
+                budget.release(rank, newBytes);
+                if (previous != null) {
+                    keysUsed[charged]++;
+                    bytesUsed[charged] += previous.length;
+                }
+                throw e;
             }
             keysUsed[rank]++;
             bytesUsed[rank] += value.length;
@@ -268,7 +290,7 @@ final class GroupState {
             }
             store.set(key, value);
             if (previous != null) {
-                budget.release(charge(key, previous));
+                budget.release(charged, charge(key, previous.length));
             }
         } finally {
             lock.unlock();
@@ -397,8 +419,8 @@ final class GroupState {
     }
 
     /** What a stored value costs the budget: its bytes and its key's (an estimate of the map entry included). */
-    private static long charge(String key, byte[] value) {
-        return value.length + 2L * key.length() + 64;
+    private static long charge(String key, int valueLength) {
+        return valueLength + 2L * key.length() + 64;
     }
 
     static String shorten(String key) {

@@ -11,10 +11,12 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The server's connections that have not authenticated yet, in the order they were accepted,
- * bounded by {@link RendezvousSettings#maxPendingConnections()}. When it is full the accept loop
- * waits (back-pressure: further connections wait in the kernel's listen backlog) until a
- * handshake ends, or until the connection that has waited longest has had its share of time;
- * that one is then evicted and told the server is busy, and its client retries. Its share is four
+ * bounded by {@link RendezvousSettings#maxPendingConnections()}. When it is full the accept loop,
+ * holding the connection it has just accepted, waits (back-pressure: further connections wait in
+ * the kernel's listen backlog) until a handshake ends, or until the connection that has waited
+ * longest has had its share of time; that one is then evicted for the newcomer and told the server
+ * is busy, and its client retries. The loop asks for room only with a newcomer in hand, so a full
+ * queue that nobody else wants to enter evicts nobody. Its share is four
  * times the recent average of successful handshakes (at least the floor given, at most the
  * ceiling), so a loaded server whose real handshakes slow down does not evict them and churn,
  * while connections that never authenticate cannot shorten it. A connection leaves the queue the moment its proof of the token is verified, so an
@@ -45,7 +47,8 @@ final class HandshakeQueue {
     }
 
     /**
-     * Waits until there is room for one more connection.
+     * Waits until there is room for one more connection; called only with that connection
+     * accepted and waiting, so that nobody is evicted for a connection that never comes.
      *
      * @return the session evicted to make room (the caller tells it the server is busy), or null
      * @throws InterruptedException if interrupted while waiting

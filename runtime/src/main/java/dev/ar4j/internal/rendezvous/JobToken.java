@@ -18,7 +18,8 @@ import java.util.concurrent.ConcurrentHashMap;
  *   <li>{@code TORCHELASTIC_RUN_ID} (torchrun);</li>
  *   <li>{@code SLURM_JOB_ID} with {@code SLURM_STEP_ID} (Slurm);</li>
  *   <li>{@code OMPI_MCA_ess_base_jobid} (Open MPI);</li>
- *   <li>none: the rendezvous then serves on loopback only.</li>
+ *   <li>none: the rendezvous then serves on loopback only, and the job's key is derived from the
+ *       rank's launcher, its parent process (process id and start time).</li>
  * </ol>
  * A token derived from a launcher's job id fences jobs from each other (a second job on the same
  * port is refused), but anyone who can list the jobs can derive it: set {@code AR4J_RDZV_TOKEN}
@@ -28,7 +29,21 @@ import java.util.concurrent.ConcurrentHashMap;
  * (torchrun's default {@code --rdzv-id} is {@code none}; also {@code default}, {@code 0},
  * {@code null}, {@code unset}, ... see {@link #isSharedDefault}) counts as unset, with one warning
  * naming the variable, and the next source is tried; with none left there is no token, so the
- * rendezvous serves loopback only.
+ * rendezvous serves loopback only. So are quoted defaults ({@code 'none'}, {@code "none"}),
+ * placeholders a launcher left unexpanded ({@code ${RUN_ID}}, {@code $TORCHELASTIC_RUN_ID},
+ * {@code %RUN_ID%}, {@code <run-id>}, {@code {{run_id}}}) and other non-values ({@code n/a},
+ * {@code NaN}, {@code undefined}, {@code (null)}, ...).
+ *
+ * <p>Without a token two jobs on one host must still not join each other (torchrun's default run
+ * id is {@code none}, and two jobs may use one port: the second one's server cannot bind it, and
+ * its other ranks would reach the first one's). There is then no fixed key: each rank proves it
+ * knows a key derived from its parent process, the launcher that started it (torchrun's agent, an
+ * {@code mpirun}, the shell that started the ranks, the JVM whose threads they are), which every
+ * rank of one job has and no other job can: a second job has a launcher of its own, and a process
+ * id is told apart from its reuse by the process's start time. The server also accepts a key
+ * derived from its own process, for ranks it started itself. Ranks of one job must therefore be
+ * children of one launcher process (a wrapper script must {@code exec} the JVM); where they are not,
+ * or to fence jobs from other local users, set {@code AR4J_RDZV_TOKEN}.
  */
 public final class JobToken {
 
@@ -40,7 +55,10 @@ public final class JobToken {
             + " SLURM_JOB_ID, OMPI_MCA_ess_base_jobid is set)");
     /** Ids that launchers use as defaults or placeholders, compared ignoring case: shared by every job. */
     private static final Set<String> SHARED_DEFAULTS = Set.of("none", "default", "0", "null", "nil", "undefined",
-            "unset", "unknown", "-", "''", "\"\"", "-1");
+            "unset", "unknown", "-", "-1", "n/a", "na", "nan", "(null)", "(none)", "changeme", "placeholder");
+    /** Something a launcher or template left unexpanded: {@code $VAR}, {@code ${VAR}}, {@code %VAR%}, {@code <id>}, {@code {{id}}}. */
+    private static final java.util.regex.Pattern PLACEHOLDER = java.util.regex.Pattern.compile(
+            "^\\$\\{?[A-Za-z_][A-Za-z0-9_]*(:?[-=?+][^}]*)?}?$|^%[A-Za-z_][A-Za-z0-9_]*%$|^<[^<>]*>$|^\\{\\{.*}}$|^\\$\\(.*\\)$");
     private static final Set<String> WARNED = ConcurrentHashMap.newKeySet();
     /** Where the warning about a shared default goes: the log (replaced by tests). */
     static volatile java.util.function.Consumer<String> warningSink =
@@ -131,8 +149,16 @@ public final class JobToken {
      * @throws NullPointerException if {@code id} is {@code null}
      */
     public static boolean isSharedDefault(String id) {
-        String trimmed = id.trim();
-        return trimmed.isEmpty() || SHARED_DEFAULTS.contains(trimmed.toLowerCase(Locale.ROOT));
+        String value = id.trim();
+        while (value.length() >= 2 && isQuote(value.charAt(0)) && value.charAt(value.length() - 1) == value.charAt(0)) {
+            value = value.substring(1, value.length() - 1).trim();
+        }
+        return value.isEmpty() || isQuote(value.charAt(0)) && value.length() == 1
+                || SHARED_DEFAULTS.contains(value.toLowerCase(Locale.ROOT)) || PLACEHOLDER.matcher(value).matches();
+    }
+
+    private static boolean isQuote(char c) {
+        return c == '\'' || c == '"' || c == '`';
     }
 
     /** The variable's value if it is set and not a shared default; notes and warns (once) about one that is. */
@@ -174,9 +200,35 @@ public final class JobToken {
         return source;
     }
 
-    /** The HMAC key: the token's SHA-256, or a fixed key when there is none. */
+    /** The HMAC key a rank proves it knows: the token's SHA-256, or without one its launcher's key. */
     byte[] key() {
-        return key != null ? key : digest("ar4j-token:<none>");
+        return key != null ? key : LauncherKey.OF_PARENT;
+    }
+
+    /**
+     * The keys a server accepts: the token's; or without one the key of the server's own launcher
+     * (ranks that are its siblings or threads of its JVM) and its own (ranks it started).
+     */
+    java.util.List<byte[]> acceptedKeys() {
+        return key != null ? java.util.List.of(key) : java.util.List.of(LauncherKey.OF_PARENT, LauncherKey.OF_SELF);
+    }
+
+    /** Without a token: the keys derived from a process's identity, which two jobs cannot share. */
+    static final class LauncherKey {
+        static final byte[] OF_PARENT = of(ProcessHandle.current().parent().orElse(null));
+        static final byte[] OF_SELF = of(ProcessHandle.current());
+
+        private LauncherKey() {
+        }
+
+        /** The key of {@code process}: its id and start time (a reused id has another start time). */
+        static byte[] of(ProcessHandle process) {
+            if (process == null) {
+                return digest("ar4j-launcher:<no parent>:" + ProcessHandle.current().pid());
+            }
+            String started = process.info().startInstant().map(Object::toString).orElse("?");
+            return digest("ar4j-launcher:" + process.pid() + ":" + started);
+        }
     }
 
     /** How to set a token, for messages. */
@@ -196,7 +248,7 @@ public final class JobToken {
         return raw == null || raw.isBlank() ? null : raw.trim();
     }
 
-    private static byte[] digest(String text) {
+    static byte[] digest(String text) {
         try {
             return MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
         } catch (NoSuchAlgorithmException e) {

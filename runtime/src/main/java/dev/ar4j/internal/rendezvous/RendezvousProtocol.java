@@ -108,6 +108,8 @@ final class RendezvousProtocol {
     static final byte CODE_RANK_LOST = 4;
     /** The server has too many handshakes in progress; the client retries after a pause. */
     static final byte CODE_BUSY = 5;
+    /** The rank's share of the server's store is used up; the client raises RendezvousQuotaExceededException. */
+    static final byte CODE_QUOTA = 6;
 
     private RendezvousProtocol() {
     }
@@ -341,6 +343,19 @@ final class RendezvousProtocol {
         return hello;
     }
 
+    /** A SET whose value is left where it arrived: {@code length} bytes of {@code payload} from {@code offset}. */
+    record SetView(String key, byte[] payload, int offset, int length) {
+    }
+
+    /** Parses a SET without copying its value, so that the server charges the copy before making it. */
+    static SetView parseSetView(byte[] payload) throws ProtocolViolation {
+        PayloadReader reader = new PayloadReader(payload, "SET");
+        String key = reader.key();
+        int[] value = reader.span(MAX_VALUE_BYTES, "value");
+        reader.expectEnd();
+        return new SetView(key, payload, value[0], value[1]);
+    }
+
     static SetRequest parseSet(byte[] payload) throws ProtocolViolation {
         PayloadReader reader = new PayloadReader(payload, "SET");
         SetRequest set = new SetRequest(reader.key(), reader.bytes(MAX_VALUE_BYTES, "value"));
@@ -477,6 +492,21 @@ final class RendezvousProtocol {
             byte[] out = new byte[length];
             buffer.get(out);
             return out;
+        }
+
+        /** A byte string's offset and length in the payload, skipped over without a copy. */
+        int[] span(int max, String what) throws ProtocolViolation {
+            int length = intValue(what + " length");
+            if (length < 0 || length > max) {
+                throw new ProtocolViolation(frame + " payload: " + what + " of " + (length & 0xffffffffL)
+                        + " bytes exceeds the maximum of " + max + " bytes");
+            }
+            if (length > buffer.remaining()) {
+                throw truncated(what);
+            }
+            int offset = buffer.position();
+            buffer.position(offset + length);
+            return new int[] {offset, length};
         }
 
         byte[] fixed(int length, String what) throws ProtocolViolation {

@@ -37,11 +37,14 @@ final class SecureChannel {
         private static final long serialVersionUID = 1L;
         final byte type;
         final int length;
+        /** Refused for want of the rank's share of the budget (not for want of heap). */
+        final boolean overBudget;
 
-        FrameNotAdmitted(byte type, int length, String reason) {
+        FrameNotAdmitted(byte type, int length, String reason, boolean overBudget) {
             super(reason, null);
             this.type = type;
             this.length = length;
+            this.overBudget = overBudget;
         }
     }
 
@@ -66,6 +69,9 @@ final class SecureChannel {
     private long receiveSequence;
     private boolean broken;
     private long charged;
+    private int chargedRank = -1;
+    /** The rank large incoming frames are charged to; -1 until the session's rank is admitted. */
+    private volatile int chargeRank = -1;
 
     SecureChannel(Socket socket, boolean clientSide) throws IOException {
         this(socket, clientSide, null);
@@ -78,6 +84,16 @@ final class SecureChannel {
         this.budget = budget;
         this.in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
         this.out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
+    }
+
+    /** From now on large incoming frames are charged to {@code rank}'s share of the budget. */
+    void chargeTo(int rank) {
+        chargeRank = rank;
+    }
+
+    /** Releases the charge of the frame last received, whose body is no longer needed. */
+    void releaseFrame() {
+        releaseCharge();
     }
 
     Socket socket() {
@@ -247,11 +263,15 @@ final class SecureChannel {
         }
         int bodyLength = header.length() - macBytes;
         String refusal = null;
+        boolean overBudget = false;
         byte[] body = null;
-        if (budget != null && bodyLength > ServerMemoryBudget.UNCHARGED_FRAME_BYTES && !budget.tryCharge(bodyLength)) {
-            refusal = budget.describeRefusal(bodyLength, "a " + RendezvousProtocol.typeName(header.type()) + " request");
+        int rank = chargeRank;
+        if (budget != null && bodyLength > ServerMemoryBudget.UNCHARGED_FRAME_BYTES && !budget.tryCharge(rank, bodyLength)) {
+            refusal = budget.describeRefusal(rank, bodyLength, "a " + RendezvousProtocol.typeName(header.type()) + " request");
+            overBudget = true;
         } else {
             charged = budget != null && bodyLength > ServerMemoryBudget.UNCHARGED_FRAME_BYTES ? bodyLength : 0;
+            chargedRank = rank;
             try {
                 body = new byte[bodyLength];
             } catch (OutOfMemoryError e) {
@@ -263,7 +283,7 @@ final class SecureChannel {
         }
         if (body == null) {
             discardAndVerify(header.type(), bodyLength);
-            throw new FrameNotAdmitted(header.type(), bodyLength, refusal);
+            throw new FrameNotAdmitted(header.type(), bodyLength, refusal, overBudget);
         }
         in.readFully(body);
         if (receiveMac == null) {
@@ -309,7 +329,7 @@ final class SecureChannel {
 
     private void releaseCharge() {
         if (charged > 0) {
-            budget.release(charged);
+            budget.release(chargedRank, charged);
             charged = 0;
         }
     }

@@ -13,18 +13,21 @@ import dev.ar4j.internal.rendezvous.RendezvousProtocol.Frame;
 import dev.ar4j.internal.rendezvous.RendezvousProtocol.GetRequest;
 import dev.ar4j.internal.rendezvous.RendezvousProtocol.HelloRequest;
 import dev.ar4j.internal.rendezvous.RendezvousProtocol.ProtocolViolation;
-import dev.ar4j.internal.rendezvous.RendezvousProtocol.SetRequest;
 
 import java.io.IOException;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The server's end of one connection: the authenticated handshake, then a read loop that answers
- * SETs, runs each GET on a waiter thread of its own (so heartbeats and the connection's end are
- * still seen while it waits), and sends heartbeats. A connection silent for the heartbeat timeout,
- * or one that ends without BYE, makes its rank lost.
+ * SETs, runs each GET on a pool thread (so heartbeats and the connection's end are still seen
+ * while it waits), and has heartbeats sent on the ticker's cadence. Every one of those threads is a
+ * platform thread of {@link ServerThreads}. A connection silent for the heartbeat timeout, or one
+ * that ends without BYE, makes its rank lost.
  */
 final class ServerSession {
     private static final System.Logger LOG = System.getLogger(ServerSession.class.getName());
@@ -35,9 +38,11 @@ final class ServerSession {
                     + " JVM's -Xmx, or lower ar4j.rdzv.maxServerBytes / AR4J_RDZV_MAX_SERVER_BYTES below it");
 
     private final TcpRendezvousServer server;
+    private final ServerThreads threads;
     private final GroupState group;
     private final RendezvousSettings settings;
-    private final byte[] tokenKey;
+    /** The keys a rank may prove it knows ({@link JobToken#acceptedKeys()}). */
+    private final java.util.List<byte[]> tokenKeys;
     private final Socket socket;
     private final String peer;
     private final SecureChannel channel;
@@ -47,15 +52,20 @@ final class ServerSession {
     private volatile boolean established;
     private volatile boolean getPending;
     private boolean byeReceived;
-    private volatile Thread handshakeDeadline;
+    private volatile ScheduledFuture<?> handshakeDeadline;
+    private volatile ScheduledFuture<?> heartbeats;
+    /** A heartbeat handed to the pool and not yet written: the next tick sends none. */
+    private final AtomicBoolean heartbeatInFlight = new AtomicBoolean();
     private volatile boolean evicted;
 
-    ServerSession(TcpRendezvousServer server, GroupState group, RendezvousSettings settings, byte[] tokenKey, Socket socket,
-                  ServerMemoryBudget budget) throws IOException {
+    ServerSession(TcpRendezvousServer server, GroupState group, RendezvousSettings settings,
+                  java.util.List<byte[]> tokenKeys, Socket socket, ServerMemoryBudget budget, ServerThreads threads)
+            throws IOException {
         this.server = server;
+        this.threads = threads;
         this.group = group;
         this.settings = settings;
-        this.tokenKey = tokenKey;
+        this.tokenKeys = tokenKeys;
         this.socket = socket;
         this.peer = String.valueOf(socket.getRemoteSocketAddress());
         this.channel = new SecureChannel(socket, false, budget);
@@ -78,20 +88,22 @@ final class ServerSession {
         String lossReason = null;
         try {
             socket.setTcpNoDelay(true);
-            Thread deadline = Thread.ofVirtual().name("ar4j-rendezvous-handshake-deadline").start(this::enforceHandshakeDeadline);
+            ScheduledFuture<?> deadline = threads.schedule(this::enforceHandshakeDeadline, settings.handshakeTimeout());
             handshakeDeadline = deadline;
             socket.setSoTimeout((int) Durations.toMillis(settings.handshakeTimeout()));
             if (!handshake()) {
                 return;
             }
             established = true;
-            deadline.interrupt();
-            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Durations.toMillis(settings.heartbeatTimeout())));
-            Thread.ofVirtual().name("ar4j-rendezvous-heartbeat-rank-" + rank).start(this::sendHeartbeats);
+            deadline.cancel(false);
+            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE,
+                    Durations.toMillis(settings.heartbeatTimeout(group.worldSize()))));
+            heartbeats = threads.every(this::heartbeatDue, settings.heartbeatInterval());
             lossReason = readLoop();
         } catch (SocketTimeoutException e) {
             lossReason = rank < 0 ? null : "rank " + rank + "'s heartbeat stopped: nothing heard from it for "
-                    + Durations.format(settings.heartbeatTimeout()) + " (heartbeat timeout; is the process stopped or hung?)";
+                    + Durations.format(settings.heartbeatTimeout(group.worldSize()))
+                    + " (heartbeat timeout; is the process stopped or hung?)";
         } catch (ProtocolViolation violation) {
             server.warn("rendezvous server closes the connection from " + peer
                     + (rank >= 0 ? " (rank " + rank + ")" : "") + ": " + violation.getMessage());
@@ -109,14 +121,8 @@ final class ServerSession {
     /** The end of the connection, each step on its own so that one failing does not skip the rest. */
     private void end(String lossReason) {
         ended = true;
-        try {
-            Thread deadline = handshakeDeadline;
-            if (deadline != null) {
-                deadline.interrupt();
-            }
-        } catch (Throwable ignored) {
-            // the deadline thread ends on its own at the handshake timeout
-        }
+        cancel(handshakeDeadline);
+        cancel(heartbeats);
         try {
             group.left(this, byeReceived ? null : lossReason);
         } catch (Throwable failure) {
@@ -124,6 +130,16 @@ final class ServerSession {
         }
         channel.close();
         server.sessionEnded(this);
+    }
+
+    private static void cancel(ScheduledFuture<?> task) {
+        try {
+            if (task != null) {
+                task.cancel(false);
+            }
+        } catch (Throwable ignored) {
+            // a task left scheduled finds the session ended and does nothing
+        }
     }
 
     private void debug(Throwable e) {
@@ -174,9 +190,18 @@ final class ServerSession {
             throw new ProtocolViolation("expected AUTH with a " + RendezvousProtocol.MAC_BYTES + "-byte proof after"
                     + " CHALLENGE, got " + RendezvousProtocol.typeName(auth.type()) + " of " + auth.payload().length + " bytes");
         }
-        if (!RendezvousAuth.matches(RendezvousAuth.clientProof(tokenKey, hello.payload(), serverNonce), auth.payload())) {
+        byte[] tokenKey = null;
+        for (byte[] candidate : tokenKeys) {
+            if (RendezvousAuth.matches(RendezvousAuth.clientProof(candidate, hello.payload(), serverNonce), auth.payload())) {
+                tokenKey = candidate;
+            }
+        }
+        if (tokenKey == null) {
             String message = "another job's rank (token mismatch): the connection from " + peer + " does not know this"
-                    + " job's rendezvous token; " + JobToken.howToSet();
+                    + " job's rendezvous token" + (tokenKeys.size() > 1 ? " (this job has none: its key is derived from the"
+                    + " launcher process that started its ranks, and this rank was started by another launcher, so"
+                    + " it belongs to another job, or it was started through a wrapper that did not exec the JVM)" : "")
+                    + "; " + JobToken.howToSet();
             server.warn("rendezvous server refused " + message);
             channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_AUTH, -1, message));
             return false;
@@ -193,6 +218,7 @@ final class ServerSession {
         }
         channel.send(RendezvousProtocol.WELCOME, RendezvousAuth.serverProof(tokenKey, hello.payload(), serverNonce));
         channel.establish(RendezvousAuth.sessionKey(tokenKey, hello.payload(), serverNonce));
+        channel.chargeTo(rank);
         FailSafeLog.log(LOG, System.Logger.Level.DEBUG, () -> "rank " + rank + " joined from " + peer);
         return true;
     }
@@ -207,8 +233,8 @@ final class ServerSession {
                 // Read and authenticated in full, not kept: the stream is intact, the rank may go on.
                 server.warn("rendezvous server refused a " + RendezvousProtocol.typeName(notAdmitted.type) + " of rank "
                         + rank + ": " + notAdmitted.getMessage());
-                channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(RendezvousProtocol.CODE_REFUSED, rank,
-                        notAdmitted.getMessage()));
+                channel.send(RendezvousProtocol.ERROR, RendezvousProtocol.error(notAdmitted.overBudget
+                        ? RendezvousProtocol.CODE_QUOTA : RendezvousProtocol.CODE_REFUSED, rank, notAdmitted.getMessage()));
                 continue;
             }
             if (request == null) {
@@ -245,9 +271,11 @@ final class ServerSession {
             }
             case RendezvousProtocol.SET -> {
                 requireNoPendingGet("SET");
-                SetRequest set = RendezvousProtocol.parseSet(request.payload());
+                RendezvousProtocol.SetView set = RendezvousProtocol.parseSetView(request.payload());
                 try {
-                    group.set(rank, set.key(), set.value());
+                    // The copy of the value is charged to the rank's share before it is made; the frame is released after.
+                    group.set(rank, set.key(), set.payload(), set.offset(), set.length());
+                    channel.releaseFrame();
                     channel.send(RendezvousProtocol.OK, EMPTY);
                 } catch (GroupState.Refusal refusal) {
                     server.warn("rendezvous server refused a SET of rank " + rank + ": " + refusal.getMessage());
@@ -261,7 +289,12 @@ final class ServerSession {
                 requireNoPendingGet("GET");
                 GetRequest get = RendezvousProtocol.parseGet(request.payload(), settings.maxKeysPerGet(group.worldSize()));
                 getPending = true;
-                Thread.ofVirtual().name("ar4j-rendezvous-get").start(() -> answerGet(get));
+                try {
+                    threads.execute(() -> answerGet(get));
+                } catch (RejectedExecutionException closing) {
+                    getPending = false;
+                    return false; // the server is closing
+                }
             }
             default -> throw new ProtocolViolation("unexpected frame type "
                     + RendezvousProtocol.typeName(request.type()) + "; requests are SET, GET, HEARTBEAT, BYE and ABORT");
@@ -342,34 +375,41 @@ final class ServerSession {
             return;
         }
         try {
-            Thread.ofVirtual().name("ar4j-rendezvous-peer-lost").start(
-                    () -> sendQuietly(RendezvousProtocol.PEER_LOST, RendezvousProtocol.peerLost(lostRank, reason)));
+            threads.execute(() -> sendQuietly(RendezvousProtocol.PEER_LOST, RendezvousProtocol.peerLost(lostRank, reason)));
         } catch (Throwable failure) {
             // the rank's own waits still end with PeerLostException; only the early notice is lost
             server.warn("rendezvous server could not tell rank " + rank + " that rank " + lostRank + " is lost: " + failure);
         }
     }
 
-    private void sendHeartbeats() {
-        long intervalMillis = Durations.toMillis(settings.heartbeatInterval());
+    /**
+     * On the ticker, each heartbeat interval: hands one heartbeat to the pool, unless the last one
+     * is still being written (the peer does not read; its silence is the read loop's to report).
+     */
+    private void heartbeatDue() {
+        if (ended || server.isClosed() || !heartbeatInFlight.compareAndSet(false, true)) {
+            return;
+        }
         try {
-            while (!ended && !server.isClosed()) {
-                Thread.sleep(intervalMillis);
-                channel.trySend(RendezvousProtocol.HEARTBEAT, EMPTY);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (Throwable e) {
-            closeSocket(); // the read loop sees the connection end and reports it
+            threads.execute(this::sendHeartbeat);
+        } catch (Throwable closing) {
+            heartbeatInFlight.set(false);
         }
     }
 
-    private void enforceHandshakeDeadline() {
+    /** On a pool thread: one heartbeat, skipped if a reply is being written (that is traffic enough). */
+    private void sendHeartbeat() {
         try {
-            Thread.sleep(Durations.toMillis(settings.handshakeTimeout()));
-        } catch (InterruptedException e) {
-            return; // the handshake completed or the connection ended
+            channel.trySend(RendezvousProtocol.HEARTBEAT, EMPTY);
+        } catch (Throwable e) {
+            closeSocket(); // the read loop sees the connection end and reports it
+        } finally {
+            heartbeatInFlight.set(false);
         }
+    }
+
+    /** On the ticker, the handshake timeout after the connection was accepted. */
+    private void enforceHandshakeDeadline() {
         if (!established && !ended && rank < 0) {
             server.warn("rendezvous server closes the connection from " + peer + ": no authenticated handshake within "
                     + Durations.format(settings.handshakeTimeout()) + " (idle or slow client)");

@@ -426,7 +426,7 @@ public final class TcpRendezvous extends StoreBackedRendezvous implements Scoped
                         connectTimeout, jobToken, resolved, abort);
                 socket = channel.socket();
                 PeerLossListeners listeners = new PeerLossListeners();
-                ClientConnection connection = new ClientConnection(rank, description, channel, resolved, listeners);
+                ClientConnection connection = new ClientConnection(rank, worldSize, description, channel, resolved, listeners);
                 return new TcpRendezvous(rank, worldSize, description, server, closeLinger,
                         new TcpStoreClient(rank, description, connection), listeners);
             } catch (IOException | RuntimeException | OutOfMemoryError e) {

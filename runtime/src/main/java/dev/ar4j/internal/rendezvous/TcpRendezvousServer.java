@@ -31,19 +31,21 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * a rank write only its own keys, within its quota, and makes every wait that needs a rank end at
  * once when that rank's connection drops or its heartbeat stops. Without a token it serves on
  * loopback only. Connections that have not authenticated wait in a bounded {@link HandshakeQueue}:
- * when it is full the server stops accepting for a moment (back-pressure) and then evicts the
- * connection that has waited longest, telling it the server is busy; its client retries with a
- * jittered back-off. An authenticated peer has left the queue and is never refused for want of
+ * when it is full the server holds the connection it has just accepted and accepts no more for a
+ * moment (back-pressure), then evicts the connection that has waited longest for it, telling it
+ * the server is busy; its client retries with a jittered back-off. A full queue with no connection
+ * waiting evicts nobody. An authenticated peer has left the queue and is never refused for want of
  * room. A connection that does not authenticate is closed after the handshake timeout. Every server
  * thread survives any {@link Throwable}: an accept failure (out of file descriptors, out of memory)
  * is retried with back-off, and a warning that cannot be logged falls back to a line written
- * without allocating ({@link FailSafeLog}). Stored values and large requests are charged to a
- * memory budget in total ({@link RendezvousSettings#maxServerBytes()}).
+ * without allocating ({@link FailSafeLog}). Stored values, large requests and the copy a SET
+ * makes are charged to the rank's share of a memory budget ({@link RendezvousSettings#maxServerBytes()},
+ * {@link ServerMemoryBudget}) before they are allocated.
  *
- * <p>Every connection is served by virtual threads (reader, heartbeat, waiting read): they block on
- * socket reads and timed waits, which park them without holding a carrier, so a group of a
- * thousand ranks costs a few thousand parked virtual threads (a few KiB each) rather than as many
- * platform threads. The wire format is described in {@code RendezvousProtocol}; limits in
+ * <p>Every server thread is a platform thread ({@link ServerThreads}): one reader per connection,
+ * one ticker for heartbeats and deadlines, a pool for writes and waiting reads. None is a virtual
+ * thread, so the serving JVM's application cannot silence the server by occupying the carriers of
+ * the virtual-thread scheduler (spinning, or pinned in a long blocking native call). The wire format is described in {@code RendezvousProtocol}; limits in
  * {@link RendezvousSettings}.
  *
  * <p>It is not encryption: values travel in clear. Keep it on a network only the job's hosts reach.
@@ -66,7 +68,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
     private final ServerSocket serverSocket;
     private final InetSocketAddress boundAddress;
     private final RendezvousSettings settings;
-    private final byte[] tokenKey;
+    private final java.util.List<byte[]> tokenKeys;
     private final GroupState group;
     private final WarningLimiter warnings = new WarningLimiter(LOG, 10_000, 20);
     private final Set<ServerSession> sessions = ConcurrentHashMap.newKeySet();
@@ -75,15 +77,18 @@ public final class TcpRendezvousServer implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicLong acceptFailures = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong evictions = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong framesRead = new java.util.concurrent.atomic.AtomicLong();
+    /** The accept loop's and the connections' reader threads, joined at close. */
     private final Set<Thread> threads = ConcurrentHashMap.newKeySet();
+    private final ServerThreads serverThreads;
     private volatile boolean closed;
 
     private TcpRendezvousServer(int worldSize, ServerSocket serverSocket, RendezvousSettings settings, JobToken token) {
         this.serverSocket = serverSocket;
         this.boundAddress = (InetSocketAddress) serverSocket.getLocalSocketAddress();
         this.settings = settings;
-        this.tokenKey = token.key();
-        this.budget = new ServerMemoryBudget(settings.maxServerBytes());
+        this.tokenKeys = token.acceptedKeys();
+        this.serverThreads = new ServerThreads(boundAddress.getPort());
+        this.budget = new ServerMemoryBudget(settings.maxServerBytes(), worldSize);
         this.group = new GroupState(worldSize, settings, budget);
         this.handshakes = new HandshakeQueue(settings.maxPendingConnections(),
                 Math.min(settings.handshakeTimeout().toNanos() / 8, SHORTEST_EVICT_AFTER_NANOS),
@@ -152,9 +157,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
         // left, so that a warning logged when they have run out does not need a file.
         java.time.ZoneId.systemDefault();
         TcpRendezvousServer server = new TcpRendezvousServer(worldSize, socket, settings, token);
-        Thread acceptor = Thread.ofVirtual().name("ar4j-rendezvous-accept-" + server.port()).unstarted(server::acceptLoop);
-        server.threads.add(acceptor);
-        acceptor.start();
+        server.startLoop(server::acceptLoop);
         String scope = ip != null && ip.isAnyLocalAddress() ? "all interfaces (the ranks span hosts)"
                 : loopback ? "loopback only" : "one interface";
         try {
@@ -316,6 +319,13 @@ public final class TcpRendezvousServer implements AutoCloseable {
         threads.remove(Thread.currentThread());
     }
 
+    /** Starts {@code loop} on a reader thread that {@link #close()} joins. */
+    private void startLoop(Runnable loop) {
+        Thread thread = serverThreads.newReader(loop);
+        threads.add(thread);
+        thread.start();
+    }
+
     /** Stops accepting, wakes every waiting request, closes every connection, waits briefly for the threads. Idempotent. */
     @Override
     public void close() {
@@ -329,6 +339,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
         for (ServerSession session : sessions) {
             session.closeSocket();
         }
+        serverThreads.shutdown();
         if (!awaitTermination(CLOSE_JOIN_TIMEOUT)) {
             FailSafeLog.log(LOG, System.Logger.Level.WARNING, () -> "rendezvous server on " + describe(boundAddress) + ": "
                     + threads.size() + " thread(s) still running " + Durations.format(CLOSE_JOIN_TIMEOUT) + " after close");
@@ -350,7 +361,20 @@ public final class TcpRendezvousServer implements AutoCloseable {
                 return false;
             }
         }
-        return threads.stream().noneMatch(Thread::isAlive);
+        if (threads.stream().anyMatch(Thread::isAlive)) {
+            return false;
+        }
+        try {
+            return serverThreads.awaitTermination(Math.max(0, deadline - System.nanoTime()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** Pool threads alive now (for tests). */
+    int poolThreads() {
+        return serverThreads.poolThreads();
     }
 
     @Override
@@ -364,16 +388,12 @@ public final class TcpRendezvousServer implements AutoCloseable {
         try {
             while (!closed) {
                 try {
-                    ServerSession evicted = handshakes.awaitRoom();
-                    if (evicted != null) {
-                        evict(evicted);
-                    }
-                    if (closed) {
-                        return;
-                    }
+                    // Accept first: the oldest handshake is evicted only for a connection that is
+                    // actually waiting, never for one that may not come (a full queue with no
+                    // newcomer keeps every handshake in it until it ends or times out).
                     Socket socket = serverSocket.accept();
                     backoffMillis = FIRST_ACCEPT_BACKOFF_MILLIS;
-                    serve(socket);
+                    admit(socket);
                 } catch (Throwable failure) {
                     // EMFILE / ENFILE, OutOfMemoryError, a failing logger: the server must outlive them all.
                     if (closed) {
@@ -391,11 +411,33 @@ public final class TcpRendezvousServer implements AutoCloseable {
         }
     }
 
+    /**
+     * Makes room for {@code socket}, held meanwhile (further connections wait in the kernel's
+     * listen backlog), evicting the oldest handshake if it has had its share; then serves it.
+     * Closes it if the server closes or that fails.
+     */
+    private void admit(Socket socket) throws Throwable {
+        try {
+            ServerSession evicted = handshakes.awaitRoom();
+            if (evicted != null) {
+                evict(evicted);
+            }
+        } catch (Throwable failure) {
+            closeQuietly(socket);
+            throw failure;
+        }
+        if (closed) {
+            closeQuietly(socket);
+            return;
+        }
+        serve(socket);
+    }
+
     /** Starts serving an accepted connection; closes it if that fails. */
     private void serve(Socket socket) throws Throwable {
         ServerSession session = null;
         try {
-            session = new ServerSession(this, group, settings, tokenKey, socket, budget);
+            session = new ServerSession(this, group, settings, tokenKeys, socket, budget, serverThreads);
             handshakes.add(session);
             sessions.add(session);
             if (closed) {
@@ -403,9 +445,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
                 closeQuietly(socket);
                 return;
             }
-            Thread handler = Thread.ofVirtual().name("ar4j-rendezvous-conn").unstarted(session::run);
-            threads.add(handler);
-            handler.start();
+            startLoop(session::run);
         } catch (Throwable failure) {
             if (session != null) {
                 handshakes.remove(session);
@@ -420,7 +460,7 @@ public final class TcpRendezvousServer implements AutoCloseable {
     private void evict(ServerSession session) {
         evictions.incrementAndGet();
         try {
-            Thread.ofVirtual().name("ar4j-rendezvous-evict").start(() -> session.evictBusy(handshakes.capacity()));
+            serverThreads.execute(() -> session.evictBusy(handshakes.capacity()));
         } catch (Throwable failure) {
             session.closeSocket();
         }

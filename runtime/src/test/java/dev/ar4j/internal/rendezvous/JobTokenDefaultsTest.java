@@ -26,7 +26,8 @@ class JobTokenDefaultsTest {
 
     @ParameterizedTest(name = "TORCHELASTIC_RUN_ID=\"{0}\"")
     @ValueSource(strings = {"none", "NONE", " none ", "default", "0", "-1", "null", "nil", "unset", "undefined", "unknown",
-        "-", "''"})
+        "-", "''", "'none'", "\"none\"", "\"'none'\"", "${RUN_ID}", "$TORCHELASTIC_RUN_ID", "${RUN_ID:-x}", "%RUN_ID%",
+        "<run-id>", "{{run_id}}", "$(uuidgen)", "n/a", "N/A", "NaN", "(null)", "\"\"", "\"", "`none`"})
     void aLaunchersDefaultRunIdGivesNoToken(String id) {
         JobToken token = JobToken.fromEnvironment(Map.of("TORCHELASTIC_RUN_ID", id));
         assertFalse(token.isPresent(), id);
@@ -58,6 +59,20 @@ class JobTokenDefaultsTest {
         assertEquals("derived from SLURM_JOB_ID and SLURM_STEP_ID", both.source());
         assertArrayEquals(slurm.key(), both.key());
         assertFalse(JobToken.fromEnvironment(Map.of(JobToken.AR4J_RDZV_TOKEN, "default")).isPresent());
+    }
+
+    @Test
+    void withoutATokenTheKeyIsTheLaunchersNotAFixedOne() {
+        byte[] ofThisJvm = JobToken.LauncherKey.of(ProcessHandle.current());
+        byte[] ofItsLauncher = JobToken.LauncherKey.of(ProcessHandle.current().parent().orElseThrow());
+        assertFalse(java.util.Arrays.equals(ofThisJvm, ofItsLauncher), "two processes, one key");
+        assertArrayEquals(ofItsLauncher, JobToken.none().key(), "a rank proves its launcher's key");
+        assertEquals(2, JobToken.none().acceptedKeys().size());
+        assertArrayEquals(ofThisJvm, JobToken.none().acceptedKeys().get(1), "a server accepts the ranks it started");
+        assertFalse(java.util.Arrays.equals(JobToken.digest("ar4j-token:<none>"), JobToken.none().key()),
+                "the fixed no-token key every job shared");
+        assertFalse(JobToken.isSharedDefault("job-2026-12-02-7f3a"));
+        assertFalse(JobToken.isSharedDefault("run-7f3a$b"), "a dollar sign inside an id is not a placeholder");
     }
 
     @Test

@@ -77,8 +77,12 @@ class RendezvousConfigurationTest {
         assertEquals(Duration.ofMillis(50), s.heartbeatInterval());
         assertEquals(Duration.ofMillis(300), s.heartbeatTimeout());
         RendezvousSettings defaults = RendezvousSettings.resolve(new Properties(), Map.of());
-        assertEquals(Duration.ofMillis(200), defaults.heartbeatInterval());
-        assertEquals(Duration.ofMillis(2_000), defaults.heartbeatTimeout());
+        assertEquals(Duration.ofMillis(500), defaults.heartbeatInterval());
+        assertEquals(Duration.ofSeconds(4), defaults.heartbeatTimeout());
+        assertEquals(Duration.ofMillis(300), s.heartbeatTimeout(1024), "a timeout given is not adapted");
+        properties.setProperty("ar4j.rdzv.heartbeatInterval", "2000");
+        assertEquals(Duration.ofSeconds(16), RendezvousSettings.resolve(properties, Map.of()).heartbeatTimeout(8),
+                "the default timeout is at least eight intervals");
         assertEquals(4096, defaults.maxKeysPerGet(16));
         assertEquals(10_000, defaults.maxKeysPerGet(10_000));
     }
@@ -136,8 +140,13 @@ class RendezvousConfigurationTest {
     @Test
     void theDefaultsAreTheDocumentedOnes() {
         RendezvousSettings d = RendezvousSettings.resolve(new java.util.Properties(), java.util.Map.of());
-        assertEquals(java.time.Duration.ofMillis(200), d.heartbeatInterval());
-        assertEquals(java.time.Duration.ofMillis(2_000), d.heartbeatTimeout());
+        assertEquals(java.time.Duration.ofMillis(500), d.heartbeatInterval());
+        assertEquals(java.time.Duration.ofSeconds(4), d.heartbeatTimeout());
+        assertEquals(java.time.Duration.ofSeconds(4), d.heartbeatTimeout(8));
+        assertEquals(java.time.Duration.ofSeconds(4), d.heartbeatTimeout(266));
+        assertEquals(java.time.Duration.ofMillis(15_360), d.heartbeatTimeout(1024), "15 ms per rank beyond 266 ranks");
+        assertEquals(java.time.Duration.ofSeconds(1), d.withHeartbeat(java.time.Duration.ofMillis(100),
+                java.time.Duration.ofSeconds(1)).heartbeatTimeout(1024), "a timeout given is not adapted");
         assertEquals(java.time.Duration.ofSeconds(10), d.handshakeTimeout());
         assertEquals(java.time.Duration.ofHours(1), d.maxWait());
         assertEquals(256, d.maxPendingConnections());

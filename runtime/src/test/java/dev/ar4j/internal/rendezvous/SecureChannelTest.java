@@ -85,7 +85,7 @@ class SecureChannelTest {
 
     @Test
     void aLargeFrameBeyondTheBudgetIsAuthenticatedRefusedAndTheStreamGoesOn() throws Exception {
-        ServerMemoryBudget budget = new ServerMemoryBudget(1 << 20);
+        ServerMemoryBudget budget = new ServerMemoryBudget(1 << 20, 1);
         SecureChannel server = established(serverSocket, false, budget);
         SecureChannel client = established(clientSocket, true, null);
         Thread sender = Thread.ofVirtual().start(() -> {

@@ -215,6 +215,35 @@ class TcpRendezvousAttackTest {
     }
 
     @Test
+    void aFullHandshakeQueueWithNoNewcomerEvictsNobody() throws Exception {
+        List<Socket> idle = new ArrayList<>();
+        try {
+            long opened = System.nanoTime();
+            long deadline = opened + TimeUnit.SECONDS.toNanos(5);
+            for (int i = 0; i < 32; i++) {
+                idle.add(new Socket(server.address().getAddress(), server.port()));
+            }
+            while (server.pendingConnections() < 32 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertEquals(32, server.pendingConnections());
+            // Past the oldest's share (handshake timeout / 8 = 62 ms here), still before the handshake timeout (500 ms).
+            Thread.sleep(150);
+            int pending = server.pendingConnections();
+            boolean beforeAnyTimeout = System.nanoTime() - opened < TimeUnit.MILLISECONDS.toNanos(480);
+            assertEquals(0, server.evictions(), "a connection was evicted though no other one was waiting to enter");
+            if (beforeAnyTimeout) { // on a machine so loaded that 32 accepts took ~300 ms, timeouts may have begun
+                assertEquals(32, pending, "the full queue lost a connection though none was waiting");
+            }
+        } finally {
+            for (Socket s : idle) {
+                s.close();
+            }
+        }
+        groupForms();
+    }
+
+    @Test
     void anAbandonedGetFreesItsSlotAndReportsTheRankAtOnce() throws Exception {
         CompletableFuture<String> lost = new CompletableFuture<>();
         server.onPeerLost((r, reason) -> lost.complete(r + ": " + reason));

@@ -32,8 +32,9 @@ import static org.junit.jupiter.api.Assertions.fail;
 /**
  * A rank JVM killed with SIGKILL or stopped with SIGSTOP while the others wait in an all-gather:
  * every survivor raises a {@link PeerLostException} naming it, within 1 s of the kill and within
- * the heartbeat timeout of the stop. The server runs in the test JVM; ranks are child JVMs
- * ({@link LivenessChild}).
+ * the heartbeat timeout of the stop; at 3 ranks with a short heartbeat, and at 8 ranks with the
+ * default settings (a kill within 1 s, a stop within 5 s). The server runs in the test JVM; ranks
+ * are child JVMs ({@link LivenessChild}).
  */
 @EnabledOnOs(OS.LINUX)
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
@@ -65,16 +66,19 @@ class TcpRendezvousLivenessProcessTest {
         }
     }
 
-    private Rank start(int port, int rank, int worldSize, String mode) throws IOException {
+    private Rank start(int port, int rank, int worldSize, String mode, boolean defaults) throws IOException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         Path output = outputDir.resolve("rank" + rank + ".log");
-        ProcessBuilder builder = new ProcessBuilder(java,
-                "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx64m", "-XX:-UsePerfData",
-                "-Dar4j.rdzv.heartbeatInterval=" + HEARTBEAT_INTERVAL_MS,
-                "-Dar4j.rdzv.heartbeatTimeout=" + HEARTBEAT_TIMEOUT_MS,
-                "-cp", System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")),
+        List<String> command = new ArrayList<>(List.of(java,
+                "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx64m", "-XX:-UsePerfData"));
+        if (!defaults) {
+            command.add("-Dar4j.rdzv.heartbeatInterval=" + HEARTBEAT_INTERVAL_MS);
+            command.add("-Dar4j.rdzv.heartbeatTimeout=" + HEARTBEAT_TIMEOUT_MS);
+        }
+        command.addAll(List.of("-cp", System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")),
                 LivenessChild.class.getName(),
-                Integer.toString(port), Integer.toString(rank), Integer.toString(worldSize), mode)
+                Integer.toString(port), Integer.toString(rank), Integer.toString(worldSize), mode));
+        ProcessBuilder builder = new ProcessBuilder(command)
                 .redirectErrorStream(true).redirectOutput(output.toFile());
         builder.environment().put(JobToken.AR4J_RDZV_TOKEN, TOKEN);
         Process process = builder.start();
@@ -92,18 +96,27 @@ class TcpRendezvousLivenessProcessTest {
         }
     }
 
-    private TcpRendezvousServer server(int worldSize) {
-        RendezvousSettings settings = RendezvousSettings.resolve(new java.util.Properties(), Map.of())
-                .withHeartbeat(Duration.ofMillis(HEARTBEAT_INTERVAL_MS), Duration.ofMillis(HEARTBEAT_TIMEOUT_MS));
+    private TcpRendezvousServer server(int worldSize, boolean defaults) {
+        RendezvousSettings settings = RendezvousSettings.resolve(new java.util.Properties(), Map.of());
+        if (!defaults) {
+            settings = settings.withHeartbeat(Duration.ofMillis(HEARTBEAT_INTERVAL_MS), Duration.ofMillis(HEARTBEAT_TIMEOUT_MS));
+        }
         return TcpRendezvousServer.start(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), worldSize,
                 JobToken.of(TOKEN), settings);
     }
 
-    /** Runs survivors 0 and 1 in an all-gather, hurts rank 2 with {@code signal}, returns the worst delay to error. */
-    private long survivorsFailNaming(String signal) throws Exception {
-        try (TcpRendezvousServer server = server(3)) {
-            Rank victim = start(server.port(), 2, 3, "hold");
-            List<Rank> survivors = List.of(start(server.port(), 0, 3, "gather"), start(server.port(), 1, 3, "gather"));
+    /**
+     * Runs every rank but the last in an all-gather, hurts the last with {@code signal}, returns the
+     * worst delay to error.
+     */
+    private long survivorsFailNaming(String signal, int worldSize, boolean defaults) throws Exception {
+        int lastRank = worldSize - 1;
+        try (TcpRendezvousServer server = server(worldSize, defaults)) {
+            Rank victim = start(server.port(), lastRank, worldSize, "hold", defaults);
+            List<Rank> survivors = new ArrayList<>();
+            for (int r = 0; r < lastRank; r++) {
+                survivors.add(start(server.port(), r, worldSize, "gather", defaults));
+            }
             awaitLine(victim, "JOINED");
             for (Rank survivor : survivors) {
                 awaitLine(survivor, "WAITING");
@@ -123,10 +136,10 @@ class TcpRendezvousLivenessProcessTest {
                 String text = survivor.text();
                 Matcher lost = LOST.matcher(text);
                 assertTrue(lost.find(), "rank " + survivor.rank() + " raised no PeerLostException:\n" + text);
-                assertEquals(2, Integer.parseInt(lost.group(1)), "the lost rank named by rank " + survivor.rank());
+                assertEquals(lastRank, Integer.parseInt(lost.group(1)), "the lost rank named by rank " + survivor.rank());
                 worst = Math.max(worst, Long.parseLong(lost.group(2)) - hurtAt);
                 assertEquals(5, survivor.process().exitValue());
-                String expected = signal.equals("KILL") ? "rank 2 disconnected" : "rank 2's heartbeat stopped";
+                String expected = "rank " + lastRank + (signal.equals("KILL") ? " disconnected" : "'s heartbeat stopped");
                 assertTrue(lost.group(3).contains(expected), "expected '" + expected + "' in: " + lost.group(3));
             }
             victim.process().destroyForcibly();
@@ -136,7 +149,7 @@ class TcpRendezvousLivenessProcessTest {
 
     @Test
     void killMinus9OfARankFailsEverySurvivorWithinOneSecond() throws Exception {
-        long worst = survivorsFailNaming("KILL");
+        long worst = survivorsFailNaming("KILL", 3, false);
         TcpRendezvousAttackTest.measured("kill -9 of rank 2 during an all-gather (3 rank JVMs)", "1 process",
                 "both survivors: PeerLostException(2) \"rank 2 disconnected\"", TimeUnit.MILLISECONDS.toNanos(worst));
         assertTrue(worst <= 1_000, "a survivor raised its error " + worst + " ms after the kill");
@@ -144,10 +157,27 @@ class TcpRendezvousLivenessProcessTest {
 
     @Test
     void sigstopOfARankFailsEverySurvivorWithinTheHeartbeatTimeout() throws Exception {
-        long worst = survivorsFailNaming("STOP");
+        long worst = survivorsFailNaming("STOP", 3, false);
         TcpRendezvousAttackTest.measured("SIGSTOP of rank 2 during an all-gather (3 rank JVMs, heartbeat 100 ms / 1 s)",
                 "1 process", "both survivors: PeerLostException(2) \"heartbeat stopped\"", TimeUnit.MILLISECONDS.toNanos(worst));
         // The server declares the rank lost at most one heartbeat timeout after the last frame it heard.
         assertTrue(worst <= HEARTBEAT_TIMEOUT_MS + 500, "a survivor raised its error " + worst + " ms after SIGSTOP");
+    }
+
+    @Test
+    void atTheDefaultSettingsKillMinus9OfOneOfEightRanksFailsEverySurvivorWithinOneSecond() throws Exception {
+        long worst = survivorsFailNaming("KILL", 8, true);
+        TcpRendezvousAttackTest.measured("kill -9 of rank 7 during an all-gather (8 rank JVMs, default settings)",
+                "1 process", "all 7 survivors: PeerLostException(7) \"rank 7 disconnected\"",
+                TimeUnit.MILLISECONDS.toNanos(worst));
+        assertTrue(worst <= 1_000, "a survivor raised its error " + worst + " ms after the kill");
+    }
+
+    @Test
+    void atTheDefaultSettingsSigstopOfOneOfEightRanksFailsEverySurvivorWithinFiveSeconds() throws Exception {
+        long worst = survivorsFailNaming("STOP", 8, true);
+        TcpRendezvousAttackTest.measured("SIGSTOP of rank 7 during an all-gather (8 rank JVMs, default settings)",
+                "1 process", "all 7 survivors: PeerLostException(7) \"heartbeat stopped\"", TimeUnit.MILLISECONDS.toNanos(worst));
+        assertTrue(worst <= 5_000, "a survivor raised its error " + worst + " ms after SIGSTOP");
     }
 }

@@ -5,6 +5,7 @@ import dev.ar4j.rendezvous.*;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.OutputStream;
@@ -30,29 +31,126 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * find it full retry, so a group of 1024 forms; and a flood of connections that never
  * authenticate (idle sockets and slowloris) makes no legitimate rank fail.
  *
- * <p>Heartbeats run every 1 s with a 30 s timeout here, so that a loaded two-core machine
- * running a thousand ranks in one JVM does not declare a healthy rank lost; formation itself
- * uses the default handshake settings.
+ * <p>Every setting is the default, and a CPU hog (one spinning thread per core) runs beside the
+ * ranks the whole time: the group forms, and it is kept for one heartbeat timeout after it formed
+ * without a rank being reported lost. A rank lost in a group of 1024 is reported to every other:
+ * within 3 s when its connection drops, within the group's heartbeat timeout and 3 s when it
+ * falls silent (the notices to 1023 ranks that are threads of this JVM, beside the server, take
+ * up to about 2 s on a two-core machine).
  */
-@Timeout(value = 120, unit = TimeUnit.SECONDS)
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
 class TcpRendezvousScaleTest {
 
     private static final JobToken TOKEN = JobToken.of("scale-test-secret");
-    private static final RendezvousSettings SETTINGS = RendezvousSettings.resolve(new java.util.Properties(), java.util.Map.of())
-            .withHeartbeat(Duration.ofSeconds(1), Duration.ofSeconds(30));
+    private static final RendezvousSettings SETTINGS = RendezvousSettings.resolve(new java.util.Properties(), java.util.Map.of());
 
     @ParameterizedTest(name = "{0} ranks")
     @ValueSource(ints = {64, 256, 1024})
-    void aGroupFormsWithEveryRankJoiningAtOnce(int worldSize) throws Exception {
-        try (TcpRendezvousServer server = TcpRendezvousServer.start(
+    void aGroupFormsAtTheDefaultSettingsBesideACpuHogAndIsKept(int worldSize) throws Exception {
+        try (CpuHog hog = new CpuHog(); TcpRendezvousServer server = TcpRendezvousServer.start(
                 new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), worldSize, TOKEN, SETTINGS)) {
+            ConcurrentLinkedQueue<String> losses = new ConcurrentLinkedQueue<>();
+            server.onPeerLost((rank, reason) -> losses.add("rank " + rank + ": " + reason));
             long[] connected = new long[1];
-            long nanos = formGroup(server, worldSize, Duration.ofSeconds(90), connected);
+            Duration keep = SETTINGS.heartbeatTimeout(worldSize);
+            long nanos = formGroup(server, worldSize, Duration.ofSeconds(90), connected, keep);
+            assertEquals(List.of(), List.copyOf(losses), "the server reported ranks lost");
             TcpRendezvousAttackTest.measured("formation: " + worldSize + " ranks join at once (threads of one JVM)",
                     worldSize + " connections", "every rank connected and authenticated; " + server.evictions()
                             + " handshakes evicted as busy and retried", connected[0]);
             TcpRendezvousAttackTest.measured("formation and first all-gather: " + worldSize + " ranks (threads of one JVM)",
-                    worldSize + " connections", "every rank finished one all-gather of 4 bytes", nanos);
+                    worldSize + " connections", "every rank finished one all-gather of 4 bytes, then the group was kept for "
+                            + keep.toMillis() + " ms beside " + hog.threads() + " spinning threads", nanos);
+        }
+    }
+
+    /** How the last rank of a group of 1024 is lost. */
+    enum Loss {
+        /** Its connection drops without goodbye, as when the process is killed. */
+        DROP,
+        /** It joined and never sends a frame again, as when the process is stopped. */
+        SILENT
+    }
+
+    @ParameterizedTest
+    @EnumSource(Loss.class)
+    void aRankLostInAGroupOf1024IsReportedToEveryOther(Loss loss) throws Exception {
+        int worldSize = 1024;
+        int lost = worldSize - 1;
+        try (TcpRendezvousServer server = TcpRendezvousServer.start(
+                new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), worldSize, TOKEN, SETTINGS)) {
+            WireClient victim = WireClient.joined(server, lost, TOKEN);
+            long lastFrame = System.nanoTime(); // the victim's AUTH: it sends nothing after it
+            ConcurrentLinkedQueue<Throwable> wrong = new ConcurrentLinkedQueue<>();
+            java.util.concurrent.atomic.AtomicLong worstReport = new java.util.concurrent.atomic.AtomicLong();
+            CountDownLatch joined = new CountDownLatch(lost);
+            List<Thread> ranks = new ArrayList<>();
+            for (int r = 0; r < lost; r++) {
+                int rank = r;
+                ranks.add(Thread.ofVirtual().name("loss-rank-" + r).start(() -> {
+                    try (TcpRendezvous rendezvous = TcpRendezvous.builder().rank(rank).worldSize(worldSize).serve(false)
+                            .serverPort(server.port()).token(TOKEN).settings(SETTINGS)
+                            .connectTimeout(Duration.ofSeconds(90)).closeLinger(Duration.ZERO).connect()) {
+                        joined.countDown();
+                        rendezvous.allGather("never", new byte[] {1}, Duration.ofSeconds(90));
+                        wrong.add(new AssertionError("rank " + rank + " gathered a value rank " + lost + " never sent"));
+                    } catch (dev.ar4j.PeerLostException e) {
+                        worstReport.accumulateAndGet(System.nanoTime(), Math::max);
+                        if (e.peer() != lost) {
+                            wrong.add(e);
+                        }
+                    } catch (Throwable e) {
+                        wrong.add(e);
+                    }
+                }));
+            }
+            assertTrue(joined.await(90, TimeUnit.SECONDS), "the group did not form: " + wrong.stream().limit(3).toList());
+            long from = lastFrame;
+            if (loss == Loss.DROP) {
+                from = System.nanoTime();
+                victim.close();
+            }
+            for (Thread rank : ranks) {
+                assertTrue(rank.join(Duration.ofSeconds(60)), "a rank thread hung: " + rank.getName());
+            }
+            victim.close();
+            assertEquals(List.of(), wrong.stream().limit(5).map(String::valueOf).toList(), wrong.size() + " ranks failed otherwise");
+            long millis = TimeUnit.NANOSECONDS.toMillis(worstReport.get() - from);
+            TcpRendezvousAttackTest.measured("rank 1023 of 1024 " + (loss == Loss.DROP ? "drops its connection"
+                            : "falls silent after joining") + " while the others wait in an all-gather (default settings)",
+                    worldSize + " connections", "all 1023 others: PeerLostException(1023), the last " + millis + " ms after "
+                            + (loss == Loss.DROP ? "the drop" : "its last frame"), TimeUnit.MILLISECONDS.toNanos(millis));
+            // The fan-out to 1023 ranks, all threads of this JVM beside the server, takes up to about 2 s on two cores.
+            long bound = (loss == Loss.DROP ? 0 : SETTINGS.heartbeatTimeout(worldSize).toMillis()) + 3_000;
+            assertTrue(millis <= bound, "the last rank heard of the loss " + millis + " ms after it; bound " + bound + " ms");
+        }
+    }
+
+    /** One platform thread per core spinning until closed: the load a busy host puts beside the ranks. */
+    static final class CpuHog implements AutoCloseable {
+        private final AtomicBoolean stop = new AtomicBoolean();
+        private final List<Thread> spinners = new ArrayList<>();
+
+        CpuHog() {
+            for (int i = 0; i < Runtime.getRuntime().availableProcessors(); i++) {
+                spinners.add(Thread.ofPlatform().daemon().name("cpu-hog-" + i).start(() -> {
+                    while (!stop.get()) {
+                        Thread.onSpinWait();
+                    }
+                }));
+            }
+        }
+
+        int threads() {
+            return spinners.size();
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            stop.set(true);
+            for (Thread spinner : spinners) {
+                spinner.join(Duration.ofSeconds(5));
+            }
         }
     }
 
@@ -74,7 +172,7 @@ class TcpRendezvousScaleTest {
             }
             List<Socket> slow = List.copyOf(flood.subList(idleSockets, flood.size()));
             dribbler = Thread.ofPlatform().daemon().start(() -> dribble(slow, stop));
-            long nanos = formGroup(server, worldSize, Duration.ofSeconds(60), new long[1]);
+            long nanos = formGroup(server, worldSize, Duration.ofSeconds(60), new long[1], Duration.ZERO);
             TcpRendezvousAttackTest.measured("flood: " + idleSockets + " idle sockets + " + slowloris
                             + " slowloris, then " + worldSize + " ranks (handshake queue of 64)",
                     (idleSockets + slowloris + worldSize) + " connections",
@@ -113,13 +211,16 @@ class TcpRendezvousScaleTest {
     }
 
     /**
-     * Starts {@code worldSize} ranks at once, each connecting and taking part in one all-gather.
+     * Starts {@code worldSize} ranks at once, each connecting and taking part in one all-gather;
+     * then, if {@code keep} is positive, every rank stays connected for {@code keep} more and meets
+     * in a barrier at its end.
      *
      * @param connected receives the time from the start until every rank had connected
-     * @return the time from the start until every rank finished
+     * @return the time from the start until every rank finished the all-gather
      */
-    static long formGroup(TcpRendezvousServer server, int worldSize, Duration connectTimeout, long[] connected)
-            throws Exception {
+    static long formGroup(TcpRendezvousServer server, int worldSize, Duration connectTimeout, long[] connected,
+                          Duration keep) throws Exception {
+        java.util.concurrent.atomic.AtomicLong lastGathered = new java.util.concurrent.atomic.AtomicLong();
         java.util.concurrent.atomic.AtomicLong lastConnected = new java.util.concurrent.atomic.AtomicLong();
         ConcurrentLinkedQueue<Throwable> failures = new ConcurrentLinkedQueue<>();
         CountDownLatch ready = new CountDownLatch(worldSize);
@@ -141,6 +242,13 @@ class TcpRendezvousScaleTest {
                         lastConnected.accumulateAndGet(System.nanoTime(), Math::max);
                         byte[][] all = rendezvous.allGather("formed", expected[rank], Duration.ofSeconds(90));
                         assertArrayEquals(expected, all, "rank " + rank + " gathered wrong values");
+                        lastGathered.accumulateAndGet(System.nanoTime(), Math::max);
+                        if (keep.isPositive()) {
+                            if (rank == 0) {
+                                Thread.sleep(keep); // the duration the group must be kept: what is under test
+                            }
+                            rendezvous.barrier("kept", Duration.ofSeconds(90).plus(keep));
+                        }
                     }
                 } catch (Throwable failure) {
                     failures.add(failure);
@@ -153,7 +261,7 @@ class TcpRendezvousScaleTest {
         for (Thread rank : ranks) {
             assertTrue(rank.join(Duration.ofSeconds(110)), "a rank thread hung: " + rank.getName());
         }
-        long nanos = System.nanoTime() - start;
+        long nanos = lastGathered.get() - start;
         connected[0] = lastConnected.get() - start;
         assertEquals(List.of(), failures.stream().limit(5).map(String::valueOf).toList(),
                 failures.size() + " of " + worldSize + " ranks failed");
