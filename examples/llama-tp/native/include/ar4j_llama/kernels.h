@@ -284,6 +284,13 @@ int ar4j_llama_prefill_softmax(void *scores, int64_t row_stride, int64_t head_st
                                void *stream);
 
 /*
+ * The calling thread's current device's free and total memory in bytes (cudaMemGetInfo), e.g.
+ * to refuse a KV cache that cannot fit before allocating it. Returns 0, a cudaError_t, or
+ * AR4J_LLAMA_ERROR_NULL_POINTER.
+ */
+int ar4j_llama_device_memory(size_t *free_bytes, size_t *total_bytes);
+
+/*
  * A linear layer for a few tokens: Y[r, j] = bf16( sum_i X[r, i] * W[j, i] ) for r < rows,
  * j < n, with fp32 accumulation and one rounding per output, as torch.nn.functional.linear in
  * bf16 (HF's Linear without bias). W: n x k bf16, row-major, contiguous (a PyTorch linear

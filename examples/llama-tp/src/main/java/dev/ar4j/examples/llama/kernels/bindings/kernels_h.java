@@ -914,6 +914,67 @@ public class kernels_h extends kernels_h$shared {
         }
     }
 
+    private static class ar4j_llama_device_memory {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_device_memory");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_device_memory(size_t *free_bytes, size_t *total_bytes)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_device_memory$descriptor() {
+        return ar4j_llama_device_memory.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_device_memory(size_t *free_bytes, size_t *total_bytes)
+     * }
+     */
+    public static MethodHandle ar4j_llama_device_memory$handle() {
+        return ar4j_llama_device_memory.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_device_memory(size_t *free_bytes, size_t *total_bytes)
+     * }
+     */
+    public static MemorySegment ar4j_llama_device_memory$address() {
+        return ar4j_llama_device_memory.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_device_memory(size_t *free_bytes, size_t *total_bytes)
+     * }
+     */
+    public static int ar4j_llama_device_memory(MemorySegment free_bytes, MemorySegment total_bytes) {
+        var mh$ = ar4j_llama_device_memory.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_device_memory", free_bytes, total_bytes);
+            }
+            return (int)mh$.invokeExact(free_bytes, total_bytes);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class ar4j_llama_linear_rows {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             kernels_h.C_INT,
