@@ -15,6 +15,9 @@
 #      reference/torch_decode_bench.py's two PyTorch forms at the same contexts (plain: one CUDA graph;
 #      --compile: torch.compile max-autotune-no-cudagraphs, then one CUDA graph); then a table of the
 #      medians and the ratios engine/plain and engine/compile per context ($OUT/bench-table.txt);
+#      beside it the prefill of the same prompts: the engine bench's prefill row (the whole chunked
+#      prefill) against reference/torch_prefill_bench.py (eager PyTorch, cuBLAS GEMMs + SDPA is_causal,
+#      writing a KV cache) at the same prompt lengths, with the ratio per prompt (same table file);
 #      then llama3-8b at TP 2 and verify-7168 at TP 2 with --draft 3 (ranks sharing the GPU:
 #      functional figures, not a speed-up);
 #   shard (not in the default STEPS): ar4j-llama --tp-shard-of 2, 4, 8 on llama3-8b (rank 0's shard
@@ -80,6 +83,11 @@ torch_ms() {  # log
   awk '$1 == "torch-decode" { for (i = 2; i <= NF; i++) if ($i ~ /^median_ms=/) v = substr($i, 11) }
        END { print (v == "" ? "-" : v) }' "$1"
 }
+torch_prefill_ms() {  # log, prompt
+  [[ -f "$1" ]] || { echo -; return; }
+  awk -v p="prompt=$2" '$1 == "torch-prefill" && $0 ~ (" " p " ") { for (i = 2; i <= NF; i++) if ($i ~ /^median_ms=/) v = substr($i, 11) }
+       END { print (v == "" ? "-" : v) }' "$1"
+}
 ratio() {  # a, b: a / b, or "-"
   awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.3f", a / b; else printf "-" }'
 }
@@ -104,6 +112,20 @@ bench_table() {
     c=$(torch_ms "$logs/bench-torch-compile-c$ctx.log")
     echo "bench-ratio model=llama3-8b tp=1 context=$ctx engine_ms=$e verify3_ms=$(engine_ms "$logs/bench-engine-c$ctx.log" ar4j verify)" \
       "plain_ms=$p compile_ms=$c engine_over_plain=$(ratio "$e" "$p") engine_over_compile=$(ratio "$e" "$c")"
+  done
+  echo
+  echo "# llama3-8b, TP 1, batch 1, prefill of a prompt of that many tokens (time to first token: the engine's whole"
+  echo "# chunked prefill, eager; PyTorch eager, SDPA is_causal); median ms; ratio < 1: the engine is faster"
+  printf '%-8s %12s %14s %15s\n' prompt engine-prefill torch-prefill engine/torch
+  for ctx in $contexts; do
+    e=$(engine_ms "$logs/bench-engine-c$ctx.log" ar4j prefill)
+    p=$(torch_prefill_ms "$logs/bench-torch-prefill.log" "$ctx")
+    printf '%-8s %12s %14s %15s\n' "$ctx" "$e" "$p" "$(ratio "$e" "$p")"
+  done
+  for ctx in $contexts; do
+    e=$(engine_ms "$logs/bench-engine-c$ctx.log" ar4j prefill)
+    p=$(torch_prefill_ms "$logs/bench-torch-prefill.log" "$ctx")
+    echo "bench-prefill-ratio model=llama3-8b tp=1 prompt=$ctx engine_ms=$e torch_ms=$p engine_over_torch=$(ratio "$e" "$p")"
   done
 }
 
@@ -141,6 +163,7 @@ sys.exit(0 if json.load(open(sys.argv[1])).get("format_version") == 2 else 1)' "
             --replays 1000 "${flag[@]}"
         done
       done
+      step bench-torch-prefill "$python" reference/torch_prefill_bench.py --model llama3-8b --prompts "${contexts// /,}"
       bench_table >"$logs/bench-table.txt"
       if [[ "${BENCH_TP2:-1}" != 0 ]]; then
         step bench-llama3-8b-tp2 llama --synthetic llama3-8b --tp 2 --share-gpu --mode bench

@@ -51,7 +51,7 @@ if [[ "${AR4J_PTXAS_VERBOSE:-0}" == "1" ]]; then FLAGS+=(-Xptxas -v); fi
 
 LIB="$OUT_DIR/libar4j_llama_kernels.so"
 OBJ_DIR="$OUT_DIR/obj"
-UNITS=(status.cpp gather.cu rope.cu attention.cu elementwise.cu fill.cu linear.cu)
+UNITS=(status.cpp gather.cu rope.cu attention.cu elementwise.cu fill.cu linear.cu prefill.cu device_memory.cpp)
 mkdir -p "$OBJ_DIR"
 
 # The compiler and flags of the last build: another NVCC or AR4J_GENCODE rebuilds everything.
@@ -103,7 +103,7 @@ if [[ "$WITH_TEST" == "test" ]]; then
         # it has no kernels of its own (PTX only, JIT-compiled if ever needed).
         "$NVCC" -O2 -std=c++17 -Xcompiler -Wall -I"$HERE/include" -gencode=arch=compute_80,code=compute_80 \
             -o "$TEST" "$HERE/test/kernels_test.cu" -L"$OUT_DIR" -lar4j_llama_kernels \
-            -Xlinker -rpath -Xlinker '$ORIGIN' -cudart static
+            -Xlinker -rpath -Xlinker '$ORIGIN' -cudart static -ldl
         echo "built $TEST"
     fi
 fi

@@ -16,6 +16,7 @@
 #include "attention_bench.h"
 #include "linear_bench.h"
 #include "linear_checks.h"
+#include "prefill_checks.h"
 
 int main(int argc, char **argv) {
     using namespace test;
@@ -51,6 +52,7 @@ int main(int argc, char **argv) {
     check_rope(4, 1, 128, 1000, true, 1.0f);
     check_rope(2, 2, 256, 7, true, 0.8f);
     check_rope(3, 0, 96, 3, false, 1.0f);  // q only
+    check_rope(8, 2, 128, 131066, false, 1.0f);  // positions 131066 .. 131071 (2^17 - 1)
 
     printf("rope_kv_append\n");
     check_rope_kv_append(8, 2, 128, true);
@@ -89,6 +91,32 @@ int main(int argc, char **argv) {
     for (const AttentionCase &c : cases) check_attention(c);
     check_attention_bad_position(1);  // one split: out written by the values kernel
     check_attention_bad_position(2);  // two splits: out written by the merge
+
+    printf("prefill attention\n");
+    // The softmax alone: rows, heads, first position, extra columns of the row stride.
+    check_prefill_softmax(1, 1, 0, 0);
+    check_prefill_softmax(7, 3, 0, 8);
+    check_prefill_softmax(64, 2, 0, 0);
+    check_prefill_softmax(40, 2, 960, 16);   // keys 1000: a chunk at an offset
+    check_prefill_softmax(3, 2, 4096, 0);    // keys 4099
+    check_prefill_softmax(2, 1, 131070, 0);  // keys 131072
+    check_prefill_softmax_errors();
+    // The engine's chunk (cuBLAS batched GEMMs around the softmax): context 1, 7, 64, 1000, 4099
+    // (first position + rows); head_dim 64 and 128; GQA 1, 4, 8.
+    const AttentionCase prefill_cases[] = {
+        {"context 1", 1, 8, 1, 128, 64, 0, 1, false},
+        {"context 7, GQA 4", 7, 8, 2, 64, 64, 0, 1, false},
+        {"context 7 MHA", 7, 4, 4, 128, 16, 0, 1, false},
+        {"context 64, GQA 8", 64, 8, 1, 128, 64, 0, 1, false},
+        {"context 64, chunk at 40", 24, 8, 2, 64, 128, 40, 1, false},
+        {"context 1000, GQA 4", 100, 8, 2, 128, 1024, 900, 1, false},
+        {"context 1000 MHA", 37, 4, 4, 64, 1000, 963, 1, false},
+        {"context 1000, GQA 8, one chunk", 1000, 8, 1, 64, 1000, 0, 1, false},
+        {"context 4099, GQA 8", 67, 8, 1, 128, 4608, 4032, 1, false},
+        {"context 4099, GQA 4", 3, 8, 2, 64, 4099, 4096, 1, false},
+        {"context 4099 MHA", 19, 4, 4, 128, 4104, 4080, 1, false},
+    };
+    for (const AttentionCase &c : prefill_cases) check_prefill_attention(c);
 
     printf("elementwise\n");
     check_silu_mul();

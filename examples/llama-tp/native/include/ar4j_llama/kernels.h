@@ -260,6 +260,37 @@ int ar4j_llama_attention(const void *q, int64_t q_row_stride, const void *k_cach
                          int32_t *device_status, int32_t pdl, void *stream);
 
 /*
+ * The middle step of prefill attention through batched GEMMs (the engine's chunked prefill:
+ * S_h = Q_h . K_g^T with cuBLAS, bf16 out; this; O_h = P_h . V_g with cuBLAS), in place on the
+ * scores of n query rows of n_heads heads. Query row i is at position start_pos + i; the keys are
+ * positions 0 .. start_pos + n - 1 (the KV cache after this chunk's append). For each head h and
+ * row i, with S the bf16 matmul output d_j, j < start_pos + n:
+ *   s_j = bf16(d_j * scale)                                    (HF: matmul(q, k^T) * scaling)
+ *   p_j = bf16(expf(s_j - max) / sum)   for j <= start_pos + i (softmax in fp32, cast to bf16;
+ *                                        max and sum over j <= start_pos + i)
+ *   p_j = 0                             for start_pos + i < j < start_pos + n (the causal mask:
+ *                                        HF adds the dtype's minimum, whose exp is 0)
+ * the rounding points of transformers' eager_attention_forward and of ar4j_llama_attention. The
+ * max and the running sum are taken per thread in column order, then combined in a fixed tree:
+ * deterministic, matching PyTorch to fp32 rounding of the sum, not bitwise.
+ * scores[h * head_stride + i * row_stride + j] (bf16): 16-byte aligned, row_stride a multiple of
+ * 8 and >= start_pos + n rounded up to 8 (columns from start_pos + n to that bound are read and
+ * left as they are), head_stride a multiple of 8 and >= n * row_stride when n_heads > 1.
+ * 1 <= n; 1 <= n_heads <= 65535; 0 <= start_pos; scale finite > 0. One block per (row, head).
+ * A NaN score makes its row's probabilities NaN.
+ */
+int ar4j_llama_prefill_softmax(void *scores, int64_t row_stride, int64_t head_stride, int32_t n,
+                               int32_t n_heads, int32_t start_pos, float scale, int32_t pdl,
+                               void *stream);
+
+/*
+ * The calling thread's current device's free and total memory in bytes (cudaMemGetInfo), e.g.
+ * to refuse a KV cache that cannot fit before allocating it. Returns 0, a cudaError_t, or
+ * AR4J_LLAMA_ERROR_NULL_POINTER.
+ */
+int ar4j_llama_device_memory(size_t *free_bytes, size_t *total_bytes);
+
+/*
  * A linear layer for a few tokens: Y[r, j] = bf16( sum_i X[r, i] * W[j, i] ) for r < rows,
  * j < n, with fp32 accumulation and one rounding per output, as torch.nn.functional.linear in
  * bf16 (HF's Linear without bias). W: n x k bf16, row-major, contiguous (a PyTorch linear

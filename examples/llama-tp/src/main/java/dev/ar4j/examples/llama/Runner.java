@@ -50,7 +50,7 @@ final class Runner {
                 LlamaTensors.check(folder, layout.config());
             }
             EngineSettings s = new EngineSettings(layout, o.context(), o.prompt().length, o.draft(), false, true,
-                    o.seed(), o.shardAlone());
+                    o.seed(), o.shardAlone(), prefillChunk());
             BenchTable table = o.mode() == RunMode.BENCH ? new BenchTable(out, LlamaMain.describe(o, layout)
                     + (launched ? "; one JVM per rank" : "; GPUs " + Arrays.toString(o.deviceOfRank()))) : null;
             if (table != null && o.shardAlone()) {
@@ -87,6 +87,22 @@ final class Runner {
             if (folder != null) {
                 folder.close();
             }
+        }
+    }
+
+    /** The system property that sets the prefill chunk (tokens per prefill step; default 1024). */
+    static final String PREFILL_CHUNK_PROPERTY = "ar4j.llama.prefillChunk";
+
+    private static int prefillChunk() {
+        String v = System.getProperty(PREFILL_CHUNK_PROPERTY);
+        if (v == null) {
+            return EngineSettings.DEFAULT_PREFILL_CHUNK;
+        }
+        try {
+            return Integer.parseInt(v.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("-D" + PREFILL_CHUNK_PROPERTY + "=" + v + ": expected a number of tokens "
+                    + "(at least 16; default " + EngineSettings.DEFAULT_PREFILL_CHUNK + ")");
         }
     }
 

@@ -85,6 +85,42 @@ public final class Cublas implements AutoCloseable {
         }
     }
 
+    /**
+     * A batch of products on column-major bf16 matrices with fp32 accumulation and bf16 output
+     * ({@code cublasGemmBatchedEx}, {@code CUBLAS_COMPUTE_32F}): for each {@code i < batch},
+     * {@code C_i (m x n, ldc) = op(A_i) · B_i (k x n, ldb)}, {@code op(A_i)} the {@code m x k} matrix
+     * {@code A_i} or, when {@code transposeA}, the transpose of {@code A_i (k x m, lda)}. The matrices'
+     * addresses are read from three arrays of {@code batch} device pointers in device memory, which
+     * may be filled once and reused (capturable).
+     *
+     * @param transposeA whether A is transposed
+     * @param m          rows of C
+     * @param n          columns of C
+     * @param k          the shared dimension
+     * @param aPointers  the device address of {@code batch} pointers to A matrices
+     * @param lda        A's leading dimension in elements
+     * @param bPointers  the device address of {@code batch} pointers to B matrices
+     * @param ldb        B's leading dimension
+     * @param cPointers  the device address of {@code batch} pointers to C matrices
+     * @param ldc        C's leading dimension
+     * @param batch      products
+     * @throws EngineException if cuBLAS refuses the call
+     */
+    public void gemmBatched(boolean transposeA, int m, int n, int k, long aPointers, int lda, long bPointers, int ldb,
+                            long cPointers, int ldc, int batch) {
+        int status = cublas_api_h.cublasGemmBatchedEx(handle,
+                transposeA ? cublas_api_h.CUBLAS_OP_T() : cublas_api_h.CUBLAS_OP_N(), cublas_api_h.CUBLAS_OP_N(), m, n, k,
+                one, MemorySegment.ofAddress(aPointers), cublas_api_h.CUDA_R_16BF(), lda,
+                MemorySegment.ofAddress(bPointers), cublas_api_h.CUDA_R_16BF(), ldb, zero,
+                MemorySegment.ofAddress(cPointers), cublas_api_h.CUDA_R_16BF(), ldc, batch,
+                cublas_api_h.CUBLAS_COMPUTE_32F(), cublas_api_h.CUBLAS_GEMM_DEFAULT());
+        if (status != cublas_api_h.CUBLAS_STATUS_SUCCESS()) {
+            throw new EngineException("cublasGemmBatchedEx(" + (transposeA ? "T" : "N") + "N, m=" + m + ", n=" + n
+                    + ", k=" + k + ", lda=" + lda + ", ldb=" + ldb + ", ldc=" + ldc + ", batch=" + batch + ") failed: "
+                    + statusName(status));
+        }
+    }
+
     static void check(int status, String call) {
         if (status != cublas_api_h.CUBLAS_STATUS_SUCCESS()) {
             throw new EngineException(call + " failed: " + statusName(status));

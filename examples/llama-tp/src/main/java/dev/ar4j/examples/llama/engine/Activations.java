@@ -10,8 +10,10 @@ import java.util.List;
  * One rank's activation buffers for steps of up to {@code maxTokens} tokens (bf16 unless said):
  * the residual stream, the normed input of the next projection, the row-parallel partial sums
  * (all-reduced), a zero residual for the first layer, the fused QKV and gate/up outputs, the
- * attention output, the logits over the padded vocabulary, and the int32 token ids, positions and
- * argmax. Owns every buffer.
+ * attention output, the logits over the padded vocabulary (of the rows that get logits only: a
+ * prompt's last, a verify step's draft, never prompt x vocabulary), and the int32 token ids,
+ * positions and argmax. Sized by the longest step (a prefill chunk), not by the prompt. Owns every
+ * buffer.
  */
 final class Activations implements AutoCloseable {
 
@@ -34,7 +36,7 @@ final class Activations implements AutoCloseable {
     final DeviceBuffer argmaxWorkspace;
     private final List<DeviceBuffer> owned = new ArrayList<>();
 
-    Activations(TensorParallelLayout layout, int maxTokens, long attentionWorkspaceBytes) {
+    Activations(TensorParallelLayout layout, int maxTokens, int logitRows, long attentionWorkspaceBytes) {
         this.maxTokens = maxTokens;
         this.hidden = layout.config().hiddenSize();
         long t = maxTokens;
@@ -46,14 +48,14 @@ final class Activations implements AutoCloseable {
             qkv = bf16(t * layout.qkvWidthPerRank());
             attention = bf16(t * layout.queryWidthPerRank());
             gateUp = bf16(t * layout.gateUpWidthPerRank());
-            logits = bf16(t * layout.paddedVocab());
+            logits = bf16((long) logitRows * layout.paddedVocab());
             ids = own(4 * t);
             positions = own(4 * t);
             argmax = own(4 * t);
             argmaxValue = own(4 * t);
             attentionWorkspace = own(Math.max(16, attentionWorkspaceBytes));
             argmaxWorkspace = own(Math.max(16, LlamaKernels.linearRowsArgmaxWorkspaceBytes(
-                    Math.min(maxTokens, LlamaKernels.MAX_LINEAR_ROWS), layout.vocabPerRank())));
+                    Math.min(logitRows, LlamaKernels.MAX_LINEAR_ROWS), layout.vocabPerRank())));
             for (DeviceBuffer b : owned) {
                 b.fill(0);
             }
@@ -61,6 +63,20 @@ final class Activations implements AutoCloseable {
             close();
             throw e;
         }
+    }
+
+    /**
+     * The bytes the constructor allocates (each buffer rounded up to 16 bytes, as allocated), for the
+     * engine's check that everything fits before it allocates.
+     */
+    static long bytes(TensorParallelLayout layout, int maxTokens, int logitRows, long attentionWorkspaceBytes) {
+        long t = maxTokens;
+        long h = layout.config().hiddenSize();
+        long bf16 = 2 * (4 * t * h + t * layout.qkvWidthPerRank() + t * layout.queryWidthPerRank()
+                + t * layout.gateUpWidthPerRank() + (long) logitRows * layout.paddedVocab());
+        return bf16 + 16 * t + Math.max(16, attentionWorkspaceBytes) + 16 * 16 + Math.max(16,
+                LlamaKernels.linearRowsArgmaxWorkspaceBytes(Math.min(logitRows, LlamaKernels.MAX_LINEAR_ROWS),
+                        layout.vocabPerRank()));
     }
 
     private DeviceBuffer bf16(long elements) {

@@ -15,9 +15,26 @@ import dev.ar4j.examples.llama.weights.TensorParallelLayout;
  * @param shardAlone run rank 0's shard of the layout's split as the only rank (a communicator of world size 1):
  *                   the per-rank compute of a TP {@code layout.tp()} step, for benchmarks only (the LM head
  *                   fills only rank 0's vocabulary, so the greedy tokens mean nothing)
+ * @param prefillChunk the most prompt tokens of one prefill step: a longer prompt runs in chunks of about equal
+ *                   size, each appending to the KV cache and attending every earlier position, so that the
+ *                   activations (and the attention's scores) are sized by the chunk, not by the prompt
  */
 public record EngineSettings(TensorParallelLayout layout, int context, int prefillMax, int draft, boolean keepLogits,
-                             boolean pdl, long seed, boolean shardAlone) {
+                             boolean pdl, long seed, boolean shardAlone, int prefillChunk) {
+
+    /**
+     * The default {@link #prefillChunk}: 1024 tokens. The dense products of llama3-8b are GEMMs of
+     * M = 1024 rows, large enough for cuBLAS to fill an H100/H200 (512 rows leave the QKV and O products at
+     * about 1.5 waves of 128-row tiles), while the scores of a chunk at context 8192 take 512 MiB (32 heads)
+     * and the activations about 100 MiB.
+     */
+    public static final int DEFAULT_PREFILL_CHUNK = 1024;
+
+    /**
+     * The prompt rows whose logits an engine that keeps logits copies out (the last ones): what the
+     * references of {@code reference/make_reference.py} record (format 2).
+     */
+    public static final int KEPT_PROMPT_LOGIT_ROWS = 8;
 
     /**
      * Checks the sizes.
@@ -28,6 +45,10 @@ public record EngineSettings(TensorParallelLayout layout, int context, int prefi
         if (context < 1 || prefillMax < 1 || draft < 0 || prefillMax > context || draft > context) {
             throw new IllegalArgumentException("context " + context + ", prefill " + prefillMax + ", draft " + draft
                     + ": need 1 <= prefill <= context and 0 <= draft <= context");
+        }
+        if (prefillChunk < 2 * KEPT_PROMPT_LOGIT_ROWS) {
+            throw new IllegalArgumentException("a prefill chunk of " + prefillChunk + " tokens; need at least "
+                    + 2 * KEPT_PROMPT_LOGIT_ROWS);
         }
         if (shardAlone && layout.tp() < 2) {
             throw new IllegalArgumentException("a shard of a split over " + layout.tp()
@@ -48,7 +69,51 @@ public record EngineSettings(TensorParallelLayout layout, int context, int prefi
      */
     public EngineSettings(TensorParallelLayout layout, int context, int prefillMax, int draft, boolean keepLogits,
                           boolean pdl, long seed) {
-        this(layout, context, prefillMax, draft, keepLogits, pdl, seed, false);
+        this(layout, context, prefillMax, draft, keepLogits, pdl, seed, false, DEFAULT_PREFILL_CHUNK);
+    }
+
+    /**
+     * Settings with the default prefill chunk.
+     *
+     * @param layout     the model and its split
+     * @param context    KV-cache positions
+     * @param prefillMax the longest prompt
+     * @param draft      draft tokens of the verify step
+     * @param keepLogits copy the logits out
+     * @param pdl        programmatic dependent launch
+     * @param seed       the synthetic weights' seed
+     * @param shardAlone rank 0's shard alone
+     */
+    public EngineSettings(TensorParallelLayout layout, int context, int prefillMax, int draft, boolean keepLogits,
+                          boolean pdl, long seed, boolean shardAlone) {
+        this(layout, context, prefillMax, draft, keepLogits, pdl, seed, shardAlone, DEFAULT_PREFILL_CHUNK);
+    }
+
+    /**
+     * The sizes of the prefill chunks of a prompt: {@code ceil(prompt / prefillChunk)} chunks of about equal size
+     * (the first ones one token longer), so that each holds at least {@link #KEPT_PROMPT_LOGIT_ROWS} tokens when
+     * there are several (the last chunk yields the kept prompt logits).
+     *
+     * @param prompt the prompt's length, at least 1
+     * @return the chunks' lengths in order
+     */
+    public int[] prefillChunks(int prompt) {
+        int n = (prompt + prefillChunk - 1) / prefillChunk;
+        int[] sizes = new int[n];
+        for (int i = 0; i < n; i++) {
+            sizes[i] = prompt / n + (i < prompt % n ? 1 : 0);
+        }
+        return sizes;
+    }
+
+    /**
+     * The most rows of logits one step computes: the verify step's draft, the prompt's last
+     * {@link #KEPT_PROMPT_LOGIT_ROWS} when logits are kept, and 1.
+     *
+     * @return rows
+     */
+    public int logitRows() {
+        return Math.max(Math.max(1, draft), keepLogits ? Math.min(prefillMax, KEPT_PROMPT_LOGIT_ROWS) : 1);
     }
 
     /**
@@ -63,24 +128,22 @@ public record EngineSettings(TensorParallelLayout layout, int context, int prefi
     /**
      * The most tokens one step holds.
      *
-     * @return {@code max(prefillMax, draft, 1)}
+     * @return {@code max(min(prefillMax, prefillChunk), draft, 1)}
      */
     public int maxTokens() {
-        return Math.max(1, Math.max(prefillMax, draft));
+        return Math.max(1, Math.max(Math.min(prefillMax, prefillChunk), draft));
     }
 
     /**
      * The communicator's staging buffer this engine needs, so that the largest all-reduce of a step
      * fits ar4j's kernels (ranks sharing a GPU have no NCCL to fall back on): every all-reduce of the
-     * longest step (hidden rows), and the logits of a decode or verify step (or of every prompt
-     * position when logits are kept).
+     * longest step (hidden rows of a prefill chunk), and the logits of {@link #logitRows()} rows.
      *
      * @return bytes, at least ar4j's default and a multiple of 1 MiB
      */
     public long stagingBytes() {
         long hiddenRows = 2L * maxTokens() * layout.config().hiddenSize();
-        long logitRows = keepLogits ? maxTokens() : Math.max(1, draft);
-        long logits = 2L * logitRows * layout.paddedVocab();
+        long logits = 2L * logitRows() * layout.paddedVocab();
         long need = Math.max(hiddenRows, logits);
         long mib = 1L << 20;
         return Math.max(dev.ar4j.Communicator.DEFAULT_STAGING_BYTES, (need + mib - 1) / mib * mib);

@@ -52,6 +52,8 @@ final class ForwardPass {
     private final float eps;
     private final float scale;
     private final int rowsKernelMaxTokens;
+    /** Prefill chunks' attention through cuBLAS batched GEMMs (steps of more than 8 tokens), or {@code null}. */
+    private final PrefillAttention prefill;
 
     /**
      * The system property that chooses the products' library: {@code auto} (default: the rows
@@ -61,8 +63,9 @@ final class ForwardPass {
     static final String LINEAR_PROPERTY = "ar4j.llama.linear";
 
     ForwardPass(Communicator comm, CudaStream stream, Cublas cublas, LlamaKernels kernels, RankWeights weights,
-                Activations activations, KvCache cache) {
+                Activations activations, KvCache cache, PrefillAttention prefill) {
         this.comm = comm;
+        this.prefill = prefill;
         this.stream = stream;
         this.cublas = cublas;
         this.kernels = kernels;
@@ -124,7 +127,20 @@ final class ForwardPass {
      * @param logitRows the last rows that get logits and an argmax (1 to {@code t}; a prompt needs only its last)
      */
     void enqueue(StepViews v, int splits, SectionTimer timer, int logitRows) {
+        enqueue(v, splits, timer, logitRows, -1);
+    }
+
+    /**
+     * Enqueues the step; a prefill chunk of more than {@code AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS} tokens at
+     * positions {@code chunkStart ..} (a host value: eager steps only) runs its attention through
+     * {@link PrefillAttention}.
+     *
+     * @param logitRows  as above, or 0 for a prefill chunk before the last (no LM head)
+     * @param chunkStart the first position of a prefill chunk, or -1 (positions only in device memory)
+     */
+    void enqueue(StepViews v, int splits, SectionTimer timer, int logitRows, int chunkStart) {
         int t = v.tokens();
+        boolean chunkAttention = prefill != null && chunkStart >= 0 && t > LlamaKernels.MAX_ATTENTION_STORED_TOKENS;
         int h = c.hiddenSize();
         int hd = c.headDim();
         int heads = layout.headsPerRank();
@@ -154,9 +170,13 @@ final class ForwardPass {
                     cache.keys(l), cache.values(l), positions, act.positions.address());
             end(timer);
             begin(timer, StepSection.ATTENTION, timer == null ? 0 : kvBytesPerKey * timer.contextKeys());
-            kernels.attention(qkv, qkvW, cache.keys(l), cache.values(l), t, heads, kvHeads, hd, positions,
-                    act.positions.address(), scale, act.attention.address(), qW, splits,
-                    act.attentionWorkspace.address(), act.attentionWorkspace.byteSize());
+            if (chunkAttention) {
+                prefill.enqueue(l, t, chunkStart, scale);
+            } else {
+                kernels.attention(qkv, qkvW, cache.keys(l), cache.values(l), t, heads, kvHeads, hd, positions,
+                        act.positions.address(), scale, act.attention.address(), qW, splits,
+                        act.attentionWorkspace.address(), act.attentionWorkspace.byteSize());
+            }
             end(timer);
             begin(timer, StepSection.O_PROJ, 2L * h * qW);
             linear(w.address(Kind.OUT_PROJ, l), act.attention.address(), act.partial.address(), t, h, qW, qW, h);
@@ -184,6 +204,9 @@ final class ForwardPass {
             fused(v, v.residual(), w.get(next), timer);
         }
 
+        if (logitRows == 0 && chunkStart >= 0) {
+            return;  // a prefill chunk before the last: its keys and values are in the cache, nothing else is used
+        }
         int vocabPad = layout.paddedVocab();
         int rows = logitRows;
         if (rows < 1 || rows > t) {

@@ -17,8 +17,13 @@ final class KvCache implements AutoCloseable {
     KvCache(TensorParallelLayout layout, int positions) {
         this.positions = positions;
         this.layerBytes = 2L * positions * layout.keyValueWidthPerRank();
-        this.all = DeviceBuffer.allocate(2 * layerBytes * layout.config().numHiddenLayers());
+        this.all = DeviceBuffer.allocate(bytes(layout, positions));
         all.fill(0);
+    }
+
+    /** The bytes a cache of {@code positions} positions allocates. */
+    static long bytes(TensorParallelLayout layout, int positions) {
+        return 4L * positions * layout.keyValueWidthPerRank() * layout.config().numHiddenLayers();
     }
 
     int positions() {

@@ -102,6 +102,35 @@ final class LlamaKernels {
                 pdl, stream), "ar4j_llama_attention");
     }
 
+    /**
+     * Prefill attention's softmax in place on the scores of {@code n} rows of {@code heads} heads
+     * ({@code ar4j_llama_prefill_softmax}): row i at position {@code startPos + i}, keys 0 ..
+     * {@code startPos + n - 1}.
+     */
+    void prefillSoftmax(long scores, long rowStride, long headStride, int n, int heads, int startPos, float scale) {
+        check(kernels_h.ar4j_llama_prefill_softmax(at(scores), rowStride, headStride, n, heads, startPos, scale, pdl,
+                stream), "ar4j_llama_prefill_softmax");
+    }
+
+    /** {@code AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS}: above it, a step's attention recomputes its scores. */
+    static final int MAX_ATTENTION_STORED_TOKENS = kernels_h.AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS();
+
+    /**
+     * The current device's free and total memory ({@code ar4j_llama_device_memory}).
+     *
+     * @return {free, total} bytes
+     */
+    static long[] deviceMemory() {
+        LlamaKernelsLibrary.load();
+        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+            MemorySegment free = a.allocate(java.lang.foreign.ValueLayout.JAVA_LONG);
+            MemorySegment total = a.allocate(java.lang.foreign.ValueLayout.JAVA_LONG);
+            check(kernels_h.ar4j_llama_device_memory(free, total), "ar4j_llama_device_memory");
+            return new long[] {free.get(java.lang.foreign.ValueLayout.JAVA_LONG, 0),
+                    total.get(java.lang.foreign.ValueLayout.JAVA_LONG, 0)};
+        }
+    }
+
     /** {@code AR4J_LLAMA_MAX_LINEAR_ROWS}: the most rows of X that {@link #linearRows} takes. */
     static final int MAX_LINEAR_ROWS = kernels_h.AR4J_LLAMA_MAX_LINEAR_ROWS();
 

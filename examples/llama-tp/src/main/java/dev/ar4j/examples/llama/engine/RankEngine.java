@@ -42,6 +42,8 @@ public final class RankEngine implements AutoCloseable {
     private final int smCount;
     private final StepRunner decode;
     private final StepRunner verify;
+    /** The rows of logits the last prefill kept (its last positions). */
+    private int prefillLogitRows;
 
     private RankEngine(Communicator comm, EngineSettings s, ModelFolder folder, PrintStream progress) {
         this.comm = comm;
@@ -58,6 +60,8 @@ public final class RankEngine implements AutoCloseable {
                     + ", " + layout.vocabPerRank() + " rows per rank): use fewer ranks");
         }
         try {
+            long attentionWs = attentionWorkspaceBytes(s);
+            checkFits(s, attentionWs, comm.rank());
             // Non-blocking: no implicit order with the legacy stream, which another thread (a watchdog, a
             // synchronous copy) may use while this stream is being captured.
             stream = own(CudaStream.create(true, 0));
@@ -75,20 +79,14 @@ public final class RankEngine implements AutoCloseable {
             }
             KvCache cache = own(new KvCache(layout, s.context()));
             smCount = Cuda.deviceAttribute(DeviceAttribute.MULTI_PROCESSOR_COUNT, comm.device());
-            // Every step size may run (a prompt of any length up to prefillMax); the workspace
-            // is not monotonic in it (scores are kept up to AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS tokens).
-            long ws = 0;
-            for (int t = 1; t <= s.maxTokens(); t++) {
-                ws = Math.max(ws, LlamaKernels.attentionWorkspaceBytes(t, layout.headsPerRank(), layout.kvHeadsPerRank(),
-                        layout.config().headDim(), s.context(), splits(t)));
-            }
-            if (ws == 0) {
-                throw new EngineException("head_dim " + layout.config().headDim() + ": the attention kernels need a "
-                        + "multiple of 8 up to " + kernels_h.AR4J_LLAMA_MAX_HEAD_DIM());
-            }
-            act = own(new Activations(layout, s.maxTokens(), ws));
-            io = own(new HostIo(s.maxTokens(), 2L * s.maxTokens() * layout.paddedVocab(), s.keepLogits()));
-            forward = new ForwardPass(comm, stream, cublas, kernels, weights, act, cache);
+            act = own(new Activations(layout, s.maxTokens(), s.logitRows(), attentionWs));
+            io = own(new HostIo(s.maxTokens(), 2L * s.logitRows() * layout.paddedVocab(), s.keepLogits()));
+            int chunkRows = Math.min(s.prefillMax(), s.prefillChunk());
+            PrefillAttention prefillAttention = chunkRows > LlamaKernels.MAX_ATTENTION_STORED_TOKENS
+                    ? own(new PrefillAttention(cublas, kernels, layout, cache, act.qkv.address(),
+                            act.attention.address(), chunkRows))
+                    : null;
+            forward = new ForwardPass(comm, stream, cublas, kernels, weights, act, cache, prefillAttention);
             decode = own(new StepRunner(forward, stream, act, status, io, 1, splits(1), 1));
             verify = s.draft() > 0
                     ? own(new StepRunner(forward, stream, act, status, io, s.draft(), splits(s.draft()), s.draft()))
@@ -118,6 +116,60 @@ public final class RankEngine implements AutoCloseable {
     public static RankEngine open(Communicator comm, EngineSettings settings, ModelFolder folder,
                                   PrintStream progress) {
         return new RankEngine(comm, settings, folder, progress);
+    }
+
+    /**
+     * The split-KV attention's workspace for every step it serves: prefill chunks of up to
+     * {@code AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS} tokens, decode and verify (longer chunks go
+     * through {@link PrefillAttention}). Not monotonic in the tokens (scores are kept up to that many).
+     */
+    private static long attentionWorkspaceBytes(EngineSettings s) {
+        TensorParallelLayout layout = s.layout();
+        int sm = Cuda.deviceAttribute(DeviceAttribute.MULTI_PROCESSOR_COUNT, Cuda.currentDevice());
+        long ws = 0;
+        int most = Math.max(Math.min(s.maxTokens(), LlamaKernels.MAX_ATTENTION_STORED_TOKENS), s.draft());
+        for (int t = 1; t <= most; t++) {
+            int splits = LlamaKernels.attentionSplits(t, layout.headsPerRank(), layout.kvHeadsPerRank(), s.context(), sm);
+            long b = LlamaKernels.attentionWorkspaceBytes(t, layout.headsPerRank(), layout.kvHeadsPerRank(),
+                    layout.config().headDim(), s.context(), splits);
+            if (b == 0) {
+                throw new EngineException("head_dim " + layout.config().headDim() + ": the attention kernels need a "
+                        + "multiple of 8 up to " + kernels_h.AR4J_LLAMA_MAX_HEAD_DIM());
+            }
+            ws = Math.max(ws, b);
+        }
+        return ws;
+    }
+
+    /** Room the CUDA context, cuBLAS's handle and the allocator's rounding may take besides the buffers. */
+    static final long MEMORY_MARGIN = 512L << 20;
+
+    /**
+     * Refuses, before any allocation, settings whose buffers cannot fit the GPU's free memory: the weights, the
+     * KV cache, the activations and the workspaces (split-KV attention, prefill scores, cuBLAS), plus
+     * {@link #MEMORY_MARGIN}.
+     */
+    private static void checkFits(EngineSettings s, long attentionWs, int rank) {
+        TensorParallelLayout layout = s.layout();
+        long weights = ShardPlan.forRank(layout, rank).bf16Bytes();
+        long kv = KvCache.bytes(layout, s.context());
+        int chunkRows = Math.min(s.prefillMax(), s.prefillChunk());
+        long work = Activations.bytes(layout, s.maxTokens(), s.logitRows(), attentionWs) + CUBLAS_WORKSPACE
+                + (chunkRows > LlamaKernels.MAX_ATTENTION_STORED_TOKENS
+                        ? PrefillAttention.bytes(layout, chunkRows, s.context()) : 0);
+        long need = weights + kv + work + MEMORY_MARGIN;
+        long[] mem = LlamaKernels.deviceMemory();
+        if (need > mem[0]) {
+            throw new EngineException(String.format(java.util.Locale.ROOT, "rank %d: the GPU has %.2f GiB free (of %.2f "
+                    + "GiB) but this engine needs %.2f GiB: weights %.2f GiB, KV cache of --context %d %.2f GiB, "
+                    + "activations and workspaces %.2f GiB (prefill chunk %d), margin %.2f GiB. Use a smaller --context "
+                    + "or a larger --tp", rank, gib(mem[0]), gib(mem[1]), gib(need), gib(weights), s.context(), gib(kv),
+                    gib(work), chunkRows, gib(MEMORY_MARGIN)));
+        }
+    }
+
+    private static double gib(long bytes) {
+        return bytes / (double) (1L << 30);
     }
 
     private <T extends AutoCloseable> T own(T resource) {
@@ -160,28 +212,58 @@ public final class RankEngine implements AutoCloseable {
     }
 
     /**
-     * Runs the prompt eagerly at positions {@code 0 .. n-1} and returns the greedy next token. The
-     * logits of every prompt position are kept when the engine keeps logits, of the last one otherwise.
+     * Runs the prompt eagerly at positions {@code 0 .. n-1}, in chunks of at most
+     * {@link EngineSettings#prefillChunk()} tokens, and returns the greedy next token. Only the last chunk computes
+     * logits: of its last {@link EngineSettings#KEPT_PROMPT_LOGIT_ROWS} positions when the engine keeps logits
+     * ({@link #logits}{@code (r)} is then prompt position {@link #prefillLogitsFirst()}{@code + r}), of the last
+     * position otherwise.
      *
      * @param prompt the token ids, 1 to {@code prefillMax} of them
      * @return the argmax of the last position's logits
      */
     public int prefill(int[] prompt) {
         refuseShardAlone("prefill");
+        runPrefill(prompt, null);
+        return io.argmax(prefillLogitRows - 1);
+    }
+
+    /**
+     * The prompt position of {@link #logits}{@code (0)} after a prefill.
+     *
+     * @return the first prompt position whose logits the last prefill kept
+     */
+    public int prefillLogitsFirst() {
+        return lastPromptLength - prefillLogitRows;
+    }
+
+    private int lastPromptLength;
+
+    /** The chunked prefill (collective), each chunk waited for; timer events around every chunk's sections. */
+    void runPrefill(int[] prompt, SectionTimer timer) {
         if (prompt.length < 1 || prompt.length > settings.prefillMax()) {
             throw new IllegalArgumentException("a prompt of " + prompt.length + " tokens; this engine takes 1.."
                     + settings.prefillMax());
         }
-        int rows = settings.keepLogits() ? prompt.length : 1;
-        try (StepRunner step = new StepRunner(forward, stream, act, status, io, prompt.length, splits(prompt.length),
-                rows)) {
-            for (int i = 0; i < prompt.length; i++) {
-                io.setInput(i, prompt[i], i);
+        int[] chunks = settings.prefillChunks(prompt.length);
+        int start = 0;
+        for (int c = 0; c < chunks.length; c++) {
+            int t = chunks[c];
+            boolean last = c == chunks.length - 1;
+            int rows = !last ? 0 : settings.keepLogits() ? Math.min(t, EngineSettings.KEPT_PROMPT_LOGIT_ROWS) : 1;
+            try (StepRunner step = new StepRunner(forward, stream, act, status, io, t, splits(t), rows, start)) {
+                for (int i = 0; i < t; i++) {
+                    io.setInput(i, prompt[start + i], start + i);
+                }
+                step.runEager(timer);
+                // The next chunk's inputs go to the same pinned buffer: wait for this one's copies (and check it).
+                finish("prefill");
             }
-            step.runEager(null);
-            finish("prefill");
+            if (last) {
+                prefillLogitRows = rows;
+            }
+            start += t;
         }
-        return io.argmax(rows - 1);
+        lastPromptLength = prompt.length;
     }
 
     /**
@@ -255,7 +337,7 @@ public final class RankEngine implements AutoCloseable {
     /**
      * The last step's logits of one row, as floats (the vocabulary only, not its padding).
      *
-     * @param row the step's row (token), from 0
+     * @param row the step's row (token), from 0; after a prefill, its kept rows (see {@link #prefill})
      * @return {@code vocab_size} logits
      */
     public float[] logits(int row) {

@@ -33,25 +33,36 @@ final class StepRunner implements AutoCloseable {
     private final MemorySegment hostStatus;
     private final MemorySegment hostLogits;
     private final int logitRows;
+    private final int chunkStart;
     private CudaGraphExec graph;
 
     StepRunner(ForwardPass forward, CudaStream stream, Activations act, DeviceBuffer status, HostIo io, int tokens,
                int splits, int logitRows) {
+        this(forward, stream, act, status, io, tokens, splits, logitRows, -1);
+    }
+
+    /**
+     * A step; a prefill chunk gives its first position ({@code chunkStart}, for its attention) and may ask for no
+     * logits ({@code logitRows} 0).
+     */
+    StepRunner(ForwardPass forward, CudaStream stream, Activations act, DeviceBuffer status, HostIo io, int tokens,
+               int splits, int logitRows, int chunkStart) {
         this.forward = forward;
+        this.chunkStart = chunkStart;
         this.stream = stream;
         this.views = forward.views(tokens);
         this.splits = splits;
         this.logitRows = logitRows;
         this.idsIn = act.ids.slice(0, 4L * tokens);
         this.positionsIn = act.positions.slice(0, 4L * tokens);
-        this.argmaxOut = act.argmax.slice(0, 4L * logitRows);
+        this.argmaxOut = logitRows == 0 ? null : act.argmax.slice(0, 4L * logitRows);
         this.statusOut = status.slice(0, 4);
-        this.logitsOut = io.keepsLogits() ? views.logitRows(logitRows) : null;
+        this.logitsOut = io.keepsLogits() && logitRows > 0 ? views.logitRows(logitRows) : null;
         this.hostIds = io.ids().asSlice(0, 4L * tokens);
         this.hostPositions = io.positions().asSlice(0, 4L * tokens);
         this.hostArgmax = io.argmax().asSlice(0, 4L * logitRows);
         this.hostStatus = io.status();
-        this.hostLogits = io.keepsLogits() ? io.logits().asSlice(0, logitsOut.byteSize()) : null;
+        this.hostLogits = logitsOut != null ? io.logits().asSlice(0, logitsOut.byteSize()) : null;
     }
 
     int tokens() {
@@ -69,8 +80,10 @@ final class StepRunner implements AutoCloseable {
     private void enqueue(SectionTimer timer) {
         idsIn.copyFromAsync(hostIds, stream);
         positionsIn.copyFromAsync(hostPositions, stream);
-        forward.enqueue(views, splits, timer, logitRows);
-        argmaxOut.copyToAsync(hostArgmax, stream);
+        forward.enqueue(views, splits, timer, logitRows, chunkStart);
+        if (argmaxOut != null) {
+            argmaxOut.copyToAsync(hostArgmax, stream);
+        }
         statusOut.copyToAsync(hostStatus, stream);
         if (logitsOut != null) {
             logitsOut.copyToAsync(hostLogits, stream);

@@ -139,6 +139,9 @@ public final class StepTiming {
      * @return the figures
      */
     public static Figures measure(RankEngine e, StepKind kind, int position, int timed, int eager) {
+        if (kind == StepKind.PREFILL) {
+            return measurePrefill(e, position, timed, eager);
+        }
         StepRunner graph = switch (kind) {
             case DECODE -> e.decodeStep();
             case VERIFY -> e.verifyStep();
@@ -179,6 +182,42 @@ public final class StepTiming {
             }
             long allocated = graph == null ? -1 : allocatedByReplays(e, graph, tokens, first, timed);
             return new Figures(kind, tokens, median(times), eager == 0 ? Double.NaN : median(shares), allocated, timed);
+        }
+    }
+
+    /**
+     * Times the whole chunked prefill of a prompt of {@code tokens} ids ({@link RankEngine#runPrefill}: every
+     * chunk, with the host's wait between chunks), from the first chunk's input copy to the last chunk's argmax.
+     */
+    private static Figures measurePrefill(RankEngine e, int tokens, int timed, int eager) {
+        int[] prompt = new int[tokens];
+        for (int i = 0; i < tokens; i++) {
+            prompt[i] = (i * 7 + 1) % e.settings().layout().config().vocabSize();
+        }
+        try (SectionTimer timer = new SectionTimer(false);
+             CudaEvent start = CudaEvent.create();
+             CudaEvent end = CudaEvent.create()) {
+            double[] shares = new double[eager];
+            for (int i = 0; i < eager; i++) {
+                timer.reset();
+                start.record(e.stream());
+                e.runPrefill(prompt, timer);
+                end.record(e.stream());
+                e.finishStep("prefill (eager)");
+                shares[i] = e.settings().layout().tp() > 1 ? timer.communicationMillis() / end.elapsedMillisSince(start)
+                        : Double.NaN;
+            }
+            int runs = Math.min(timed, 20);
+            double[] times = new double[runs];
+            for (int i = 0; i < runs; i++) {
+                start.record(e.stream());
+                e.runPrefill(prompt, null);
+                end.record(e.stream());
+                e.finishStep("prefill");
+                times[i] = end.elapsedMillisSince(start);
+            }
+            return new Figures(StepKind.PREFILL, tokens, median(times), eager == 0 ? Double.NaN : median(shares), -1,
+                    timed);
         }
     }
 

@@ -18,8 +18,12 @@ class EngineSettingsTest {
         // 512-token prompt: 512 x 4096 bf16 = 4 MiB of hidden rows; 3 verify rows of logits = 0.73 MiB.
         assertEquals(Communicator.DEFAULT_STAGING_BYTES, new EngineSettings(l8b, 2048, 512, 3, false, true, 1)
                 .stagingBytes());
-        // Keeping every prompt position's logits: 512 x 128256 bf16 = 125.25 MiB, rounded up to 126 MiB.
-        assertEquals(126L << 20, new EngineSettings(l8b, 2048, 512, 3, true, true, 1).stagingBytes());
+        // Keeping logits keeps the prompt's last 8 rows only: 8 x 128256 bf16 = 1.96 MiB.
+        assertEquals(Communicator.DEFAULT_STAGING_BYTES, new EngineSettings(l8b, 2048, 512, 3, true, true, 1)
+                .stagingBytes());
+        // A prompt of 8192 in chunks of 1024: the hidden rows of one chunk, 8 MiB.
+        assertEquals(Math.max(Communicator.DEFAULT_STAGING_BYTES, 8L << 20),
+                new EngineSettings(l8b, 8200, 8192, 3, false, true, 1).stagingBytes());
         TensorParallelLayout v = new TensorParallelLayout(SyntheticModels.byName("verify-7168"), 2);
         // 1024-token prompt: 1024 x 7168 bf16 = 14 MiB.
         assertEquals(14L << 20, new EngineSettings(v, 2048, 1024, 3, false, true, 1).stagingBytes());
@@ -32,6 +36,23 @@ class EngineSettingsTest {
         assertEquals(5, new EngineSettings(l, 64, 2, 5, false, true, 1).maxTokens());
         assertThrows(IllegalArgumentException.class, () -> new EngineSettings(l, 64, 65, 3, false, true, 1));
         assertThrows(IllegalArgumentException.class, () -> new EngineSettings(l, 64, 8, -1, false, true, 1));
+    }
+
+    @Test
+    void promptsRunInChunksOfAboutEqualSize() {
+        TensorParallelLayout l = new TensorParallelLayout(SyntheticModels.byName("tiny"), 1);
+        EngineSettings s = new EngineSettings(l, 2048, 2048, 3, true, true, 1, false, 1024);
+        assertEquals(1024, s.maxTokens());
+        assertEquals(8, s.logitRows());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(new int[] {1000}, s.prefillChunks(1000));
+        org.junit.jupiter.api.Assertions.assertArrayEquals(new int[] {1024}, s.prefillChunks(1024));
+        org.junit.jupiter.api.Assertions.assertArrayEquals(new int[] {513, 512}, s.prefillChunks(1025));
+        org.junit.jupiter.api.Assertions.assertArrayEquals(new int[] {1024, 1024}, s.prefillChunks(2048));
+        EngineSettings small = new EngineSettings(l, 64, 40, 0, false, true, 1, false, 16);
+        org.junit.jupiter.api.Assertions.assertArrayEquals(new int[] {14, 13, 13}, small.prefillChunks(40));
+        assertEquals(16, small.maxTokens());
+        assertEquals(1, small.logitRows());
+        assertThrows(IllegalArgumentException.class, () -> new EngineSettings(l, 64, 40, 0, false, true, 1, false, 15));
     }
 
     @Test

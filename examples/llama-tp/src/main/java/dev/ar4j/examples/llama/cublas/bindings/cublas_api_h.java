@@ -610,5 +610,84 @@ public class cublas_api_h extends cublas_api_h$shared {
            throw new AssertionError("should not reach here", ex$);
         }
     }
+
+    private static class cublasGemmBatchedEx {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cublas_api_h.C_INT,
+            cublas_api_h.C_POINTER,
+            cublas_api_h.C_INT,
+            cublas_api_h.C_INT,
+            cublas_api_h.C_INT,
+            cublas_api_h.C_INT,
+            cublas_api_h.C_INT,
+            cublas_api_h.C_POINTER,
+            cublas_api_h.C_POINTER,
+            cublas_api_h.C_INT,
+            cublas_api_h.C_INT,
+            cublas_api_h.C_POINTER,
+            cublas_api_h.C_INT,
+            cublas_api_h.C_INT,
+            cublas_api_h.C_POINTER,
+            cublas_api_h.C_POINTER,
+            cublas_api_h.C_INT,
+            cublas_api_h.C_INT,
+            cublas_api_h.C_INT,
+            cublas_api_h.C_INT,
+            cublas_api_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cublasGemmBatchedEx");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void *alpha, const void *const Aarray[], cudaDataType Atype, int lda, const void *const Barray[], cudaDataType Btype, int ldb, const void *beta, void *const Carray[], cudaDataType Ctype, int ldc, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+     * }
+     */
+    public static FunctionDescriptor cublasGemmBatchedEx$descriptor() {
+        return cublasGemmBatchedEx.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void *alpha, const void *const Aarray[], cudaDataType Atype, int lda, const void *const Barray[], cudaDataType Btype, int ldb, const void *beta, void *const Carray[], cudaDataType Ctype, int ldc, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+     * }
+     */
+    public static MethodHandle cublasGemmBatchedEx$handle() {
+        return cublasGemmBatchedEx.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void *alpha, const void *const Aarray[], cudaDataType Atype, int lda, const void *const Barray[], cudaDataType Btype, int ldb, const void *beta, void *const Carray[], cudaDataType Ctype, int ldc, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+     * }
+     */
+    public static MemorySegment cublasGemmBatchedEx$address() {
+        return cublasGemmBatchedEx.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void *alpha, const void *const Aarray[], cudaDataType Atype, int lda, const void *const Barray[], cudaDataType Btype, int ldb, const void *beta, void *const Carray[], cudaDataType Ctype, int ldc, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+     * }
+     */
+    public static int cublasGemmBatchedEx(MemorySegment handle, int transa, int transb, int m, int n, int k, MemorySegment alpha, MemorySegment Aarray, int Atype, int lda, MemorySegment Barray, int Btype, int ldb, MemorySegment beta, MemorySegment Carray, int Ctype, int ldc, int batchCount, int computeType, int algo) {
+        var mh$ = cublasGemmBatchedEx.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cublasGemmBatchedEx", handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray, Ctype, ldc, batchCount, computeType, algo);
+            }
+            return (int)mh$.invokeExact(handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray, Ctype, ldc, batchCount, computeType, algo);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
 }
 

@@ -846,6 +846,135 @@ public class kernels_h extends kernels_h$shared {
         }
     }
 
+    private static class ar4j_llama_prefill_softmax {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_FLOAT,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_prefill_softmax");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_prefill_softmax(void *scores, int64_t row_stride, int64_t head_stride, int32_t n, int32_t n_heads, int32_t start_pos, float scale, int32_t pdl, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_prefill_softmax$descriptor() {
+        return ar4j_llama_prefill_softmax.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_prefill_softmax(void *scores, int64_t row_stride, int64_t head_stride, int32_t n, int32_t n_heads, int32_t start_pos, float scale, int32_t pdl, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_llama_prefill_softmax$handle() {
+        return ar4j_llama_prefill_softmax.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_prefill_softmax(void *scores, int64_t row_stride, int64_t head_stride, int32_t n, int32_t n_heads, int32_t start_pos, float scale, int32_t pdl, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_llama_prefill_softmax$address() {
+        return ar4j_llama_prefill_softmax.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_prefill_softmax(void *scores, int64_t row_stride, int64_t head_stride, int32_t n, int32_t n_heads, int32_t start_pos, float scale, int32_t pdl, void *stream)
+     * }
+     */
+    public static int ar4j_llama_prefill_softmax(MemorySegment scores, long row_stride, long head_stride, int n, int n_heads, int start_pos, float scale, int pdl, MemorySegment stream) {
+        var mh$ = ar4j_llama_prefill_softmax.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_prefill_softmax", scores, row_stride, head_stride, n, n_heads, start_pos, scale, pdl, stream);
+            }
+            return (int)mh$.invokeExact(scores, row_stride, head_stride, n, n_heads, start_pos, scale, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_device_memory {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_device_memory");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_device_memory(size_t *free_bytes, size_t *total_bytes)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_device_memory$descriptor() {
+        return ar4j_llama_device_memory.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_device_memory(size_t *free_bytes, size_t *total_bytes)
+     * }
+     */
+    public static MethodHandle ar4j_llama_device_memory$handle() {
+        return ar4j_llama_device_memory.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_device_memory(size_t *free_bytes, size_t *total_bytes)
+     * }
+     */
+    public static MemorySegment ar4j_llama_device_memory$address() {
+        return ar4j_llama_device_memory.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_device_memory(size_t *free_bytes, size_t *total_bytes)
+     * }
+     */
+    public static int ar4j_llama_device_memory(MemorySegment free_bytes, MemorySegment total_bytes) {
+        var mh$ = ar4j_llama_device_memory.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_device_memory", free_bytes, total_bytes);
+            }
+            return (int)mh$.invokeExact(free_bytes, total_bytes);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class ar4j_llama_linear_rows {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             kernels_h.C_INT,
