@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 /* The ABI version of this header; ar4j_llama_abi_version() returns the library's. */
-#define AR4J_LLAMA_ABI_VERSION 3
+#define AR4J_LLAMA_ABI_VERSION 4
 
 /* Named status codes (cudaError_t values are below 10000). */
 enum ar4j_llama_status {

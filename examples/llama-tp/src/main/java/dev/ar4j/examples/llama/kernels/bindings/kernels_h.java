@@ -23,10 +23,10 @@ public class kernels_h extends kernels_h$shared {
     static final SymbolLookup SYMBOL_LOOKUP = SymbolLookup.loaderLookup()
             .or(Linker.nativeLinker().defaultLookup());
 
-    private static final int AR4J_LLAMA_ABI_VERSION = (int)3L;
+    private static final int AR4J_LLAMA_ABI_VERSION = (int)4L;
     /**
      * {@snippet lang=c :
-     * #define AR4J_LLAMA_ABI_VERSION 3
+     * #define AR4J_LLAMA_ABI_VERSION 4
      * }
      */
     public static int AR4J_LLAMA_ABI_VERSION() {
