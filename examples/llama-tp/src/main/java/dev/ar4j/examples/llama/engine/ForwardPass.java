@@ -29,12 +29,11 @@ import dev.ar4j.examples.llama.weights.WeightName.Kind;
  *
  * Every row-parallel all-reduce is ar4j's {@code allReduceResidualRmsNorm}; the logits'
  * all-reduce is a plain one. The products ({@code ·}) of one-token steps (decode) go through the
- * example's {@code ar4j_llama_linear_rows}, which streams each weight once; the others through
- * cuBLAS. That is the crossover measured on one H200 (llama3-8b, TP 1, graphs): decode 5.03 ms
- * with the rows kernel against 5.40 ms with cuBLAS, but the verify step of 3 tokens 6.40 ms
- * against 6.15 ms. {@code -Dar4j.llama.linear=cublas} sends every product to cuBLAS, and
+ * example's {@code ar4j_llama_linear_rows}, which streams each weight once, with SiLU × up fused into
+ * the gate/up projection and, at TP 1, the argmax into the LM head; the others through cuBLAS.
+ * {@code -Dar4j.llama.linear=cublas} sends every product to cuBLAS, and
  * {@code -Dar4j.llama.linear=rows} every product of up to {@code AR4J_LLAMA_MAX_LINEAR_ROWS}
- * tokens to the rows kernel (for comparison). Capturable: no allocation and no host synchronisation, given
+ * tokens to the rows kernel. Capturable: no allocation and no host synchronisation, given
  * {@link StepViews} made beforehand.
  */
 final class ForwardPass {
