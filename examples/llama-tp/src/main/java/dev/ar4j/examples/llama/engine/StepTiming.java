@@ -68,6 +68,7 @@ public final class StepTiming {
      * @param rows        one row per kind of kernel, in step order
      */
     public record Profile(StepKind kind, int tokens, int contextKeys, double eagerMillis, List<ProfileRow> rows) {
+        /** Copies the rows. */
         public Profile {
             rows = List.copyOf(rows);
         }
