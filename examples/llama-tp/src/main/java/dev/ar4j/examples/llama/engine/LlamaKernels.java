@@ -13,6 +13,11 @@ import java.lang.foreign.MemorySegment;
  */
 final class LlamaKernels {
 
+    static {
+        // Every use of this class, its static helpers too, reaches the library: load it first.
+        LlamaKernelsLibrary.load();
+    }
+
     /** {@code AR4J_LLAMA_DTYPE_BFLOAT16}. */
     public static final int BF16 = 2;
 
