@@ -266,7 +266,7 @@ __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArg
                 if (s > m[i]) {
                     l[i] = __fadd_rn(__fmul_rn(l[i], expf(m[i] - s)), 1.0f);
                     m[i] = s;
-                } else {
+                } else if (s != -INFINITY) {  // a -inf score weighs 0 (expf(-inf - -inf) would be NaN)
                     l[i] = __fadd_rn(l[i], expf(s - m[i]));
                 }
             }
@@ -488,9 +488,15 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     }
 }
 
+// Raises the kernel's dynamic shared memory limit to bytes when it is lower (never lowers it: a
+// graph captured earlier may hold a launch of more). The default limit is 48 KiB less the kernel's
+// static shared memory, which a comparison with 48 KiB alone would miss.
 template <typename Kernel>
 int allow_shared(Kernel kernel, size_t bytes) {
-    if (bytes <= 48 * 1024) return 0;
+    cudaFuncAttributes attributes;
+    cudaError_t error = cudaFuncGetAttributes(&attributes, kernel);
+    if (error != cudaSuccess) return static_cast<int>(error);
+    if (bytes <= size_t(attributes.maxDynamicSharedSizeBytes)) return 0;
     return static_cast<int>(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 

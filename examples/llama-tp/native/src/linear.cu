@@ -94,7 +94,9 @@ __device__ __forceinline__ void use_batch(const uint4 (&buf)[U], const uint4 *co
         const int32_t cu = c + 32 * u;
         if (cu < end) {
 #pragma unroll
-            for (int r = 0; r < ROWS; ++r) acc[r] = dot8(buf[u], __ldg(xr[r] + cu), acc[r]);
+            // X through L2 (ld.global.cg), not the non-coherent read-only path: with PDL this grid
+            // started while the previous one still wrote X.
+            for (int r = 0; r < ROWS; ++r) acc[r] = dot8(buf[u], __ldcg(xr[r] + cu), acc[r]);
         }
     }
 }

@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
                 if (s > m) {
                     l = l == 0.0f ? 1.0f : __fadd_rn(__fmul_rn(l, expf(m - s)), 1.0f);
                     m = s;
-                } else {
+                } else if (s != -INFINITY) {  // a -inf score weighs 0 (expf(-inf - -inf) would be NaN)
                     l = __fadd_rn(l, expf(s - m));
                 }
             }

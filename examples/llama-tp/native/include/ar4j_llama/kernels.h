@@ -325,9 +325,9 @@ int ar4j_llama_linear_rows_split(const void *w, const void *x, int64_t x_row_str
  * The gate/up projection of an MLP with the SwiGLU activation in its epilogue:
  *   gate[r, j] = bf16( sum_i X[r, i] * W[j, i] ),  up[r, j] = bf16( sum_i X[r, i] * W[intermediate + j, i] )
  *   out[r, j]  = bf16( bf16(silu(gate[r, j])) * up[r, j] ),  silu(g) = g / (1 + expf(-g)) in fp32
- * for j < intermediate: the values of ar4j_llama_linear_rows (with the same k_splits) into a
- * fused gate_up output followed by ar4j_llama_silu_mul, bit for bit, without the 2 x
- * intermediate intermediate row. W: (2 * intermediate) x k bf16, the gate rows then the up rows
+ * for j < intermediate: the values of ar4j_llama_linear_rows_split (with the same explicit
+ * k_splits; with 0 each chooses its own, and this form takes at most 4) into a fused gate_up
+ * output followed by ar4j_llama_silu_mul, bit for bit, without the 2 x intermediate row. W: (2 * intermediate) x k bf16, the gate rows then the up rows
  * (a fused gate_up weight); out: rows x intermediate, row stride out_row_stride (>= intermediate).
  * k_splits: 0 (the library's choice), 1, 2 or 4. Other conditions as ar4j_llama_linear_rows.
  */
