@@ -68,13 +68,14 @@ struct Rows {
     int32_t id[kRows];     // t * n_heads + h: the row of out, stats, partial and scores
     int32_t token[kRows];
     int32_t head[kRows];
-    int32_t range[2];
+    int32_t range[3];
 };
 
 struct Range {
     int32_t rows;
     int32_t begin;
     int32_t end;
+    int32_t active;  // the splits with keys at this length (at least 1): the rest have empty ranges
 };
 
 // ---- cp.async (sm_80+): 16 bytes global -> shared, through L2 only ----
@@ -115,14 +116,19 @@ __device__ Range locate(const AttentionArgs &a, Rows &rows, bool report_errors) 
         int32_t last = -1;
         for (int r = 0; r < count; ++r) last = rows.pos[r] > last ? rows.pos[r] : last;
         const int64_t length = int64_t(last) + 1;
-        const int64_t chunk = (length + a.splits - 1) / a.splits;
+        // At least one tile of keys per split: at a short length the first splits take the keys
+        // and the rest have none (the merges read only the first `active`).
+        int64_t chunk = (length + a.splits - 1) / a.splits;
+        if (chunk < kTile) chunk = kTile;
+        const int64_t active = (length + chunk - 1) / chunk;
         const int64_t begin = int64_t(blockIdx.z) * chunk < length ? int64_t(blockIdx.z) * chunk : length;
         const int64_t end = begin + chunk < length ? begin + chunk : length;
         rows.range[0] = int32_t(begin);
         rows.range[1] = int32_t(end);
+        rows.range[2] = int32_t(active > 1 ? active : 1);
     }
     __syncthreads();
-    return Range{count, rows.range[0], rows.range[1]};
+    return Range{count, rows.range[0], rows.range[1], rows.range[2]};
 }
 
 // q_s[r][e] = fp32(q of row r), 16-byte loads through L2 (q is the preceding grid's output).
@@ -352,20 +358,35 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     pdl_wait();
     pdl_trigger();
 
-    if (int32_t(threadIdx.x) < range.rows) {
-        // Every block of the row computes the same bits: all splits, in split order.
-        const float2 *stats = reinterpret_cast<const float2 *>(a.stats) + int64_t(rows.id[threadIdx.x]) * a.splits;
-        float mx = -INFINITY;
-#pragma unroll 8
-        for (int32_t s = 0; s < a.splits; ++s) mx = fmaxf(mx, __ldcg(stats + s).x);
-        float sum = 0.0f;
-#pragma unroll 8
-        for (int32_t s = 0; s < a.splits; ++s) {
-            const float2 ml = __ldcg(stats + s);
-            if (ml.y > 0.0f) sum = __fadd_rn(sum, __fmul_rn(ml.y, expf(ml.x - mx)));
+    {
+        // A warp per row: lane l reads the pairs of splits l, l + 32, ... (all loads in flight at
+        // once), the max by a butterfly, the sum in lane order then a fixed butterfly. Every block
+        // of the row computes the same bits (same splits, same order).
+        static_assert(AR4J_LLAMA_MAX_SPLITS <= 4 * 32, "four pairs per lane");
+        const int lane = threadIdx.x % 32;
+        for (int r = threadIdx.x / 32; r < range.rows; r += kThreads / 32) {
+            const float2 *stats = reinterpret_cast<const float2 *>(a.stats) + int64_t(rows.id[r]) * a.splits;
+            float2 ml[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int32_t s = lane + 32 * i;
+                ml[i] = s < range.active ? __ldcg(stats + s) : make_float2(-INFINITY, 0.0f);
+            }
+            float mx = fmaxf(fmaxf(ml[0].x, ml[1].x), fmaxf(ml[2].x, ml[3].x));
+#pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, offset));
+            float sum = 0.0f;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                if (ml[i].y > 0.0f) sum = __fadd_rn(sum, __fmul_rn(ml[i].y, expf(ml[i].x - mx)));
+            }
+#pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1) sum = __fadd_rn(sum, __shfl_xor_sync(kFullMask, sum, offset));
+            if (lane == 0) {
+                row_max[r] = mx;
+                row_sum[r] = sum;
+            }
         }
-        row_max[threadIdx.x] = mx;
-        row_sum[threadIdx.x] = sum;
     }
     // Thread (rg, cg): columns 4 cg .. 4 cg + 3 of rows rg, rg + groups, ...
     const int columns = a.head_dim / 4;
@@ -474,8 +495,8 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
         const int c4 = i - r * columns;
         const float4 *src = reinterpret_cast<const float4 *>(a.partial + int64_t(rows.id[r]) * a.splits * a.head_dim) + c4;
         float4 sum = __ldcg(src);
-#pragma unroll 8
-        for (int32_t s = 1; s < a.splits; ++s) {
+#pragma unroll 16
+        for (int32_t s = 1; s < range.active; ++s) {
             const float4 x = __ldcg(src + int64_t(s) * columns);
             sum.x = __fadd_rn(sum.x, x.x);
             sum.y = __fadd_rn(sum.y, x.y);
@@ -553,11 +574,12 @@ AR4J_LLAMA_API int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, i
         sm_count <= 0) {
         return 1;
     }
-    // Blocks per split: one per (chunk of kRows query rows, KV head). About two blocks per SM,
-    // and at least one tile of keys per split at the longest context.
+    // Blocks per split: one per (chunk of kRows query rows, KV head). About four blocks per SM,
+    // and at least one tile of keys per split at the longest context (at a shorter length the
+    // kernels use only the splits that get a tile's worth of keys).
     const int64_t chunks = (int64_t(n) * (n_heads / n_kv_heads) + kRows - 1) / kRows;
     const int64_t blocks = chunks * n_kv_heads;
-    int64_t splits = (2 * int64_t(sm_count) + blocks - 1) / blocks;
+    int64_t splits = (4 * int64_t(sm_count) + blocks - 1) / blocks;
     const int64_t by_length = max_context / kTile > 0 ? max_context / kTile : 1;
     if (splits > by_length) splits = by_length;
     if (splits > AR4J_LLAMA_MAX_SPLITS) splits = AR4J_LLAMA_MAX_SPLITS;

@@ -1,15 +1,20 @@
 // Y = X · Wᵀ for a few rows of X: the decode and verify steps' linear layers, which stream the
 // weight through the SMs once (ar4j_llama_linear_rows and its fused forms in kernels.h).
 //
-// The layout of the work: a block of 8 warps owns 8 / S consecutive "tasks" (output features,
-// or for the SwiGLU form gate/up row pairs), and each task's row of W is cut into S slices of
-// equal length, one warp each (split-K for the shapes with few outputs). A warp streams its slice
-// in batches of 32 lanes x U 16-byte chunks with an explicit register double buffer: the loads of
-// batch b + 1 are issued before the products of batch b, so U loads per lane are always in
-// flight whatever the instruction scheduler does within one batch. The first batch is issued
-// BEFORE the programmatic-dependent-launch wait: W does not depend on the previous kernel, only
-// X does, so the weight stream starts while the previous kernel drains. The S partial sums of a
-// task meet in shared memory and are added in slice order (deterministic).
+// The layout of the work: the output features (or for the SwiGLU form gate/up row pairs) are
+// "tasks", cut into groups of 8 / S; each task's row of W is cut into S slices of equal length,
+// one warp each (split-K for the shapes with few outputs). The grid is persistent: as many blocks
+// of 8 warps as fit on the device at once, block b serving groups b, b + grid, ... A warp streams
+// its slices in batches of 32 lanes x U 16-byte chunks with an explicit register double buffer:
+// the loads of batch b + 1 are issued before the products of batch b, and the first batch of the
+// next group before the sums of this one, so U loads per lane stay in flight from a warp's first
+// row to its last. The first batch is issued BEFORE the programmatic-dependent-launch wait: W does
+// not depend on the previous kernel, only X does, so the weight stream starts while the previous
+// kernel drains. X is copied once per block into shared memory after the wait (when ROWS x K fits
+// 40 KiB; otherwise every warp reads it through L2). The S partial sums of a task meet in shared
+// memory and are added in slice order (deterministic).
+#include <algorithm>
+
 #include "common.cuh"
 
 namespace ar4j_llama {
@@ -86,111 +91,163 @@ __device__ __forceinline__ void load_batch(uint4 (&buf)[U], const uint4 *row, in
     }
 }
 
-template <int ROWS, int U>
-__device__ __forceinline__ void use_batch(const uint4 (&buf)[U], const uint4 *const (&xr)[ROWS], int32_t c,
-                                          int32_t end, float (&acc)[ROWS]) {
+// X's chunk c of row r: from the block's shared copy (XS), else through L2 (ld.global.cg, not the
+// non-coherent path: with PDL this grid started while the previous one still wrote X).
+template <bool XS>
+__device__ __forceinline__ uint4 x_chunk(const uint4 *x_shared, const uint4 *x_global, int64_t x_stride_chunks,
+                                         int32_t chunks, int r, int32_t c) {
+    if (XS) return x_shared[r * chunks + c];
+    return __ldcg(x_global + r * x_stride_chunks + c);
+}
+
+template <int ROWS, int U, bool XS>
+__device__ __forceinline__ void use_batch(const uint4 (&buf)[U], const uint4 *x_shared, const uint4 *x_global,
+                                          int64_t x_stride_chunks, int32_t chunks, int32_t c, int32_t end,
+                                          float (&acc)[ROWS]) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
         const int32_t cu = c + 32 * u;
         if (cu < end) {
 #pragma unroll
-            // X through L2 (ld.global.cg), not the non-coherent read-only path: with PDL this grid
-            // started while the previous one still wrote X.
-            for (int r = 0; r < ROWS; ++r) acc[r] = dot8(buf[u], __ldcg(xr[r] + cu), acc[r]);
+            for (int r = 0; r < ROWS; ++r) {
+                acc[r] = dot8(buf[u], x_chunk<XS>(x_shared, x_global, x_stride_chunks, chunks, r, cu), acc[r]);
+            }
         }
     }
 }
 
-template <int ROWS, int U, int EPI>
+// A warp's share of a group of tasks: its row of W and its slice [begin, end) of the row's chunks.
+struct WarpSlice {
+    const uint4 *row;
+    int32_t begin;
+    int32_t end;
+};
+
+template <int EPI>
+__device__ __forceinline__ WarpSlice slice_of(const LinearArgs &a, int32_t group, int warp) {
+    const int splits = a.splits;
+    const int32_t task = group * (kWarps / splits) + warp / splits;
+    const int slice = warp % splits;
+    int64_t w_row = task;
+    if (EPI == kSiluMul) w_row = (task & 1) ? int64_t(a.half) + (task >> 1) : (task >> 1);
+    WarpSlice s;
+    s.row = a.w + w_row * a.chunks;
+    s.begin = int32_t(int64_t(a.chunks) * slice / splits);
+    s.end = task < a.tasks ? int32_t(int64_t(a.chunks) * (slice + 1) / splits) : s.begin;
+    return s;
+}
+
+// A persistent grid: block b serves the groups b, b + gridDim.x, ... of kWarps / S tasks each
+// (every warp one slice of one task per group). The register double buffer runs on across the
+// groups: the next group's first batch is issued before this group's sums are reduced, so a warp
+// keeps its loads in flight from its first row to its last. XS: X is copied once per block into
+// shared memory (ROWS x chunks x 16 bytes), read from there by every warp.
+template <int ROWS, int U, int EPI, bool XS>
 __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs a) {
+    extern __shared__ __align__(16) uint4 x_shared[];
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
     const int splits = a.splits;
-    const int tasks_per_block = kWarps / splits;
-    const int32_t task = blockIdx.x * tasks_per_block + warp / splits;
-    const int slice = warp % splits;
-    const bool active = task < a.tasks;
-    int64_t w_row = task;
-    if (EPI == kSiluMul) w_row = (task & 1) ? int64_t(a.half) + (task >> 1) : (task >> 1);
-    const uint4 *row = a.w + w_row * a.chunks;
-    const int32_t begin = int32_t(int64_t(a.chunks) * slice / splits);
-    const int32_t end = active ? int32_t(int64_t(a.chunks) * (slice + 1) / splits) : begin;
+    const int tasks_per_group = kWarps / splits;
+    const int32_t groups = (a.tasks + tasks_per_group - 1) / tasks_per_group;
+    constexpr int32_t kBatch = 32 * U;
 
-    // The weights do not depend on the previous kernel: their first batch goes out before the wait.
+    // The weights do not depend on the previous kernel: the first batch goes out before the wait.
     uint4 buf0[U], buf1[U];
-    load_batch<U>(buf0, row, begin + lane, end);
+    int32_t group = blockIdx.x;
+    WarpSlice ws = slice_of<EPI>(a, group, warp);
+    load_batch<U>(buf0, ws.row, ws.begin + lane, ws.end);
     pdl_enter();
 
-    const uint4 *xr[ROWS];
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r) xr[r] = reinterpret_cast<const uint4 *>(a.x + r * a.x_stride);
-    float acc[ROWS];
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r) acc[r] = 0.0f;
-
-    constexpr int32_t kBatch = 32 * U;
-    // Two batches per trip, alternating buffers, each load issued one batch ahead of its use
-    // (base is warp-uniform, so are the branches).
-    for (int32_t base = begin; base < end; base += 2 * kBatch) {
-        const int32_t c0 = base + lane;
-        if (base + kBatch < end) load_batch<U>(buf1, row, c0 + kBatch, end);
-        use_batch<ROWS, U>(buf0, xr, c0, end, acc);
-        if (base + kBatch >= end) break;
-        if (base + 2 * kBatch < end) load_batch<U>(buf0, row, c0 + 2 * kBatch, end);
-        use_batch<ROWS, U>(buf1, xr, c0 + kBatch, end, acc);
+    const uint4 *x_global = reinterpret_cast<const uint4 *>(a.x);
+    const int64_t x_stride_chunks = a.x_stride / 8;
+    if (XS) {
+        for (int32_t i = threadIdx.x; i < ROWS * a.chunks; i += kThreads) {
+            const int r = i / a.chunks;
+            x_shared[i] = __ldcg(x_global + r * x_stride_chunks + (i - r * a.chunks));
+        }
+        __syncthreads();
     }
 
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r) {
-#pragma unroll
-        for (int offset = 16; offset > 0; offset >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], offset);
-    }
     __shared__ float partial[kWarps][ROWS];
-    if (lane == 0) {
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r) partial[warp][r] = acc[r];
-    }
-    __syncthreads();
+    // kArgmax: the block's best (value, index) per row over all its groups (threads < ROWS).
+    float best_value = 0.0f;
+    int32_t best_index = -1;
 
-    const int32_t first_task = blockIdx.x * tasks_per_block;
-    // sum(t, r): task t's (block-local) sum of row r, slices added in order.
-    auto sum = [&](int t, int r) {
-        float s = 0.0f;
-        for (int i = 0; i < splits; ++i) s += partial[t * splits + i][r];
-        return s;
-    };
-    if (EPI == kStore) {
-        const int t = threadIdx.x / ROWS, r = threadIdx.x % ROWS;
-        if (t < tasks_per_block && first_task + t < a.tasks) {
-            a.y[r * a.y_stride + first_task + t] = __float2bfloat16_rn(sum(t, r));
+    for (; group < groups; group += gridDim.x) {
+        float acc[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) acc[r] = 0.0f;
+        // Two batches per trip, alternating buffers, each load issued one batch ahead of its use
+        // (base is warp-uniform, so are the branches).
+        for (int32_t base = ws.begin; base < ws.end; base += 2 * kBatch) {
+            const int32_t c0 = base + lane;
+            if (base + kBatch < ws.end) load_batch<U>(buf1, ws.row, c0 + kBatch, ws.end);
+            use_batch<ROWS, U, XS>(buf0, x_shared, x_global, x_stride_chunks, a.chunks, c0, ws.end, acc);
+            if (base + kBatch >= ws.end) break;
+            if (base + 2 * kBatch < ws.end) load_batch<U>(buf0, ws.row, c0 + 2 * kBatch, ws.end);
+            use_batch<ROWS, U, XS>(buf1, x_shared, x_global, x_stride_chunks, a.chunks, c0 + kBatch, ws.end, acc);
         }
-    } else if (EPI == kSiluMul) {
-        // HF: act_fn(gate_proj(x)) * up_proj(x) in bf16, each op rounded.
-        const int p = threadIdx.x / ROWS, r = threadIdx.x % ROWS;
-        if (p < tasks_per_block / 2 && first_task + 2 * p < a.tasks) {
-            const float gate = round_bf16(sum(2 * p, r));
-            const float up = round_bf16(sum(2 * p + 1, r));
-            const float act = round_bf16(gate / (1.0f + expf(-gate)));
-            a.y[r * a.y_stride + (first_task >> 1) + p] = __float2bfloat16_rn(act * up);
+        // Both buffers are spent: the next group's first batch goes out before the reductions.
+        const int32_t next = group + gridDim.x;
+        if (next < groups) {
+            ws = slice_of<EPI>(a, next, warp);
+            load_batch<U>(buf0, ws.row, ws.begin + lane, ws.end);
         }
-    } else {
-        // Logits rounded to bf16 (the LM head's output), stored when asked, and the block's best per row.
-        if (threadIdx.x < ROWS) {
+
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+#pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], offset);
+        }
+        if (lane == 0) {
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) partial[warp][r] = acc[r];
+        }
+        __syncthreads();
+
+        const int32_t first_task = group * tasks_per_group;
+        // sum(t, r): task t's (group-local) sum of row r, slices added in order.
+        auto sum = [&](int t, int r) {
+            float s = 0.0f;
+            for (int i = 0; i < splits; ++i) s += partial[t * splits + i][r];
+            return s;
+        };
+        if (EPI == kStore) {
+            const int t = threadIdx.x / ROWS, r = threadIdx.x % ROWS;
+            if (t < tasks_per_group && first_task + t < a.tasks) {
+                a.y[r * a.y_stride + first_task + t] = __float2bfloat16_rn(sum(t, r));
+            }
+        } else if (EPI == kSiluMul) {
+            // HF: act_fn(gate_proj(x)) * up_proj(x) in bf16, each op rounded.
+            const int p = threadIdx.x / ROWS, r = threadIdx.x % ROWS;
+            if (p < tasks_per_group / 2 && first_task + 2 * p < a.tasks) {
+                const float gate = round_bf16(sum(2 * p, r));
+                const float up = round_bf16(sum(2 * p + 1, r));
+                const float act = round_bf16(gate / (1.0f + expf(-gate)));
+                a.y[r * a.y_stride + (first_task >> 1) + p] = __float2bfloat16_rn(act * up);
+            }
+        } else if (threadIdx.x < ROWS) {
+            // Logits rounded to bf16 (the LM head's output), stored when asked; the best per row.
             const int r = threadIdx.x;
-            float bv = 0.0f;
-            int32_t bi = -1;
-            for (int t = 0; t < tasks_per_block; ++t) {
+            for (int t = 0; t < tasks_per_group; ++t) {
                 const int32_t f = first_task + t;
                 if (f >= a.tasks) break;
                 const float v = round_bf16(sum(t, r));
                 if (a.y != nullptr) a.y[r * a.y_stride + f] = __float2bfloat16_rn(v);
-                if (f < a.argmax_cols && (bi < 0 || beats(v, f, bv, bi))) {
-                    bv = v;
-                    bi = f;
+                if (f < a.argmax_cols && (best_index < 0 || beats(v, f, best_value, best_index))) {
+                    best_value = v;
+                    best_index = f;
                 }
             }
-            a.candidate_value[int64_t(r) * gridDim.x + blockIdx.x] = bv;
-            a.candidate_index[int64_t(r) * gridDim.x + blockIdx.x] = bi;
+        }
+        __syncthreads();  // partial is written again by the next group
+    }
+
+    if (EPI == kArgmax) {
+        if (threadIdx.x < ROWS) {
+            a.candidate_value[int64_t(threadIdx.x) * gridDim.x + blockIdx.x] = best_value;
+            a.candidate_index[int64_t(threadIdx.x) * gridDim.x + blockIdx.x] = best_index;
         }
         // The last block to finish reduces every block's candidates (any order: beats is a total order).
         __shared__ bool last;
@@ -260,10 +317,29 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs 
 template <int ROWS>
 constexpr int unroll_for() { return ROWS <= 2 ? 8 : 4; }
 
+// X is kept in shared memory when ROWS x k fits this (the default dynamic limit, less the static part).
+constexpr size_t kMaxSharedX = 40 * 1024;
+
+template <int ROWS, int EPI, bool XS>
+int launch_grid(const LinearArgs &a, size_t shared, bool pdl, void *stream) {
+    auto kernel = linear_rows_kernel<ROWS, unroll_for<ROWS>(), EPI, XS>;
+    const int64_t groups = (int64_t(a.tasks) + kWarps / a.splits - 1) / (kWarps / a.splits);
+    int device = 0, sms = 0, per_sm = 0;
+    int64_t blocks = groups;
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared) == cudaSuccess &&
+        sms > 0 && per_sm > 0) {
+        blocks = std::min<int64_t>(groups, int64_t(sms) * per_sm);
+    }
+    return launch(kernel, dim3(static_cast<unsigned int>(blocks)), dim3(kThreads), shared, stream, pdl, a);
+}
+
 template <int ROWS, int EPI>
 int launch_rows(const LinearArgs &a, bool pdl, void *stream) {
-    const unsigned int blocks = static_cast<unsigned int>((int64_t(a.tasks) * a.splits + kWarps - 1) / kWarps);
-    return launch(linear_rows_kernel<ROWS, unroll_for<ROWS>(), EPI>, dim3(blocks), dim3(kThreads), 0, stream, pdl, a);
+    const size_t shared = size_t(ROWS) * size_t(a.chunks) * 16;
+    if (shared <= kMaxSharedX) return launch_grid<ROWS, EPI, true>(a, shared, pdl, stream);
+    return launch_grid<ROWS, EPI, false>(a, 0, pdl, stream);
 }
 
 template <int EPI>

@@ -42,6 +42,46 @@ inline double graph_median_us(cudaStream_t stream, int launches, const std::func
     return ms[ms.size() / 2] * 1000.0 / launches;
 }
 
+// The floor the rows kernel is measured against: a read-only stream of the same bytes (16-byte
+// non-coherent loads, 8 in flight per thread, a grid of 4 blocks of 256 per SM), its XOR kept so
+// the loads are not optimised away.
+__global__ void __launch_bounds__(256) read_stream_kernel(const uint4 *p, size_t chunks, uint32_t *sink) {
+    uint32_t x = 0;
+    const size_t stride = size_t(gridDim.x) * blockDim.x;
+    size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    for (; i + 7 * stride < chunks; i += 8 * stride) {
+        uint4 v[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) v[u] = __ldg(p + i + u * stride);
+#pragma unroll
+        for (int u = 0; u < 8; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < chunks; i += stride) {
+        const uint4 v = __ldg(p + i);
+        x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (x == 0x9e3779b9u) sink[0] = x;  // practically never: keeps the loads
+}
+
+inline void bench_read_floor(cudaStream_t stream) {
+    int device = 0, sms = 0;
+    TEST_CUDA(cudaGetDevice(&device));
+    TEST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    DeviceBuffer sink(64);
+    for (size_t bytes : {size_t(50331648), size_t(234881024), size_t(1) << 30}) {
+        const int copies = int(std::max<size_t>(1, ((size_t(1) << 31) + bytes - 1) / bytes));
+        DeviceBuffer w(bytes * copies);
+        TEST_CUDA(cudaMemset(w.get(), 0x3c, w.bytes()));
+        const double us = graph_median_us(stream, std::max(copies, 8), [&](int i) {
+            read_stream_kernel<<<4 * sms, 256, 0, stream>>>(
+                reinterpret_cast<const uint4 *>(static_cast<const char *>(w.get()) + bytes * size_t(i % copies)),
+                bytes / 16, sink.as<uint32_t>());
+        });
+        printf("  %-10s %7s %6s %5s %7s %10.2f %8.0f   (read-only stream of %zu MiB: the floor)\n", "stream", "-", "-",
+               "-", "-", us, double(bytes) / (us * 1e3), bytes >> 20);
+    }
+}
+
 inline void bench_linear_rows() {
     struct Shape { const char *name; int32_t n, k; };
     const Shape shapes[] = {
@@ -59,6 +99,7 @@ inline void bench_linear_rows() {
     TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     DeviceBuffer x(size_t(8) * 14336 * 2), y(size_t(8) * 128256 * 2);
     TEST_CUDA(cudaMemset(x.get(), 0x3c, x.bytes()));
+    bench_read_floor(stream);
     for (const Shape &s : shapes) {
         const size_t bytes = size_t(s.n) * s.k * 2;
         const int copies = int(std::max<size_t>(1, (kRotation + bytes - 1) / bytes));
