@@ -1,17 +1,16 @@
 package dev.ar4j.examples.llama;
 
+import dev.ar4j.examples.llama.cli.LlamaCommand;
 import dev.ar4j.examples.llama.cli.LlamaOptions;
-import dev.ar4j.examples.llama.cli.OptionsParser;
-import dev.ar4j.examples.llama.cli.UsageException;
 import dev.ar4j.examples.llama.config.ConfigReader;
 import dev.ar4j.examples.llama.config.LlamaConfig;
 import dev.ar4j.examples.llama.config.ModelFileException;
 import dev.ar4j.examples.llama.config.SyntheticModels;
-import dev.ar4j.examples.llama.weights.ShardPlan;
 import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import picocli.CommandLine;
 
 import java.io.PrintStream;
-import java.util.Locale;
+import java.io.PrintWriter;
 
 /**
  * {@code ar4j-llama}: a tensor-parallel Llama decoder on ar4j. Exit codes: 0 done, 2 a usage
@@ -25,7 +24,7 @@ public final class LlamaMain {
     /**
      * Runs the command.
      *
-     * @param args the command line (see {@link OptionsParser#USAGE})
+     * @param args the command line (see {@code --help}, {@link LlamaCommand})
      */
     public static void main(String[] args) {
         System.exit(run(args, System.out, System.err));
@@ -44,11 +43,19 @@ public final class LlamaMain {
         LlamaConfig config;
         TensorParallelLayout layout;
         try {
-            options = OptionsParser.parse(args);
-            if (options.help()) {
-                out.println(OptionsParser.USAGE);
+            LlamaCommand command = new LlamaCommand();
+            CommandLine cli = LlamaCommand.commandLine(command);
+            cli.setOut(new PrintWriter(out, true));
+            cli.setErr(new PrintWriter(err, true));
+            CommandLine.ParseResult parsed = LlamaCommand.parseArgs(cli, args);
+            if (CommandLine.printHelpIfRequested(parsed)) {
                 return 0;
             }
+            if (parsed.subcommand() != null) {
+                ((Runnable) parsed.subcommand().commandSpec().userObject()).run();
+                return 0;
+            }
+            options = command.toOptions();
             config = options.model() != null ? ConfigReader.read(options.model())
                     : SyntheticModels.byName(options.synthetic());
             options = options.forModel(config);
@@ -69,7 +76,7 @@ public final class LlamaMain {
             err.println("(try --help)");
             return 2;
         }
-        out.println(describe(options, layout));
+        out.println(ModelDescription.of(options, layout));
         try {
             return Runner.run(options, layout, out, err);
         } catch (ModelFileException e) {
@@ -87,25 +94,5 @@ public final class LlamaMain {
             }
             return 1;
         }
-    }
-
-    /**
-     * One line on the model and its split.
-     *
-     * @param options the command line
-     * @param layout  the split
-     * @return e.g. {@code llama3-8b: 32 layers, hidden 4096, ... tp 2: 7.5 GiB of weights per rank}
-     */
-    static String describe(LlamaOptions options, TensorParallelLayout layout) {
-        LlamaConfig c = layout.config();
-        String name = options.model() != null ? options.model().toString() : options.synthetic() + " (synthetic)";
-        String split = options.shardAlone()
-                ? String.format(Locale.ROOT, "rank 0's shard of tp %d, alone (world size 1): %.2f GiB of bf16 weights",
-                        layout.tp(), ShardPlan.forRank(layout, 0).bf16Bytes() / (double) (1L << 30))
-                : String.format(Locale.ROOT, "tp %d: %.2f GiB of bf16 weights per rank", layout.tp(),
-                        ShardPlan.forRank(layout, 0).bf16Bytes() / (double) (1L << 30));
-        return String.format(Locale.ROOT, "%s: %d layers, hidden %d, %d/%d heads of %d, intermediate %d, vocab %d; %s",
-                name, c.numHiddenLayers(), c.hiddenSize(), c.numAttentionHeads(), c.numKeyValueHeads(), c.headDim(),
-                c.intermediateSize(), c.vocabSize(), split);
     }
 }

@@ -51,7 +51,7 @@ final class Runner {
             }
             EngineSettings s = new EngineSettings(layout, o.context(), o.prompt().length, o.draft(), false, true,
                     o.seed(), o.shardAlone(), prefillChunk());
-            BenchTable table = o.mode() == RunMode.BENCH ? new BenchTable(out, LlamaMain.describe(o, layout)
+            BenchTable table = o.mode() == RunMode.BENCH ? new BenchTable(out, ModelDescription.of(o, layout)
                     + (launched ? "; one JVM per rank" : "; GPUs " + Arrays.toString(o.deviceOfRank()))) : null;
             if (table != null && o.shardAlone()) {
                 out.println("# " + shardNote(layout.tp()));

@@ -1,7 +1,7 @@
 package dev.ar4j.examples.llama;
 
 import dev.ar4j.examples.llama.cli.LlamaOptions;
-import dev.ar4j.examples.llama.cli.OptionsParser;
+import dev.ar4j.examples.llama.cli.LlamaCommand;
 import dev.ar4j.examples.llama.config.SyntheticModels;
 import dev.ar4j.examples.llama.weights.TensorParallelLayout;
 import org.junit.jupiter.api.Test;
@@ -32,10 +32,42 @@ class LlamaMainTest {
         return err.toString(StandardCharsets.UTF_8);
     }
 
+    private String printed() {
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
     @Test
-    void helpPrintsTheUsage() {
+    void helpPrintsTheUsageWithEveryOptionAndTheExitCodes() {
         assertEquals(0, run("--help"));
-        assertTrue(out.toString(StandardCharsets.UTF_8).contains("usage: ar4j-llama"));
+        String help = printed();
+        assertTrue(help.startsWith("Usage: ar4j-llama (--model DIR | --synthetic tiny|llama3-8b|verify-7168)"), help);
+        for (String option : new String[] {"--model", "--synthetic", "--tp", "--mode", "--prompt", "--steps", "--draft",
+            "--comm", "--share-gpu", "--devices", "--context", "--seed", "--tp-shard-of", "--profile", "--help",
+            "--version"}) {
+            assertTrue(help.contains(option), option + " in --help:\n" + help);
+        }
+        for (String code : new String[] {"0   done", "1   any other failure", "2   a usage error",
+            "3   a model folder that cannot be used"}) {
+            assertTrue(help.contains(code), code + " in --help:\n" + help);
+        }
+        assertTrue(help.contains("torchrun"), help);
+        assertTrue(help.contains("generate-completion"), help);
+        assertEquals(0, run("-h"));
+    }
+
+    @Test
+    void versionNamesTheExampleAndTheJava() {
+        assertEquals(0, run("--version"));
+        assertTrue(printed().startsWith("ar4j-llama "), printed());
+        assertTrue(printed().contains("Java " + Runtime.version()), printed());
+        assertEquals(0, run("-V"));
+    }
+
+    @Test
+    void completionIsABashScript() {
+        assertEquals(0, run("generate-completion"));
+        assertTrue(printed().contains("complete -F"), printed());
+        assertTrue(printed().contains("--tp-shard-of"), printed());
     }
 
     @Test
@@ -61,16 +93,22 @@ class LlamaMainTest {
 
     @Test
     void aShardAloneIsDescribedAsRankZerosShard() {
-        LlamaOptions o = OptionsParser.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp-shard-of", "2");
+        LlamaOptions o = LlamaCommand.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp-shard-of", "2");
         TensorParallelLayout layout = new TensorParallelLayout(SyntheticModels.byName("llama3-8b"), o.splitDegree());
-        String d = LlamaMain.describe(o, layout);
+        String d = ModelDescription.of(o, layout);
         // Rank 0's weights of TP 2: half of every split matrix and half of the (padded) vocabulary, norms whole.
         assertTrue(d.contains("rank 0's shard of tp 2, alone (world size 1): 7.48 GiB of bf16 weights"), d);
-        String whole = LlamaMain.describe(OptionsParser.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp", "2"),
+        String whole = ModelDescription.of(LlamaCommand.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp", "2"),
                 layout);
         assertTrue(whole.contains("tp 2: 7.48 GiB of bf16 weights per rank"), whole);
         String note = Runner.shardNote(2);
         assertTrue(note.startsWith("rank 0's shard of TP 2, alone: a projection, no communication"), note);
+    }
+
+    @Test
+    void aRelativeModelFolderIsNamedAbsolute() {
+        assertEquals(3, run("--model", "."));
+        assertTrue(errors().contains("no config.json in the model folder " + Path.of("").toAbsolutePath()), errors());
     }
 
     @Test

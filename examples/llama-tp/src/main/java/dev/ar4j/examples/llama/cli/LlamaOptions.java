@@ -6,7 +6,7 @@ import java.nio.file.Path;
 import java.util.List;
 
 /**
- * A parsed {@code ar4j-llama} command line ({@link OptionsParser} makes it and checks what it can
+ * A parsed {@code ar4j-llama} command line ({@link LlamaCommand} makes it and checks what it can
  * without the model; {@link #checkAgainst} checks the rest once the config is known).
  *
  * @param model     {@code --model DIR}, or {@code null} with {@code --synthetic}
@@ -23,14 +23,13 @@ import java.util.List;
  *                  the default ({@value #DEFAULT_CONTEXT}, or the model's {@code max_position_embeddings}
  *                  if smaller)
  * @param seed      {@code --seed}: the synthetic weights' seed
- * @param help      {@code --help}
  * @param tpShardOf {@code --tp-shard-of N}: run rank 0's shard of a TP N split alone (world size 1; bench
  *                  only), or 0 for the whole model split over {@code tp} ranks
  * @param profile   {@code --profile}: in bench mode, also the time of each kind of kernel in one step
  */
 public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, int[] prompt, int steps, int draft,
                            List<CommMode> comms, boolean shareGpu, int[] devices, int context, long seed,
-                           boolean help, int tpShardOf, boolean profile) {
+                           int tpShardOf, boolean profile) {
 
     /** The KV-cache positions when {@code --context} is not given (fewer if the model allows fewer). */
     public static final int DEFAULT_CONTEXT = 2048;
@@ -128,7 +127,7 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, i
             return this;
         }
         return new LlamaOptions(model, synthetic, tp, mode, prompt, steps, draft, comms, shareGpu, devices,
-                Math.min(DEFAULT_CONTEXT, c.maxPositionEmbeddings()), seed, help, tpShardOf, profile);
+                Math.min(DEFAULT_CONTEXT, c.maxPositionEmbeddings()), seed, tpShardOf, profile);
     }
 
     /**

@@ -13,16 +13,16 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-class OptionsParserTest {
+class LlamaCommandTest {
 
     private static void refused(String expected, String... args) {
-        UsageException e = assertThrows(UsageException.class, () -> OptionsParser.parse(args));
+        UsageException e = assertThrows(UsageException.class, () -> LlamaCommand.parse(args));
         assertTrue(e.getMessage().contains(expected), () -> "'" + e.getMessage() + "' does not say '" + expected + "'");
     }
 
     @Test
     void generateDefaults() {
-        LlamaOptions o = OptionsParser.parse("--synthetic", "tiny");
+        LlamaOptions o = LlamaCommand.parse("--synthetic", "tiny");
         assertEquals("tiny", o.synthetic());
         assertNull(o.model());
         assertEquals(1, o.tp());
@@ -32,12 +32,11 @@ class OptionsParserTest {
         assertEquals(0, o.draft());
         assertEquals(List.of(CommMode.AR4J), o.comms());
         assertArrayEquals(new int[] {0}, o.deviceOfRank());
-        assertFalse(o.help());
     }
 
     @Test
     void benchWithEveryOption() {
-        LlamaOptions o = OptionsParser.parse("--model=/m", "--tp", "2", "--mode", "bench", "--prompt", "5,6,7",
+        LlamaOptions o = LlamaCommand.parse("--model=/m", "--tp", "2", "--mode", "bench", "--prompt", "5,6,7",
                 "--steps", "10", "--draft", "3", "--comm", "ar4j,nccl,nccl-symm", "--devices", "1,0", "--context",
                 "64", "--seed", "-3");
         assertEquals(Path.of("/m"), o.model());
@@ -55,7 +54,7 @@ class OptionsParserTest {
 
     @Test
     void benchDefaultsAndSharedGpu() {
-        LlamaOptions o = OptionsParser.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp", "4", "--share-gpu");
+        LlamaOptions o = LlamaCommand.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp", "4", "--share-gpu");
         assertEquals(512, o.prompt().length);
         assertEquals(1000, o.steps());
         assertEquals(3, o.draft());
@@ -65,7 +64,7 @@ class OptionsParserTest {
 
     @Test
     void tpShardOfRunsOneRankOfALargerSplitInBench() {
-        LlamaOptions o = OptionsParser.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp-shard-of", "2");
+        LlamaOptions o = LlamaCommand.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp-shard-of", "2");
         assertEquals(1, o.tp());
         assertEquals(2, o.tpShardOf());
         assertEquals(2, o.splitDegree());
@@ -73,17 +72,18 @@ class OptionsParserTest {
         assertArrayEquals(new int[] {0}, o.deviceOfRank());
         assertFalse(o.ranksShareGpu());
         // --tp 1 said aloud is the same; one device may be named.
-        LlamaOptions d = OptionsParser.parse("--synthetic", "llama3-8b", "--mode=bench", "--tp", "1", "--tp-shard-of=8",
+        LlamaOptions d = LlamaCommand.parse("--synthetic", "llama3-8b", "--mode=bench", "--tp", "1", "--tp-shard-of=8",
                 "--devices", "3");
         assertEquals(8, d.splitDegree());
         assertArrayEquals(new int[] {3}, d.deviceOfRank());
         // Without it, the split is --tp's.
-        LlamaOptions whole = OptionsParser.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp", "4");
+        LlamaOptions whole = LlamaCommand.parse("--synthetic", "llama3-8b", "--mode", "bench", "--tp", "4");
         assertEquals(0, whole.tpShardOf());
         assertFalse(whole.shardAlone());
         assertEquals(4, whole.splitDegree());
-        assertTrue(OptionsParser.USAGE.contains("--tp-shard-of N"), OptionsParser.USAGE);
-        assertTrue(OptionsParser.USAGE.contains("bench only"), OptionsParser.USAGE);
+        String usage = LlamaCommand.commandLine(new LlamaCommand()).getUsageMessage();
+        assertTrue(usage.contains("--tp-shard-of=N"), usage);
+        assertTrue(usage.contains("bench only"), usage);
     }
 
     @Test
@@ -100,16 +100,21 @@ class OptionsParserTest {
                 "--devices", "0,1");
         // The record itself refuses what the parser refuses.
         assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 2, RunMode.BENCH,
-                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, false, 2, false));
+                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, 2, false));
         assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.GENERATE,
-                new int[] {1}, 1, 0, List.of(CommMode.AR4J), false, null, 0, 0, false, 2, false));
+                new int[] {1}, 1, 0, List.of(CommMode.AR4J), false, null, 0, 0, 2, false));
         assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.BENCH,
-                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, false, 1, false));
+                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, 1, false));
     }
 
     @Test
-    void helpNeedsNothingElse() {
-        assertTrue(OptionsParser.parse("--help").help());
+    void aModelFolderWithoutAParentBecomesAbsolute() {
+        Path here = Path.of("").toAbsolutePath();
+        assertEquals(here, LlamaCommand.parse("--model", ".").model());
+        LlamaOptions named = LlamaCommand.parse("--model", "model");
+        assertEquals(here.resolve("model"), named.model());
+        assertEquals(here, named.model().getParent());
+        assertEquals(here.resolve("b"), LlamaCommand.parse("--model", "a/../b").model());
     }
 
     @Test
@@ -137,20 +142,23 @@ class OptionsParserTest {
         refused("--devices names 1 GPUs but --tp is 2", "--synthetic", "tiny", "--tp", "2", "--devices", "0");
         refused("--devices and --share-gpu exclude each other", "--synthetic", "tiny", "--share-gpu", "--devices", "0");
         refused("--share-gpu takes no value", "--synthetic", "tiny", "--share-gpu=yes");
+        refused("--profile takes no value", "--synthetic", "tiny", "--mode", "bench", "--profile=1");
+        refused("unknown option --tpp (try --help)", "--synthetic", "tiny", "--tpp=2");
+        refused("unexpected argument 'x' (options start with --; try --help)", "--synthetic", "tiny", "x", "y");
     }
 
     @Test
     void checksAgainstTheModel() {
         var tiny = SyntheticModels.byName("tiny");
-        OptionsParser.parse("--synthetic", "tiny", "--context", "64", "--steps", "60").checkAgainst(tiny);
-        UsageException room = assertThrows(UsageException.class, () -> OptionsParser.parse("--synthetic", "tiny",
+        LlamaCommand.parse("--synthetic", "tiny", "--context", "64", "--steps", "60").checkAgainst(tiny);
+        UsageException room = assertThrows(UsageException.class, () -> LlamaCommand.parse("--synthetic", "tiny",
                 "--context", "64", "--steps", "61").checkAgainst(tiny));
         assertTrue(room.getMessage().contains("need 65 positions, more than --context 64"), room.getMessage());
-        UsageException max = assertThrows(UsageException.class, () -> OptionsParser.parse("--synthetic", "tiny",
+        UsageException max = assertThrows(UsageException.class, () -> LlamaCommand.parse("--synthetic", "tiny",
                 "--context", "4096").checkAgainst(tiny));
         assertTrue(max.getMessage().contains("max_position_embeddings 2048"), max.getMessage());
         // Without --context: 2048, or the model's max_position_embeddings where that is smaller.
-        LlamaOptions unset = OptionsParser.parse("--synthetic", "tiny");
+        LlamaOptions unset = LlamaCommand.parse("--synthetic", "tiny");
         assertEquals(0, unset.context());
         assertEquals(2048, unset.forModel(tiny).context());
         var small = new dev.ar4j.examples.llama.config.LlamaConfig(tiny.hiddenSize(), tiny.intermediateSize(),
@@ -160,10 +168,10 @@ class OptionsParserTest {
         LlamaOptions resolved = unset.forModel(small);
         assertEquals(256, resolved.context());
         resolved.checkAgainst(small);
-        assertEquals(100, OptionsParser.parse("--synthetic", "tiny", "--context", "100").forModel(small).context());
-        assertEquals(4, OptionsParser.parse("--synthetic", "tiny", "--mode", "bench", "--tp-shard-of", "4")
+        assertEquals(100, LlamaCommand.parse("--synthetic", "tiny", "--context", "100").forModel(small).context());
+        assertEquals(4, LlamaCommand.parse("--synthetic", "tiny", "--mode", "bench", "--tp-shard-of", "4")
                 .forModel(small).tpShardOf());
-        UsageException vocab = assertThrows(UsageException.class, () -> OptionsParser.parse("--synthetic", "tiny",
+        UsageException vocab = assertThrows(UsageException.class, () -> LlamaCommand.parse("--synthetic", "tiny",
                 "--prompt", "1,4096").forModel(tiny).checkAgainst(tiny));
         assertTrue(vocab.getMessage().contains("token 1 is 4096, outside the vocabulary of 4096"), vocab.getMessage());
     }
