@@ -2,6 +2,7 @@ package dev.ar4j.examples.llama;
 
 import dev.ar4j.examples.llama.cli.LlamaCommand;
 import dev.ar4j.examples.llama.cli.LlamaOptions;
+import dev.ar4j.examples.llama.cli.RunMode;
 import dev.ar4j.examples.llama.config.ConfigReader;
 import dev.ar4j.examples.llama.config.LlamaConfig;
 import dev.ar4j.examples.llama.config.ModelFileException;
@@ -9,6 +10,7 @@ import dev.ar4j.examples.llama.config.SyntheticModels;
 import dev.ar4j.examples.llama.weights.TensorParallelLayout;
 import picocli.CommandLine;
 
+import java.io.InputStream;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 
@@ -27,11 +29,11 @@ public final class LlamaMain {
      * @param args the command line (see {@code --help}, {@link LlamaCommand})
      */
     public static void main(String[] args) {
-        System.exit(run(args, System.out, System.err));
+        System.exit(run(args, System.in, System.out, System.err));
     }
 
     /**
-     * Runs the command, printing to the given streams.
+     * Runs the command, printing to the given streams; standard input is not read.
      *
      * @param args the command line
      * @param out  where results go
@@ -39,6 +41,19 @@ public final class LlamaMain {
      * @return the exit code
      */
     public static int run(String[] args, PrintStream out, PrintStream err) {
+        return run(args, InputStream.nullInputStream(), out, err);
+    }
+
+    /**
+     * Runs the command, printing to the given streams.
+     *
+     * @param args the command line
+     * @param in   standard input, read for {@code --prompt -}
+     * @param out  where results go (in generate: the answer alone)
+     * @param err  where errors go (in generate: also the model line, the loading progress and the summary)
+     * @return the exit code
+     */
+    public static int run(String[] args, InputStream in, PrintStream out, PrintStream err) {
         LlamaOptions options;
         LlamaConfig config;
         TensorParallelLayout layout;
@@ -58,6 +73,7 @@ public final class LlamaMain {
             options = command.toOptions();
             config = options.model() != null ? ConfigReader.read(options.model())
                     : SyntheticModels.byName(options.synthetic());
+            options = withPrompt(options, in);
             options = options.forModel(config);
             options.checkAgainst(config);
             try {
@@ -76,7 +92,7 @@ public final class LlamaMain {
             err.println("(try --help)");
             return 2;
         }
-        out.println(ModelDescription.of(options, layout));
+        Runner.info(options, out, err).println(ModelDescription.of(options, layout));
         try {
             return Runner.run(options, layout, out, err);
         } catch (ModelFileException e) {
@@ -94,5 +110,13 @@ public final class LlamaMain {
             }
             return 1;
         }
+    }
+
+    /** The options with the prompt's token ids: given, or the text (of standard input with {@code --prompt -}). */
+    private static LlamaOptions withPrompt(LlamaOptions o, InputStream in) {
+        String none = o.model() == null ? "synthetic models have none" : "this build reads no tokenizer.json yet";
+        int[] ids = o.prompt() != null ? o.prompt()
+                : o.promptInput().resolve(o.mode() == RunMode.BENCH, null, none, in, Runner.launched());
+        return o.withPrompt(ids, false);
     }
 }

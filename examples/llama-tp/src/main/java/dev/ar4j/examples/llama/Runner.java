@@ -11,6 +11,9 @@ import dev.ar4j.examples.llama.engine.RankGroup;
 import dev.ar4j.examples.llama.engine.StepKind;
 import dev.ar4j.examples.llama.engine.StepTiming;
 import dev.ar4j.examples.llama.engine.StepTiming.Figures;
+import dev.ar4j.examples.llama.generate.AnswerPrinter;
+import dev.ar4j.examples.llama.generate.Generated;
+import dev.ar4j.examples.llama.generate.GreedyLoop;
 import dev.ar4j.examples.llama.safetensors.ModelFolder;
 import dev.ar4j.examples.llama.weights.LlamaTensors;
 import dev.ar4j.examples.llama.weights.TensorParallelLayout;
@@ -38,11 +41,30 @@ final class Runner {
     private Runner() {
     }
 
+    /**
+     * Whether a launcher started this process as one rank ({@code WORLD_SIZE} is set).
+     *
+     * @return {@code true} under torchrun and the like
+     */
+    static boolean launched() {
+        return System.getenv("WORLD_SIZE") != null;
+    }
+
+    /**
+     * Where a run's diagnostics go (the model line, the loading progress, generate's summary): standard error in
+     * generate, whose standard output is the answer alone; standard output in bench, above its table.
+     */
+    static PrintStream info(LlamaOptions o, PrintStream out, PrintStream err) {
+        return o.mode() == RunMode.GENERATE ? err : out;
+    }
+
     static int run(LlamaOptions o, TensorParallelLayout layout, PrintStream printed, PrintStream err) {
-        boolean launched = System.getenv("WORLD_SIZE") != null;
+        boolean launched = launched();
         // Under a launcher every process is one rank: rank 0 prints the results.
-        PrintStream out = launched && !"0".equals(System.getenv("RANK"))
-                ? new PrintStream(java.io.OutputStream.nullOutputStream()) : printed;
+        boolean printing = !launched || "0".equals(System.getenv("RANK"));
+        PrintStream quiet = new PrintStream(java.io.OutputStream.nullOutputStream());
+        PrintStream out = printing ? printed : quiet;
+        PrintStream info = printing ? info(o, printed, err) : quiet;
         ModelFolder folder = null;
         try {
             if (o.model() != null) {
@@ -79,7 +101,7 @@ final class Runner {
                                 + (o.shardAlone() ? "--tp-shard-of runs one rank alone" : "--tp is " + layout.tp()));
                         return 2;
                     }
-                    runOne(o, s, folder, group, comm, table, out);
+                    runOne(o, s, folder, group, comm, table, out, info);
                 }
             }
             return 0;
@@ -131,29 +153,16 @@ final class Runner {
     }
 
     private static void runOne(LlamaOptions o, EngineSettings s, ModelFolder folder, RankGroup group, CommMode comm,
-                               BenchTable table, PrintStream out) {
+                               BenchTable table, PrintStream out, PrintStream info) {
         List<RankEngine> engines = group.onEveryRank("loading the weights", LOAD_TIMEOUT,
-                (i, c) -> RankEngine.open(c, s, folder, out));
+                (i, c) -> RankEngine.open(c, s, folder, info));
         try {
             group.onEveryRank("capturing the graphs", STEP_TIMEOUT, (i, c) -> {
                 engines.get(i).captureGraphs();
                 return null;
             });
             if (table == null) {
-                List<int[]> tokens = group.onEveryRank("generating", STEP_TIMEOUT,
-                        (i, c) -> Generation.generate(engines.get(i), o.prompt(), o.steps()));
-                for (int[] t : tokens) {
-                    if (!Arrays.equals(t, tokens.get(0))) {
-                        throw new IllegalStateException("the ranks generated different tokens: " + Arrays.toString(t)
-                                + " and " + Arrays.toString(tokens.get(0)));
-                    }
-                }
-                out.println("tokens: " + Generation.join(tokens.get(0)));
-                if (o.draft() > 0) {
-                    List<String> check = group.onEveryRank("verifying", STEP_TIMEOUT,
-                            (i, c) -> Generation.verifyAgainstDecode(engines.get(i), o.prompt().length, tokens.get(0)));
-                    out.println("verify (--draft " + o.draft() + "): " + check.get(0));
-                }
+                generate(o, group, engines, out, info);
             } else {
                 int p = o.prompt().length;
                 List<StepKind> kinds = o.draft() > 0 ? List.of(StepKind.PREFILL, StepKind.DECODE, StepKind.VERIFY)
@@ -180,6 +189,34 @@ final class Runner {
                 return null;
             });
         }
+    }
+
+    /**
+     * Greedy generation on every rank, local rank 0's tokens printed as they come; the ranks' tokens compared;
+     * with a draft, the verify steps checked against them; the summary line.
+     */
+    private static void generate(LlamaOptions o, RankGroup group, List<RankEngine> engines, PrintStream out,
+                                 PrintStream info) {
+        AnswerPrinter printer = AnswerPrinter.ids(out);
+        int[] stopTokens = {};
+        int[] prompt = o.prompt();
+        List<Generated> made = group.onEveryRank("generating", STEP_TIMEOUT, (i, c) -> new GreedyLoop(
+                Generation.steps(engines.get(i)), stopTokens, i == 0 ? printer : t -> { }, System::nanoTime)
+                .run(prompt, o.steps()));
+        printer.finish();
+        int[] tokens = made.get(0).tokens();
+        for (Generated g : made) {
+            if (!Arrays.equals(g.tokens(), tokens)) {
+                throw new IllegalStateException("the ranks generated different tokens: " + Arrays.toString(g.tokens())
+                        + " and " + Arrays.toString(tokens));
+            }
+        }
+        if (o.draft() > 0) {
+            List<String> check = group.onEveryRank("verifying", STEP_TIMEOUT,
+                    (i, c) -> Generation.verifyAgainstDecode(engines.get(i), prompt.length, tokens));
+            info.println("verify (--draft " + o.draft() + "): " + check.get(0));
+        }
+        info.println(made.get(0).summary());
     }
 
     /** The local rank with the longest median (a step is as slow as its slowest rank). */

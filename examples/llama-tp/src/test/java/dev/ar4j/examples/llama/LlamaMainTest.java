@@ -7,6 +7,7 @@ import dev.ar4j.examples.llama.weights.TensorParallelLayout;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -41,7 +42,8 @@ class LlamaMainTest {
         assertEquals(0, run("--help"));
         String help = printed();
         assertTrue(help.startsWith("Usage: ar4j-llama (--model DIR | --synthetic tiny|llama3-8b|verify-7168)"), help);
-        for (String option : new String[] {"--model", "--synthetic", "--tp", "--mode", "--prompt", "--steps", "--draft",
+        for (String option : new String[] {"--model", "--synthetic", "--tp", "--mode", "--prompt", "--prompt-ids",
+            "--max-new-tokens", "--output", "--steps", "--draft",
             "--comm", "--share-gpu", "--devices", "--context", "--seed", "--tp-shard-of", "--profile", "--help",
             "--version"}) {
             assertTrue(help.contains(option), option + " in --help:\n" + help);
@@ -51,6 +53,10 @@ class LlamaMainTest {
             assertTrue(help.contains(code), code + " in --help:\n" + help);
         }
         assertTrue(help.contains("torchrun"), help);
+        String flat = help.replaceAll("\\s+", " ");
+        assertTrue(flat.contains("text where the model has a tokenizer"), help);
+        assertTrue(flat.contains("- reads it from standard input"), help);
+        assertTrue(flat.contains("a one-line summary on standard error"), help);
         assertTrue(help.contains("generate-completion"), help);
         assertEquals(0, run("-h"));
     }
@@ -109,6 +115,41 @@ class LlamaMainTest {
     void aRelativeModelFolderIsNamedAbsolute() {
         assertEquals(3, run("--model", "."));
         assertTrue(errors().contains("no config.json in the model folder " + Path.of("").toAbsolutePath()), errors());
+    }
+
+    private int runWithInput(String stdin, String... args) {
+        return LlamaMain.run(args, new ByteArrayInputStream(stdin.getBytes(StandardCharsets.UTF_8)),
+                new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    /** A model folder holding only a config.json (enough for everything before the weights). */
+    private static Path configOnly(Path dir) throws IOException {
+        Files.writeString(dir.resolve("config.json"), """
+                {"hidden_size": 512, "intermediate_size": 1408, "num_hidden_layers": 4, "num_attention_heads": 8,
+                 "num_key_value_heads": 4, "vocab_size": 4096, "max_position_embeddings": 64}""");
+        return dir;
+    }
+
+    @Test
+    void thePromptIsReadFromStandardInputWithPromptDash() {
+        // 5 token ids from standard input: too many for 4 positions, which shows they were read (exit 2, no GPU).
+        assertEquals(2, runWithInput("1,2,3,4,5\n", "--synthetic", "tiny", "--prompt", "-", "--context", "4", "--steps", "1"));
+        assertTrue(errors().contains("the prompt (5 tokens)"), errors());
+        assertEquals(2, runWithInput("", "--synthetic", "tiny", "--prompt", "-"));
+        assertTrue(errors().contains("--prompt -: standard input is empty"), errors());
+    }
+
+    @Test
+    void aTextPromptIsRefusedWithoutATokenizer(@TempDir Path dir) throws IOException {
+        assertEquals(2, run("--synthetic", "tiny", "--prompt", "Hello"));
+        assertTrue(errors().contains("a text prompt needs a tokenizer, and synthetic models have none"), errors());
+        configOnly(dir);
+        assertEquals(2, run("--model", dir.toString(), "--prompt", "Hello"));
+        assertTrue(errors().contains("--prompt 'Hello': a text prompt needs a tokenizer"), errors());
+        assertTrue(errors().contains("--prompt-ids 1,2,3"), errors());
+        // Token ids need no tokenizer: the prompt passes and the context check (before any GPU work) speaks.
+        assertEquals(2, run("--model", dir.toString(), "--prompt", "1,2,3", "--max-new-tokens", "62"));
+        assertTrue(errors().contains("the prompt (3 tokens) + --steps (--max-new-tokens) 62"), errors());
     }
 
     @Test

@@ -23,8 +23,12 @@ import java.util.Set;
         sortOptions = false, usageHelpAutoWidth = true,
         subcommands = AutoComplete.GenerateCompletion.class,
         customSynopsis = "ar4j-llama (--model DIR | --synthetic tiny|llama3-8b|verify-7168) [options]",
-        description = "A tensor-parallel Llama decoder on ar4j: generate greedy tokens from a prompt, or bench the "
+        description = {"A tensor-parallel Llama decoder on ar4j: generate greedy tokens from a prompt, or bench the "
                 + "prefill, decode and verify steps.",
+            "generate streams the answer to standard output as the tokens come (text where the model has a "
+                + "tokenizer, else token ids), stops at the tokenizer's end-of-sequence tokens or after --steps, and "
+                + "ends with a one-line summary on standard error (prompt tokens, generated tokens, time to first "
+                + "token, decode tokens/s); the model line and the loading progress go to standard error too."},
         footer = {"",
             "With torchrun-style variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) each JVM is one "
                     + "rank and --tp must equal WORLD_SIZE; otherwise one JVM drives all ranks as threads.",
@@ -33,8 +37,6 @@ import java.util.Set;
         exitCodeList = {"0:done", "1:any other failure", "2:a usage error", "3:a model folder that cannot be used"})
 public final class LlamaCommand {
 
-    /** The longest prompt accepted. */
-    static final int MAX_PROMPT = 1 << 20;
     /** The most draft tokens of a verify step. */
     static final int MAX_DRAFT = 64;
 
@@ -52,13 +54,25 @@ public final class LlamaCommand {
     @Option(names = "--mode", paramLabel = "M", description = "generate (default) | bench")
     private String mode;
 
-    @Option(names = "--prompt", paramLabel = "1,2,3", description = "the prompt's token ids (default 1,2,3,4; bench: "
-            + "512 tokens)")
+    @Option(names = "--prompt", paramLabel = "TEXT", description = "the prompt: text where the model has a tokenizer "
+            + "(a --model folder with tokenizer.json), token ids (1,2,3) where it has none (synthetic models, folders "
+            + "without tokenizer.json); - reads it from standard input (one trailing line break dropped; standard "
+            + "input is read only then). Default: token ids 1,2,3,4 (bench: 1..512)")
     private String prompt;
 
-    @Option(names = "--steps", paramLabel = "N", description = "decode steps (generate, default 32) or timed replays "
-            + "(bench, default 1000)")
+    @Option(names = "--prompt-ids", paramLabel = "1,2,3", description = "the prompt as token ids, for any model")
+    private String promptIds;
+
+    @Option(names = "--steps", paramLabel = "N", description = "generate: the most new tokens (default 32), fewer when "
+            + "an end-of-sequence token comes; bench: timed replays (default 1000)")
     private String steps;
+
+    @Option(names = "--max-new-tokens", paramLabel = "N", description = "generate: --steps by its Hugging Face name")
+    private String maxNewTokens;
+
+    @Option(names = "--output", paramLabel = "F", description = "generate: text (streamed as the tokens come; the "
+            + "default with a tokenizer) | ids (a line 'tokens: 1,2,3'; the default without one)")
+    private String output;
 
     @Option(names = "--draft", paramLabel = "K", description = "draft tokens of a verify step, 0..64 (default 0; "
             + "bench: 3)")
@@ -159,12 +173,12 @@ public final class LlamaCommand {
                         + "out --tp " + ranks);
             }
         }
-        int[] ids = prompt != null ? OptionValues.ids("--prompt", prompt, 0, Integer.MAX_VALUE)
-                : bench ? range(512) : new int[] {1, 2, 3, 4};
-        if (ids.length > MAX_PROMPT) {
-            throw new UsageException("--prompt: " + ids.length + " tokens, more than " + MAX_PROMPT);
-        }
-        int stepCount = OptionValues.intValue("--steps", or(steps, bench ? "1000" : "32"), 1, 1 << 24);
+        PromptInput given = promptInput();
+        // Token ids given, by default, or for a model without tokenizer are checked now; text waits for the model.
+        int[] ids = given.resolvableWithout(model != null) ? given.resolve(bench, null, "synthetic models have none",
+                null, false) : null;
+        int stepCount = OptionValues.intValue(maxNewTokens != null ? "--max-new-tokens" : "--steps",
+                or(stepsGiven(bench), bench ? "1000" : "32"), 1, 1 << 24);
         int draftTokens = OptionValues.intValue("--draft", or(draft, bench ? "3" : "0"), bench ? 1 : 0, MAX_DRAFT);
         List<CommMode> comms = comms(or(comm, "ar4j"), bench);
         int[] deviceList = null;
@@ -184,8 +198,52 @@ public final class LlamaCommand {
         if (profile && !bench) {
             throw new UsageException("--profile: it profiles the steps of --mode bench; add --mode bench");
         }
-        return new LlamaOptions(model == null ? null : folder(model), synthetic, ranks, runMode, ids, stepCount,
-                draftTokens, comms, shareGpu, deviceList, positions, weightSeed, shardOf, profile);
+        LlamaOptions options = new LlamaOptions(model == null ? null : folder(model), synthetic, ranks, runMode, given,
+                ids, stepCount, draftTokens, comms, shareGpu, deviceList, positions, weightSeed, shardOf, profile,
+                answerFormat(bench));
+        return synthetic != null ? options.withPrompt(ids, false) : options;
+    }
+
+    private PromptInput promptInput() {
+        if (prompt != null && promptIds != null) {
+            throw new UsageException("--prompt and --prompt-ids exclude each other (--prompt-ids is token ids; --prompt "
+                    + "is text, or token ids for a model without tokenizer)");
+        }
+        if (promptIds != null) {
+            return new PromptInput(PromptInput.Source.IDS, promptIds);
+        }
+        if (prompt == null) {
+            return new PromptInput(PromptInput.Source.DEFAULT, null);
+        }
+        return prompt.equals("-") ? new PromptInput(PromptInput.Source.STDIN, null)
+                : new PromptInput(PromptInput.Source.TEXT_OR_IDS, prompt);
+    }
+
+    private String stepsGiven(boolean bench) {
+        if (maxNewTokens == null) {
+            return steps;
+        }
+        if (bench) {
+            throw new UsageException("--max-new-tokens is generate's: bench times --steps N replays of each step");
+        }
+        if (steps != null) {
+            throw new UsageException("--max-new-tokens is --steps by another name: give one of them");
+        }
+        return maxNewTokens;
+    }
+
+    private AnswerFormat answerFormat(boolean bench) {
+        if (output == null) {
+            return null;
+        }
+        if (bench) {
+            throw new UsageException("--output is how generate prints the answer; bench prints a table");
+        }
+        return switch (output) {
+            case "text" -> AnswerFormat.TEXT;
+            case "ids" -> AnswerFormat.IDS;
+            default -> throw new UsageException("--output: unknown format '" + output + "'; accepted: text, ids");
+        };
     }
 
     /**
@@ -220,14 +278,6 @@ public final class LlamaCommand {
         }
         if (out.size() > 1 && !bench) {
             throw new UsageException("--comm takes a list (" + text + ") in --mode bench only; generate runs one");
-        }
-        return out;
-    }
-
-    private static int[] range(int n) {
-        int[] out = new int[n];
-        for (int i = 0; i < n; i++) {
-            out[i] = i + 1;
         }
         return out;
     }

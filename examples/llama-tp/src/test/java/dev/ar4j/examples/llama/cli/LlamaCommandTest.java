@@ -15,6 +15,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class LlamaCommandTest {
 
+    private static final PromptInput DEFAULT = new PromptInput(PromptInput.Source.DEFAULT, null);
+
     private static void refused(String expected, String... args) {
         UsageException e = assertThrows(UsageException.class, () -> LlamaCommand.parse(args));
         assertTrue(e.getMessage().contains(expected), () -> "'" + e.getMessage() + "' does not say '" + expected + "'");
@@ -32,11 +34,13 @@ class LlamaCommandTest {
         assertEquals(0, o.draft());
         assertEquals(List.of(CommMode.AR4J), o.comms());
         assertArrayEquals(new int[] {0}, o.deviceOfRank());
+        assertEquals(AnswerFormat.IDS, o.output());
+        assertEquals(PromptInput.Source.DEFAULT, o.promptInput().source());
     }
 
     @Test
     void benchWithEveryOption() {
-        LlamaOptions o = LlamaCommand.parse("--model=/m", "--tp", "2", "--mode", "bench", "--prompt", "5,6,7",
+        LlamaOptions o = LlamaCommand.parse("--model=/m", "--tp", "2", "--mode", "bench", "--prompt-ids", "5,6,7",
                 "--steps", "10", "--draft", "3", "--comm", "ar4j,nccl,nccl-symm", "--devices", "1,0", "--context",
                 "64", "--seed", "-3");
         assertEquals(Path.of("/m"), o.model());
@@ -50,6 +54,47 @@ class LlamaCommandTest {
         assertFalse(o.ranksShareGpu());
         assertEquals(64, o.context());
         assertEquals(-3, o.seed());
+        assertNull(o.output());
+    }
+
+    @Test
+    void promptRule() {
+        // Without a tokenizer (synthetic models): --prompt is token ids, checked at once.
+        LlamaOptions ids = LlamaCommand.parse("--synthetic", "tiny", "--prompt", "7, 8,9");
+        assertArrayEquals(new int[] {7, 8, 9}, ids.prompt());
+        assertEquals(PromptInput.Source.TEXT_OR_IDS, ids.promptInput().source());
+        refused("--prompt 'Hello world': a text prompt needs a tokenizer, and synthetic models have none; give token "
+                + "ids, e.g. --prompt-ids 1,2,3", "--synthetic", "tiny", "--prompt", "Hello world");
+        refused("--output text needs the model's tokenizer", "--synthetic", "tiny", "--output", "text");
+        // A model folder may have a tokenizer: --prompt waits for it (text there), --prompt-ids does not.
+        LlamaOptions folder = LlamaCommand.parse("--model", "/m", "--prompt", "1,2,3");
+        assertNull(folder.prompt());
+        assertEquals(new PromptInput(PromptInput.Source.TEXT_OR_IDS, "1,2,3"), folder.promptInput());
+        assertArrayEquals(new int[] {1, 2}, LlamaCommand.parse("--model", "/m", "--prompt-ids", "1,2").prompt());
+        assertArrayEquals(new int[] {1, 2, 3, 4}, LlamaCommand.parse("--model", "/m").prompt());
+        // --prompt - reads standard input, later.
+        LlamaOptions stdin = LlamaCommand.parse("--synthetic", "tiny", "--prompt", "-");
+        assertNull(stdin.prompt());
+        assertEquals(PromptInput.Source.STDIN, stdin.promptInput().source());
+        refused("--prompt and --prompt-ids exclude each other", "--synthetic", "tiny", "--prompt", "1", "--prompt-ids",
+                "2");
+    }
+
+    @Test
+    void maxNewTokensIsGeneratesStepsAndOutputPicksTheFormat() {
+        assertEquals(7, LlamaCommand.parse("--synthetic", "tiny", "--max-new-tokens", "7").steps());
+        assertEquals(7, LlamaCommand.parse("--synthetic", "tiny", "--steps=7").steps());
+        refused("--max-new-tokens must be 1..16777216, got 0", "--synthetic", "tiny", "--max-new-tokens", "0");
+        refused("--max-new-tokens is --steps by another name: give one of them", "--synthetic", "tiny", "--steps", "3",
+                "--max-new-tokens", "4");
+        refused("--max-new-tokens is generate's: bench times --steps N replays", "--synthetic", "tiny", "--mode",
+                "bench", "--max-new-tokens", "4");
+        assertEquals(AnswerFormat.IDS, LlamaCommand.parse("--synthetic", "tiny", "--output", "ids").output());
+        assertEquals(AnswerFormat.TEXT, LlamaCommand.parse("--model", "/m", "--output", "text").output());
+        assertNull(LlamaCommand.parse("--model", "/m").output());
+        refused("--output: unknown format 'json'; accepted: text, ids", "--synthetic", "tiny", "--output", "json");
+        refused("--output is how generate prints the answer; bench prints a table", "--synthetic", "tiny", "--mode",
+                "bench", "--output", "ids");
     }
 
     @Test
@@ -99,12 +144,12 @@ class LlamaCommandTest {
         refused("--devices names 2 GPUs but --tp is 1", "--synthetic", "tiny", "--mode", "bench", "--tp-shard-of", "2",
                 "--devices", "0,1");
         // The record itself refuses what the parser refuses.
-        assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 2, RunMode.BENCH,
-                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, 2, false));
-        assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.GENERATE,
-                new int[] {1}, 1, 0, List.of(CommMode.AR4J), false, null, 0, 0, 2, false));
-        assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.BENCH,
-                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, 1, false));
+        assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 2, RunMode.BENCH, DEFAULT,
+                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, 2, false, null));
+        assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.GENERATE, DEFAULT,
+                new int[] {1}, 1, 0, List.of(CommMode.AR4J), false, null, 0, 0, 2, false, null));
+        assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.BENCH, DEFAULT,
+                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, 1, false, null));
     }
 
     @Test
@@ -134,7 +179,10 @@ class LlamaCommandTest {
         refused("--comm: unknown value 'mpi'", "--synthetic", "tiny", "--comm", "mpi");
         refused("in --mode bench only", "--synthetic", "tiny", "--comm", "ar4j,nccl");
         refused("--comm names nccl twice", "--synthetic", "tiny", "--mode", "bench", "--comm", "nccl,nccl");
-        refused("--prompt value 2", "--synthetic", "tiny", "--prompt", "1,x,3");
+        refused("--prompt-ids value 2: 'x' is not a whole number", "--synthetic", "tiny", "--prompt-ids", "1,x,3");
+        refused("--prompt value 2 must be 0..2147483647, got 99999999999", "--synthetic", "tiny", "--prompt",
+                "1,99999999999");
+        refused("--prompt-ids is empty", "--synthetic", "tiny", "--prompt-ids", " ");
         refused("--prompt: value 2 of '1,,3' is empty", "--synthetic", "tiny", "--prompt", "1,,3");
         refused("--prompt value 1 must be 0..", "--synthetic", "tiny", "--prompt", "-1");
         refused("--draft must be 1..64", "--synthetic", "tiny", "--mode", "bench", "--draft", "0");
@@ -173,6 +221,7 @@ class LlamaCommandTest {
                 .forModel(small).tpShardOf());
         UsageException vocab = assertThrows(UsageException.class, () -> LlamaCommand.parse("--synthetic", "tiny",
                 "--prompt", "1,4096").forModel(tiny).checkAgainst(tiny));
-        assertTrue(vocab.getMessage().contains("token 1 is 4096, outside the vocabulary of 4096"), vocab.getMessage());
+        assertTrue(vocab.getMessage().contains("--prompt: token 1 is 4096, outside the vocabulary of 4096"),
+                vocab.getMessage());
     }
 }
