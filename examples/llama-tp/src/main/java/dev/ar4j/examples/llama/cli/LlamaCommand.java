@@ -106,6 +106,10 @@ public final class LlamaCommand {
             + "of kernel (CUDA events around each kind; bytes moved and TB/s)")
     private boolean profile;
 
+    /** An empty command; picocli fills its options ({@link #commandLine}). */
+    public LlamaCommand() {
+    }
+
     /**
      * A command line for this command, its parse errors in this command's words.
      *
