@@ -34,6 +34,11 @@ final class ByteLevelAlphabet {
         return new String(out);
     }
 
+    /** The byte-level character of a byte (0 to 255). */
+    static char charOf(int b) {
+        return BYTE_TO_CHAR[b];
+    }
+
     /** The byte a byte-level character stands for, or -1 if it is not one. */
     static int byteOf(char c) {
         return c < CHAR_TO_BYTE.length ? CHAR_TO_BYTE[c] : -1;
