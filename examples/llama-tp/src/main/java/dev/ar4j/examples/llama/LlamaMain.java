@@ -7,11 +7,13 @@ import dev.ar4j.examples.llama.config.ConfigReader;
 import dev.ar4j.examples.llama.config.LlamaConfig;
 import dev.ar4j.examples.llama.config.ModelFileException;
 import dev.ar4j.examples.llama.config.SyntheticModels;
+import dev.ar4j.examples.llama.text.Tokenizer;
 import dev.ar4j.examples.llama.weights.TensorParallelLayout;
 import picocli.CommandLine;
 
 import java.io.InputStream;
 import java.io.PrintStream;
+import java.nio.file.Files;
 import java.io.PrintWriter;
 
 /**
@@ -56,6 +58,7 @@ public final class LlamaMain {
     public static int run(String[] args, InputStream in, PrintStream out, PrintStream err) {
         LlamaOptions options;
         LlamaConfig config;
+        Tokenizer tokenizer;
         TensorParallelLayout layout;
         try {
             LlamaCommand command = new LlamaCommand();
@@ -73,7 +76,8 @@ public final class LlamaMain {
             options = command.toOptions();
             config = options.model() != null ? ConfigReader.read(options.model())
                     : SyntheticModels.byName(options.synthetic());
-            options = withPrompt(options, in);
+            tokenizer = tokenizerOf(options);
+            options = withPrompt(options, tokenizer, in);
             options = options.forModel(config);
             options.checkAgainst(config);
             try {
@@ -94,7 +98,7 @@ public final class LlamaMain {
         }
         Runner.info(options, out, err).println(ModelDescription.of(options, layout));
         try {
-            return Runner.run(options, layout, out, err);
+            return Runner.run(options, layout, tokenizer, out, err);
         } catch (ModelFileException e) {
             err.println("ar4j-llama: " + e.getMessage());
             return 3;
@@ -112,11 +116,23 @@ public final class LlamaMain {
         }
     }
 
-    /** The options with the prompt's token ids: given, or the text (of standard input with {@code --prompt -}). */
-    private static LlamaOptions withPrompt(LlamaOptions o, InputStream in) {
-        String none = o.model() == null ? "synthetic models have none" : "this build reads no tokenizer.json yet";
-        int[] ids = o.prompt() != null ? o.prompt()
-                : o.promptInput().resolve(o.mode() == RunMode.BENCH, null, none, in, Runner.launched());
-        return o.withPrompt(ids, false);
+    /** The model folder's tokenizer where it has a {@code tokenizer.json}, else {@code null}. */
+    static Tokenizer tokenizerOf(LlamaOptions o) {
+        return o.model() != null && Files.isRegularFile(o.model().resolve(TOKENIZER_FILE)) ? Tokenizer.load(o.model())
+                : null;
+    }
+
+    /** The file that gives a model folder its tokenizer. */
+    static final String TOKENIZER_FILE = "tokenizer.json";
+
+    /**
+     * The options with the prompt's token ids: given, or the text (of standard input with {@code --prompt -})
+     * through the tokenizer, its special tokens added (Llama's BOS).
+     */
+    private static LlamaOptions withPrompt(LlamaOptions o, Tokenizer tokenizer, InputStream in) {
+        String none = o.model() == null ? "synthetic models have none" : o.model() + " has no " + TOKENIZER_FILE;
+        int[] ids = o.prompt() != null ? o.prompt() : o.promptInput().resolve(o.mode() == RunMode.BENCH,
+                tokenizer == null ? null : text -> tokenizer.encode(text, true), none, in, Runner.launched());
+        return o.withPrompt(ids, tokenizer != null);
     }
 }

@@ -2,6 +2,7 @@ package dev.ar4j.examples.llama;
 
 import dev.ar4j.Communicator;
 import dev.ar4j.examples.llama.bench.BenchTable;
+import dev.ar4j.examples.llama.cli.AnswerFormat;
 import dev.ar4j.examples.llama.cli.CommMode;
 import dev.ar4j.examples.llama.cli.LlamaOptions;
 import dev.ar4j.examples.llama.cli.RunMode;
@@ -15,6 +16,8 @@ import dev.ar4j.examples.llama.generate.AnswerPrinter;
 import dev.ar4j.examples.llama.generate.Generated;
 import dev.ar4j.examples.llama.generate.GreedyLoop;
 import dev.ar4j.examples.llama.safetensors.ModelFolder;
+import dev.ar4j.examples.llama.text.TextStream;
+import dev.ar4j.examples.llama.text.Tokenizer;
 import dev.ar4j.examples.llama.weights.LlamaTensors;
 import dev.ar4j.examples.llama.weights.TensorParallelLayout;
 
@@ -58,7 +61,8 @@ final class Runner {
         return o.mode() == RunMode.GENERATE ? err : out;
     }
 
-    static int run(LlamaOptions o, TensorParallelLayout layout, PrintStream printed, PrintStream err) {
+    static int run(LlamaOptions o, TensorParallelLayout layout, Tokenizer tokenizer, PrintStream printed,
+                   PrintStream err) {
         boolean launched = launched();
         // Under a launcher every process is one rank: rank 0 prints the results.
         boolean printing = !launched || "0".equals(System.getenv("RANK"));
@@ -101,7 +105,7 @@ final class Runner {
                                 + (o.shardAlone() ? "--tp-shard-of runs one rank alone" : "--tp is " + layout.tp()));
                         return 2;
                     }
-                    runOne(o, s, folder, group, comm, table, out, info);
+                    runOne(o, s, folder, group, comm, table, tokenizer, out, info);
                 }
             }
             return 0;
@@ -153,7 +157,7 @@ final class Runner {
     }
 
     private static void runOne(LlamaOptions o, EngineSettings s, ModelFolder folder, RankGroup group, CommMode comm,
-                               BenchTable table, PrintStream out, PrintStream info) {
+                               BenchTable table, Tokenizer tokenizer, PrintStream out, PrintStream info) {
         List<RankEngine> engines = group.onEveryRank("loading the weights", LOAD_TIMEOUT,
                 (i, c) -> RankEngine.open(c, s, folder, info));
         try {
@@ -162,7 +166,7 @@ final class Runner {
                 return null;
             });
             if (table == null) {
-                generate(o, group, engines, out, info);
+                generate(o, group, engines, tokenizer, out, info);
             } else {
                 int p = o.prompt().length;
                 List<StepKind> kinds = o.draft() > 0 ? List.of(StepKind.PREFILL, StepKind.DECODE, StepKind.VERIFY)
@@ -195,10 +199,10 @@ final class Runner {
      * Greedy generation on every rank, local rank 0's tokens printed as they come; the ranks' tokens compared;
      * with a draft, the verify steps checked against them; the summary line.
      */
-    private static void generate(LlamaOptions o, RankGroup group, List<RankEngine> engines, PrintStream out,
-                                 PrintStream info) {
-        AnswerPrinter printer = AnswerPrinter.ids(out);
-        int[] stopTokens = {};
+    private static void generate(LlamaOptions o, RankGroup group, List<RankEngine> engines, Tokenizer tokenizer,
+                                 PrintStream out, PrintStream info) {
+        AnswerPrinter printer = printer(o, tokenizer, out);
+        int[] stopTokens = stopTokens(tokenizer);
         int[] prompt = o.prompt();
         List<Generated> made = group.onEveryRank("generating", STEP_TIMEOUT, (i, c) -> new GreedyLoop(
                 Generation.steps(engines.get(i)), stopTokens, i == 0 ? printer : t -> { }, System::nanoTime)
@@ -217,6 +221,30 @@ final class Runner {
             info.println("verify (--draft " + o.draft() + "): " + check.get(0));
         }
         info.println(made.get(0).summary());
+    }
+
+    /**
+     * How the answer is printed: text through a new text stream of the tokenizer, or token ids.
+     *
+     * @param o         the options ({@link LlamaOptions#output()} resolved)
+     * @param tokenizer the model's tokenizer, or {@code null}
+     * @param out       where the answer goes
+     * @return the printer
+     */
+    static AnswerPrinter printer(LlamaOptions o, Tokenizer tokenizer, PrintStream out) {
+        if (o.output() != AnswerFormat.TEXT) {
+            return AnswerPrinter.ids(out);
+        }
+        TextStream text = tokenizer.newTextStream();
+        return AnswerPrinter.text(out, text::push, text::finish, stopTokens(tokenizer));
+    }
+
+    /**
+     * Where generation stops: the tokenizer's end-of-sequence ids ({@code generation_config.json}, {@code config.json}
+     * or {@code tokenizer_config.json}); none without a tokenizer.
+     */
+    static int[] stopTokens(Tokenizer tokenizer) {
+        return tokenizer == null ? new int[0] : tokenizer.eosTokenIds();
     }
 
     /** The local rank with the longest median (a step is as slow as its slowest rank). */
