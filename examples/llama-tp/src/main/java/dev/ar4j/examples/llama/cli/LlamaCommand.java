@@ -19,7 +19,7 @@ import java.util.Set;
  * command's words by {@link ParseErrors}. Values stay text until {@link #toOptions()}, so that every
  * message names the option, what was given and what is accepted ({@link OptionValues}).
  */
-@Command(name = "ar4j-llama", mixinStandardHelpOptions = true, versionProvider = LlamaVersion.class,
+@Command(name = "ar4j-llama", versionProvider = LlamaVersion.class,
         sortOptions = false, usageHelpAutoWidth = true,
         subcommands = AutoComplete.GenerateCompletion.class,
         customSynopsis = "ar4j-llama (--model DIR | --synthetic tiny|llama3-8b|verify-7168) [options]",
@@ -106,6 +106,13 @@ public final class LlamaCommand {
             + "of kernel (CUDA events around each kind; bytes moved and TB/s)")
     private boolean profile;
 
+    // Long names only: with -h or -V, a text prompt starting with "-h" or "-V" would look like those options.
+    @Option(names = "--help", usageHelp = true, description = "this text")
+    private boolean help;
+
+    @Option(names = "--version", versionHelp = true, description = "the version of ar4j-llama and of Java")
+    private boolean version;
+
     /** An empty command; picocli fills its options ({@link #commandLine}). */
     public LlamaCommand() {
     }
@@ -118,6 +125,8 @@ public final class LlamaCommand {
      */
     public static CommandLine commandLine(LlamaCommand command) {
         CommandLine cli = new CommandLine(command);
+        // A prompt may start with '@': it is text, never the name of an argument file.
+        cli.setExpandAtFiles(false);
         cli.getCommandSpec().subcommands().get("generate-completion").getCommandSpec().usageMessage().hidden(true);
         return cli;
     }

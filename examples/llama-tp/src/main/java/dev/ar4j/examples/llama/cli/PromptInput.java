@@ -107,6 +107,9 @@ public record PromptInput(Source source, String value) {
             throw new UsageException(option + " '" + abbreviated(text) + "': a text prompt needs a tokenizer, and "
                     + noTokenizer + "; give token ids, e.g. --prompt-ids 1,2,3");
         }
+        if (text.isBlank()) {
+            throw new UsageException(option + " is empty; give the prompt's text");
+        }
         int[] ids = encoder.apply(text);
         if (ids.length == 0) {
             throw new UsageException(option + ": the text '" + abbreviated(text) + "' makes no tokens");

@@ -76,6 +76,11 @@ class LlamaCommandTest {
         LlamaOptions stdin = LlamaCommand.parse("--synthetic", "tiny", "--prompt", "-");
         assertNull(stdin.prompt());
         assertEquals(PromptInput.Source.STDIN, stdin.promptInput().source());
+        // Text may start with '-' or '@': it is neither an option nor an argument file.
+        assertEquals("-h is not help", LlamaCommand.parse("--model", "/m", "--prompt", "-h is not help").promptInput()
+                .value());
+        assertEquals("-Version", LlamaCommand.parse("--model", "/m", "--prompt=-Version").promptInput().value());
+        assertEquals("@pom.xml", LlamaCommand.parse("--model", "/m", "--prompt", "@pom.xml").promptInput().value());
         refused("--prompt and --prompt-ids exclude each other", "--synthetic", "tiny", "--prompt", "1", "--prompt-ids",
                 "2");
     }

@@ -68,8 +68,10 @@ class PromptInputTest {
     void emptyOrSharedStandardInputIsRefused() {
         assertTrue(refused(STDIN, CODE_POINTS, stdin("\n"), false).startsWith("--prompt -: standard input is empty"));
         assertTrue(refused(STDIN, CODE_POINTS, stdin("Hi"), true).startsWith("--prompt - under a launcher"));
-        assertTrue(refused(new PromptInput(PromptInput.Source.TEXT_OR_IDS, " "), text -> new int[0], null, false)
+        assertTrue(refused(new PromptInput(PromptInput.Source.TEXT_OR_IDS, "x"), text -> new int[0], null, false)
                 .contains("makes no tokens"));
+        assertEquals("--prompt is empty; give the prompt's text", refused(new PromptInput(PromptInput.Source.TEXT_OR_IDS,
+                " "), CODE_POINTS, null, false));
     }
 
     @Test
