@@ -116,10 +116,14 @@ public final class LlamaMain {
         }
     }
 
-    /** The model folder's tokenizer where it has a {@code tokenizer.json}, else {@code null}. */
+    /**
+     * The model folder's tokenizer where it has a {@code tokenizer.json} and the run needs it (generate, or a text
+     * prompt in bench), else {@code null}.
+     */
     static Tokenizer tokenizerOf(LlamaOptions o) {
-        return o.model() != null && Files.isRegularFile(o.model().resolve(TOKENIZER_FILE)) ? Tokenizer.load(o.model())
-                : null;
+        boolean needed = o.mode() == RunMode.GENERATE || o.prompt() == null;
+        return needed && o.model() != null && Files.isRegularFile(o.model().resolve(TOKENIZER_FILE))
+                ? Tokenizer.load(o.model()) : null;
     }
 
     /** The file that gives a model folder its tokenizer. */

@@ -125,6 +125,9 @@ class TextPromptTest {
         Files.writeString(dir.resolve("tokenizer.json"), "{\"model\": ");
         assertEquals(3, run("", "--model", dir.toString(), "--prompt", "Hello"));
         assertTrue(errors().contains("tokenizer.json"), errors());
+        // bench with token ids does not need it: the context check speaks instead.
+        assertEquals(2, run("", "--model", dir.toString(), "--mode", "bench", "--prompt-ids", "1,2,3", "--context", "3"));
+        assertTrue(errors().contains("do not fit --context 3"), errors());
     }
 
     @Test
