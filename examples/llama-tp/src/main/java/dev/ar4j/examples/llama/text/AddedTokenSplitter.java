@@ -10,7 +10,8 @@ import java.util.regex.Pattern;
 /**
  * Cuts the added tokens out of a text, as Hugging Face's {@code AddedVocabulary} does: first the tokens
  * that are not {@code normalized} in the raw text, then each remaining piece is normalized and the
- * {@code normalized} tokens are cut out of it. Matches are leftmost-longest and do not overlap;
+ * {@code normalized} tokens, themselves normalized first, are cut out of it. Matches are leftmost-longest
+ * and do not overlap;
  * {@code single_word}, {@code lstrip} and {@code rstrip} are honoured as there.
  */
 final class AddedTokenSplitter {
@@ -24,18 +25,23 @@ final class AddedTokenSplitter {
     private final Trie raw;
     private final Trie normalized;
 
-    AddedTokenSplitter(List<AddedToken> tokens) {
+    private final UnaryOperator<String> normalizer;
+
+    AddedTokenSplitter(List<AddedToken> tokens, UnaryOperator<String> normalizer) {
+        this.normalizer = normalizer;
         raw = new Trie();
         normalized = new Trie();
         for (AddedToken t : tokens) {
-            if (!t.content().isEmpty()) {
-                (t.normalized() ? normalized : raw).add(t);
+            if (t.normalized()) {
+                normalized.add(normalizer.apply(t.content()), t);
+            } else {
+                raw.add(t.content(), t);
             }
         }
     }
 
     /** Splits the text; text pieces come out normalized. */
-    List<Piece> split(String text, UnaryOperator<String> normalizer) {
+    List<Piece> split(String text) {
         List<Piece> out = new ArrayList<>();
         for (Piece p : find(text, raw)) {
             if (p.id() >= 0) {
@@ -57,16 +63,17 @@ final class AddedTokenSplitter {
         int searchFrom = 0;
         while (searchFrom < s.length()) {
             int matchStart = -1;
-            AddedToken match = null;
-            for (int i = searchFrom; i < s.length() && match == null; i++) {
-                match = trie.longestAt(s, i);
+            Node found = null;
+            for (int i = searchFrom; i < s.length() && found == null; i++) {
+                found = trie.longestAt(s, i);
                 matchStart = i;
             }
-            if (match == null) {
+            if (found == null) {
                 break;
             }
+            AddedToken match = found.token;
             int start = matchStart;
-            int stop = matchStart + match.content().length();
+            int stop = matchStart + found.length;
             searchFrom = stop;
             if (match.singleWord()) {
                 boolean spaceBefore = start == 0 || !isWordChar(s.codePointBefore(start));
@@ -115,24 +122,30 @@ final class AddedTokenSplitter {
     private static final class Trie {
         final Node root = new Node();
 
-        void add(AddedToken token) {
-            Node n = root;
-            for (int i = 0; i < token.content().length(); i++) {
-                n = n.children.computeIfAbsent(token.content().charAt(i), c -> new Node());
+        void add(String pattern, AddedToken token) {
+            if (pattern.isEmpty()) {
+                return;
             }
-            n.token = token;
+            Node n = root;
+            for (int i = 0; i < pattern.length(); i++) {
+                n = n.children.computeIfAbsent(pattern.charAt(i), c -> new Node());
+            }
+            if (n.token == null) {
+                n.token = token;
+                n.length = pattern.length();
+            }
         }
 
-        AddedToken longestAt(String s, int from) {
+        Node longestAt(String s, int from) {
             Node n = root;
-            AddedToken best = null;
+            Node best = null;
             for (int i = from; i < s.length(); i++) {
                 n = n.children.get(s.charAt(i));
                 if (n == null) {
                     break;
                 }
                 if (n.token != null) {
-                    best = n.token;
+                    best = n;
                 }
             }
             return best;
@@ -142,5 +155,6 @@ final class AddedTokenSplitter {
     private static final class Node {
         final Map<Character, Node> children = new HashMap<>(4);
         AddedToken token;
+        int length;
     }
 }

@@ -12,7 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * vocabulary symbols (a missing one becomes its {@code <0xXX>} byte tokens under {@code byte_fallback},
  * else the unknown token, consecutive ones fused under {@code fuse_unk}), then merges are applied lowest
  * rank first, leftmost first among equal ranks, exactly as {@code Word::merge_all} does. Merge ranks
- * live in a hash map over packed pair keys; results of words shorter than 256 bytes are cached.
+ * live in an open-addressing hash map over packed pair keys ({@link PairRanks}); results of words shorter than 256 bytes are cached.
  * Thread-safe.
  */
 final class BpeModel {
@@ -23,7 +23,7 @@ final class BpeModel {
 
     private final Map<String, Integer> vocab;
     private final String[] idToToken;
-    private final Map<Long, Integer> mergeRank;
+    private final PairRanks mergeRank;
     private final int[] mergeResult;
     private final boolean ignoreMerges;
     private final boolean byteFallback;
@@ -53,7 +53,7 @@ final class BpeModel {
         }
         idToToken = new String[max + 1];
         vocab.forEach((token, id) -> idToToken[id] = token);
-        mergeRank = new java.util.HashMap<>(merges.size() * 2);
+        mergeRank = new PairRanks(merges.size());
         mergeResult = new int[merges.size()];
         for (int rank = 0; rank < merges.size(); rank++) {
             String[] m = merges.get(rank);
@@ -64,7 +64,7 @@ final class BpeModel {
                 throw new ModelFileException(where + ": model.merges[" + rank + "] (\"" + m[0] + "\" \"" + m[1]
                         + "\") names a token that is not in model.vocab");
             }
-            mergeRank.put(pair(a, b), rank);
+            mergeRank.put(PairRanks.pair(a, b), rank);
             mergeResult[rank] = ab;
         }
         this.ignoreMerges = ignoreMerges;
@@ -89,6 +89,11 @@ final class BpeModel {
     /** The id of a token, or {@code null}. */
     Integer id(String token) {
         return vocab.get(token);
+    }
+
+    /** The number of entries of the vocabulary. */
+    int entries() {
+        return vocab.size();
     }
 
     /** One more than the largest id of the vocabulary. */
@@ -190,8 +195,8 @@ final class BpeModel {
                 continue;
             }
             int right = next[pos];
-            Integer current = mergeRank.get(pair(sym[pos], sym[right]));
-            if (current == null || mergeResult[current] != mergeResult[rank]) {
+            int current = mergeRank.get(PairRanks.pair(sym[pos], sym[right]));
+            if (current < 0 || mergeResult[current] != mergeResult[rank]) {
                 continue;
             }
             sym[pos] = mergeResult[rank];
@@ -215,14 +220,10 @@ final class BpeModel {
     }
 
     private void push(LongHeap heap, int a, int b, int pos) {
-        Integer rank = mergeRank.get(pair(a, b));
-        if (rank != null) {
+        int rank = mergeRank.get(PairRanks.pair(a, b));
+        if (rank >= 0) {
             heap.push(((long) rank << 32) | pos);
         }
-    }
-
-    private static long pair(int a, int b) {
-        return ((long) a << 32) | (b & 0xFFFFFFFFL);
     }
 
     /** A binary min-heap of longs. */

@@ -23,7 +23,6 @@ import java.util.Set;
 public final class Tokenizer {
 
     private final AddedTokenSplitter splitter;
-    private final Normalizer normalizer;
     private final PreTokenizer preTokenizer;
     private final BpeModel model;
     private final PostProcessor postProcessor;
@@ -36,8 +35,7 @@ public final class Tokenizer {
     private final int[] eosIds;
 
     private Tokenizer(TokenizerJson.Parts parts, Map<String, Object> tokenConfig, Path folder) {
-        splitter = new AddedTokenSplitter(parts.addedTokens());
-        normalizer = parts.normalizer();
+        splitter = new AddedTokenSplitter(parts.addedTokens(), parts.normalizer());
         preTokenizer = parts.preTokenizer();
         model = parts.model();
         decoder = parts.decoder();
@@ -109,7 +107,7 @@ public final class Tokenizer {
     public int[] encode(String text, boolean addSpecialTokens) {
         Objects.requireNonNull(text, "text");
         IntList ids = new IntList(text.length() / 3 + 4);
-        for (AddedTokenSplitter.Piece piece : splitter.split(text, normalizer)) {
+        for (AddedTokenSplitter.Piece piece : splitter.split(text)) {
             if (piece.id() >= 0) {
                 ids.add(piece.id());
                 continue;

@@ -46,6 +46,7 @@ final class TokenizerJson {
         Normalizer normalizer = new Normalizer(normalizerSteps(root.get("normalizer"), "normalizer"));
         PreTokenizer pre = new PreTokenizer(preTokenizerSteps(root.get("pre_tokenizer"), "pre_tokenizer"));
         BpeModel model = model(JsonValues.object(root.get("model"), at("model")));
+        checkAddedIds(added, model);
         PostProcessor post = postProcessor(root.get("post_processor"), "post_processor", added, model);
         TokenDecoder decoder = decoder(root.get("decoder"));
         return new Parts(added, normalizer, pre, model, post, decoder);
@@ -80,6 +81,32 @@ final class TokenizerJson {
                     flag(t, "rstrip", where), flag(t, "normalized", where)));
         }
         return tokens;
+    }
+
+    /**
+     * Hugging Face ignores an added token's id in the file: a token of the vocabulary keeps its vocabulary
+     * id, the others are numbered on from the vocabulary's size in the order of the list (it warns when
+     * that differs from the file). A file where it differs is refused here rather than read either way.
+     */
+    private void checkAddedIds(List<AddedToken> added, BpeModel model) {
+        Map<String, Integer> assigned = new HashMap<>();
+        int vocabEntries = model.entries();
+        int max = -1;
+        for (int i = 0; i < added.size(); i++) {
+            AddedToken t = added.get(i);
+            Integer inVocab = model.id(t.content());
+            Integer before = assigned.get(t.content());
+            int expected = before != null ? before : inVocab != null ? inVocab
+                    : max < 0 ? vocabEntries : max >= vocabEntries ? max + 1 : vocabEntries;
+            if (t.id() != expected) {
+                throw new ModelFileException(at("added_tokens[" + i + "]") + ": \"" + t.content() + "\" has the id "
+                        + t.id() + ", but Hugging Face tokenizers gives it " + expected
+                        + (inVocab != null ? " (its id in model.vocab)" : " (the next id after the vocabulary and "
+                        + "the added tokens before it)") + "; a file whose added-token ids disagree is refused");
+            }
+            assigned.put(t.content(), expected);
+            max = Math.max(max, expected);
+        }
     }
 
     private static boolean flag(Map<String, Object> t, String key, String where) {
@@ -176,11 +203,12 @@ final class TokenizerJson {
         }
         Map<String, Object> vocabJson = JsonValues.object(m.get("vocab"), at("model.vocab"));
         Map<String, Integer> vocab = new HashMap<>(vocabJson.size() * 2);
-        vocabJson.forEach((token, id) -> vocab.put(token, JsonValues.intNumber(id, at("model.vocab[" + token + "]"))));
+        vocabJson.forEach((token, id) -> vocab.put(token, id instanceof Integer i ? i
+                : JsonValues.intNumber(id, at("model.vocab[\"" + token + "\"]"))));
         List<?> mergesJson = JsonValues.array(m.get("merges"), at("model.merges"));
         List<String[]> merges = new ArrayList<>(mergesJson.size());
         for (int i = 0; i < mergesJson.size(); i++) {
-            merges.add(merge(mergesJson.get(i), at("model.merges[" + i + "]")));
+            merges.add(merge(mergesJson.get(i), i));
         }
         Object unk = m.get("unk_token");
         return new BpeModel(vocab, merges, flag(m, "ignore_merges", at("model")), flag(m, "byte_fallback",
@@ -188,7 +216,7 @@ final class TokenizerJson {
                 unk == null ? null : JsonValues.string(unk, at("model.unk_token")), file);
     }
 
-    private static String[] merge(Object value, String where) {
+    private String[] merge(Object value, int index) {
         if (value instanceof String s) {
             String[] parts = s.split(" ", -1);
             if (parts.length == 2) {
@@ -198,7 +226,7 @@ final class TokenizerJson {
                 && l.get(1) instanceof String b) {
             return new String[]{a, b};
         }
-        throw new ModelFileException(where + ": expected \"left right\" or [\"left\", \"right\"], found "
+        throw new ModelFileException(at("model.merges[" + index + "]") + ": expected \"left right\" or [\"left\", \"right\"], found "
                 + JsonValues.describe(value));
     }
 

@@ -84,6 +84,16 @@ class TokenizerFilesTest {
         mentions(refused(withComponent("end_of_word_suffix", "\"</w>\"")), "model.end_of_word_suffix", "</w>");
     }
 
+    @Test
+    void refusesAddedTokenIdsThatHuggingFaceWouldNotGive() {
+        String base = SyntheticTokenizerFiles.sentencePiece();
+        mentions(refused(base.replace("{\"id\": 2, \"content\": \"</s>\"", "{\"id\": 2, \"content\": \"ab\"")),
+                "added_tokens[2]", "\"ab\" has the id 2", "gives it 263", "model.vocab");
+        String extra = "{\"id\": 999, \"content\": \"<new>\", \"special\": true},";
+        mentions(refused(base.replace("\"added_tokens\": [", "\"added_tokens\": [" + extra)), "added_tokens[0]",
+                "\"<new>\" has the id 999", "gives it 267");
+    }
+
     private Tokenizer folder(String... extraFiles) {
         String[] files = new String[extraFiles.length + 2];
         files[0] = "tokenizer.json";

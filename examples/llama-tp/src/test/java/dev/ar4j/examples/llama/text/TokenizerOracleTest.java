@@ -58,11 +58,11 @@ class TokenizerOracleTest {
         });
     }
 
-    private static int[] ints(long[] ids) {
+    static int[] ints(long[] ids) {
         return Arrays.stream(ids).mapToInt(Math::toIntExact).toArray();
     }
 
-    private static long[] longs(int[] ids) {
+    static long[] longs(int[] ids) {
         return Arrays.stream(ids).asLongStream().toArray();
     }
 
