@@ -149,8 +149,8 @@ sys.exit(0 if json.load(open(sys.argv[1])).get("format_version") == 2 else 1)' "
         --details=tree --details-theme=ascii --disable-banner ;;
     generate)
       step generate-tiny-tp2 llama --synthetic tiny --tp 2 --share-gpu --steps 32 --draft 3
-      step generate-reference-tp2 llama --model "$reference/base/model" --tp 2 --share-gpu --prompt 1,2,3,4 --steps 16
-      step generate-sharded-tp2 llama --model "$reference/sharded/model" --tp 2 --share-gpu --prompt 1,2,3,4 --steps 16 ;;
+      step generate-reference-tp2 llama --model "$reference/base/model" --tp 2 --share-gpu --prompt-ids 1,2,3,4 --steps 16
+      step generate-sharded-tp2 llama --model "$reference/sharded/model" --tp 2 --share-gpu --prompt-ids 1,2,3,4 --steps 16 ;;
     bench)
       for ctx in $contexts; do
         comms=ar4j

@@ -1,24 +1,27 @@
 package dev.ar4j.examples.llama;
 
 import dev.ar4j.examples.llama.engine.RankEngine;
+import dev.ar4j.examples.llama.generate.GreedySteps;
 
-import java.util.StringJoiner;
-
-/** Greedy generation on one rank, and the check of verify steps against it. */
+/** A rank's engine as the greedy loop's steps, and the check of verify steps against decode steps. */
 final class Generation {
 
     private Generation() {
     }
 
-    /** Prefill, then {@code steps - 1} decode steps: {@code steps} greedy tokens. */
-    static int[] generate(RankEngine e, int[] prompt, int steps) {
-        int[] out = new int[steps];
-        out[0] = e.prefill(prompt);
-        int position = prompt.length;
-        for (int s = 1; s < steps; s++) {
-            out[s] = e.decode(out[s - 1], position++);
-        }
-        return out;
+    /** The engine's prefill and decode steps. */
+    static GreedySteps steps(RankEngine e) {
+        return new GreedySteps() {
+            @Override
+            public int prefill(int[] prompt) {
+                return e.prefill(prompt);
+            }
+
+            @Override
+            public int decode(int id, int position) {
+                return e.decode(id, position);
+            }
+        };
     }
 
     /**
@@ -42,13 +45,5 @@ final class Generation {
             }
         }
         return agree + "/" + checked + " greedy tokens equal to the decode steps'";
-    }
-
-    static String join(int[] tokens) {
-        StringJoiner j = new StringJoiner(",");
-        for (int t : tokens) {
-            j.add(Integer.toString(t));
-        }
-        return j.toString();
     }
 }

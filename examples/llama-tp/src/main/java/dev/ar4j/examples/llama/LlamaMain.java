@@ -1,17 +1,20 @@
 package dev.ar4j.examples.llama;
 
+import dev.ar4j.examples.llama.cli.LlamaCommand;
 import dev.ar4j.examples.llama.cli.LlamaOptions;
-import dev.ar4j.examples.llama.cli.OptionsParser;
-import dev.ar4j.examples.llama.cli.UsageException;
+import dev.ar4j.examples.llama.cli.RunMode;
 import dev.ar4j.examples.llama.config.ConfigReader;
 import dev.ar4j.examples.llama.config.LlamaConfig;
 import dev.ar4j.examples.llama.config.ModelFileException;
 import dev.ar4j.examples.llama.config.SyntheticModels;
-import dev.ar4j.examples.llama.weights.ShardPlan;
+import dev.ar4j.examples.llama.text.Tokenizer;
 import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import picocli.CommandLine;
 
+import java.io.InputStream;
 import java.io.PrintStream;
-import java.util.Locale;
+import java.nio.file.Files;
+import java.io.PrintWriter;
 
 /**
  * {@code ar4j-llama}: a tensor-parallel Llama decoder on ar4j. Exit codes: 0 done, 2 a usage
@@ -25,14 +28,14 @@ public final class LlamaMain {
     /**
      * Runs the command.
      *
-     * @param args the command line (see {@link OptionsParser#USAGE})
+     * @param args the command line (see {@code --help}, {@link LlamaCommand})
      */
     public static void main(String[] args) {
-        System.exit(run(args, System.out, System.err));
+        System.exit(run(args, System.in, System.out, System.err));
     }
 
     /**
-     * Runs the command, printing to the given streams.
+     * Runs the command, printing to the given streams; standard input is not read.
      *
      * @param args the command line
      * @param out  where results go
@@ -40,17 +43,41 @@ public final class LlamaMain {
      * @return the exit code
      */
     public static int run(String[] args, PrintStream out, PrintStream err) {
+        return run(args, InputStream.nullInputStream(), out, err);
+    }
+
+    /**
+     * Runs the command, printing to the given streams.
+     *
+     * @param args the command line
+     * @param in   standard input, read for {@code --prompt -}
+     * @param out  where results go (in generate: the answer alone)
+     * @param err  where errors go (in generate: also the model line, the loading progress and the summary)
+     * @return the exit code
+     */
+    public static int run(String[] args, InputStream in, PrintStream out, PrintStream err) {
         LlamaOptions options;
         LlamaConfig config;
+        Tokenizer tokenizer;
         TensorParallelLayout layout;
         try {
-            options = OptionsParser.parse(args);
-            if (options.help()) {
-                out.println(OptionsParser.USAGE);
+            LlamaCommand command = new LlamaCommand();
+            CommandLine cli = LlamaCommand.commandLine(command);
+            cli.setOut(new PrintWriter(out, true));
+            cli.setErr(new PrintWriter(err, true));
+            CommandLine.ParseResult parsed = LlamaCommand.parseArgs(cli, args);
+            if (CommandLine.printHelpIfRequested(parsed)) {
                 return 0;
             }
+            if (parsed.subcommand() != null) {
+                ((Runnable) parsed.subcommand().commandSpec().userObject()).run();
+                return 0;
+            }
+            options = command.toOptions();
             config = options.model() != null ? ConfigReader.read(options.model())
                     : SyntheticModels.byName(options.synthetic());
+            tokenizer = tokenizerOf(options);
+            options = withPrompt(options, tokenizer, in);
             options = options.forModel(config);
             options.checkAgainst(config);
             try {
@@ -69,9 +96,9 @@ public final class LlamaMain {
             err.println("(try --help)");
             return 2;
         }
-        out.println(describe(options, layout));
+        Runner.info(options, out, err).println(ModelDescription.of(options, layout));
         try {
-            return Runner.run(options, layout, out, err);
+            return Runner.run(options, layout, tokenizer, out, err);
         } catch (ModelFileException e) {
             err.println("ar4j-llama: " + e.getMessage());
             return 3;
@@ -90,22 +117,26 @@ public final class LlamaMain {
     }
 
     /**
-     * One line on the model and its split.
-     *
-     * @param options the command line
-     * @param layout  the split
-     * @return e.g. {@code llama3-8b: 32 layers, hidden 4096, ... tp 2: 7.5 GiB of weights per rank}
+     * The model folder's tokenizer where it has a {@code tokenizer.json} and the run needs it (generate, or a text
+     * prompt in bench), else {@code null}.
      */
-    static String describe(LlamaOptions options, TensorParallelLayout layout) {
-        LlamaConfig c = layout.config();
-        String name = options.model() != null ? options.model().toString() : options.synthetic() + " (synthetic)";
-        String split = options.shardAlone()
-                ? String.format(Locale.ROOT, "rank 0's shard of tp %d, alone (world size 1): %.2f GiB of bf16 weights",
-                        layout.tp(), ShardPlan.forRank(layout, 0).bf16Bytes() / (double) (1L << 30))
-                : String.format(Locale.ROOT, "tp %d: %.2f GiB of bf16 weights per rank", layout.tp(),
-                        ShardPlan.forRank(layout, 0).bf16Bytes() / (double) (1L << 30));
-        return String.format(Locale.ROOT, "%s: %d layers, hidden %d, %d/%d heads of %d, intermediate %d, vocab %d; %s",
-                name, c.numHiddenLayers(), c.hiddenSize(), c.numAttentionHeads(), c.numKeyValueHeads(), c.headDim(),
-                c.intermediateSize(), c.vocabSize(), split);
+    static Tokenizer tokenizerOf(LlamaOptions o) {
+        boolean needed = o.mode() == RunMode.GENERATE || o.prompt() == null;
+        return needed && o.model() != null && Files.isRegularFile(o.model().resolve(TOKENIZER_FILE))
+                ? Tokenizer.load(o.model()) : null;
+    }
+
+    /** The file that gives a model folder its tokenizer. */
+    static final String TOKENIZER_FILE = "tokenizer.json";
+
+    /**
+     * The options with the prompt's token ids: given, or the text (of standard input with {@code --prompt -})
+     * through the tokenizer, its special tokens added (Llama's BOS).
+     */
+    private static LlamaOptions withPrompt(LlamaOptions o, Tokenizer tokenizer, InputStream in) {
+        String none = o.model() == null ? "synthetic models have none" : o.model() + " has no " + TOKENIZER_FILE;
+        int[] ids = o.prompt() != null ? o.prompt() : o.promptInput().resolve(o.mode() == RunMode.BENCH,
+                tokenizer == null ? null : text -> tokenizer.encode(text, true), none, in, Runner.launched());
+        return o.withPrompt(ids, tokenizer != null);
     }
 }

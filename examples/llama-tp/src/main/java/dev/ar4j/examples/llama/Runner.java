@@ -2,6 +2,7 @@ package dev.ar4j.examples.llama;
 
 import dev.ar4j.Communicator;
 import dev.ar4j.examples.llama.bench.BenchTable;
+import dev.ar4j.examples.llama.cli.AnswerFormat;
 import dev.ar4j.examples.llama.cli.CommMode;
 import dev.ar4j.examples.llama.cli.LlamaOptions;
 import dev.ar4j.examples.llama.cli.RunMode;
@@ -11,7 +12,12 @@ import dev.ar4j.examples.llama.engine.RankGroup;
 import dev.ar4j.examples.llama.engine.StepKind;
 import dev.ar4j.examples.llama.engine.StepTiming;
 import dev.ar4j.examples.llama.engine.StepTiming.Figures;
+import dev.ar4j.examples.llama.generate.AnswerPrinter;
+import dev.ar4j.examples.llama.generate.Generated;
+import dev.ar4j.examples.llama.generate.GreedyLoop;
 import dev.ar4j.examples.llama.safetensors.ModelFolder;
+import dev.ar4j.examples.llama.text.TextStream;
+import dev.ar4j.examples.llama.text.Tokenizer;
 import dev.ar4j.examples.llama.weights.LlamaTensors;
 import dev.ar4j.examples.llama.weights.TensorParallelLayout;
 
@@ -38,11 +44,31 @@ final class Runner {
     private Runner() {
     }
 
-    static int run(LlamaOptions o, TensorParallelLayout layout, PrintStream printed, PrintStream err) {
-        boolean launched = System.getenv("WORLD_SIZE") != null;
+    /**
+     * Whether a launcher started this process as one rank ({@code WORLD_SIZE} is set).
+     *
+     * @return {@code true} under torchrun and the like
+     */
+    static boolean launched() {
+        return System.getenv("WORLD_SIZE") != null;
+    }
+
+    /**
+     * Where a run's diagnostics go (the model line, the loading progress, generate's summary): standard error in
+     * generate, whose standard output is the answer alone; standard output in bench, above its table.
+     */
+    static PrintStream info(LlamaOptions o, PrintStream out, PrintStream err) {
+        return o.mode() == RunMode.GENERATE ? err : out;
+    }
+
+    static int run(LlamaOptions o, TensorParallelLayout layout, Tokenizer tokenizer, PrintStream printed,
+                   PrintStream err) {
+        boolean launched = launched();
         // Under a launcher every process is one rank: rank 0 prints the results.
-        PrintStream out = launched && !"0".equals(System.getenv("RANK"))
-                ? new PrintStream(java.io.OutputStream.nullOutputStream()) : printed;
+        boolean printing = !launched || "0".equals(System.getenv("RANK"));
+        PrintStream quiet = new PrintStream(java.io.OutputStream.nullOutputStream());
+        PrintStream out = printing ? printed : quiet;
+        PrintStream info = printing ? info(o, printed, err) : quiet;
         ModelFolder folder = null;
         try {
             if (o.model() != null) {
@@ -51,7 +77,7 @@ final class Runner {
             }
             EngineSettings s = new EngineSettings(layout, o.context(), o.prompt().length, o.draft(), false, true,
                     o.seed(), o.shardAlone(), prefillChunk());
-            BenchTable table = o.mode() == RunMode.BENCH ? new BenchTable(out, LlamaMain.describe(o, layout)
+            BenchTable table = o.mode() == RunMode.BENCH ? new BenchTable(out, ModelDescription.of(o, layout)
                     + (launched ? "; one JVM per rank" : "; GPUs " + Arrays.toString(o.deviceOfRank()))) : null;
             if (table != null && o.shardAlone()) {
                 out.println("# " + shardNote(layout.tp()));
@@ -79,7 +105,7 @@ final class Runner {
                                 + (o.shardAlone() ? "--tp-shard-of runs one rank alone" : "--tp is " + layout.tp()));
                         return 2;
                     }
-                    runOne(o, s, folder, group, comm, table, out);
+                    runOne(o, s, folder, group, comm, table, tokenizer, out, info);
                 }
             }
             return 0;
@@ -131,29 +157,16 @@ final class Runner {
     }
 
     private static void runOne(LlamaOptions o, EngineSettings s, ModelFolder folder, RankGroup group, CommMode comm,
-                               BenchTable table, PrintStream out) {
+                               BenchTable table, Tokenizer tokenizer, PrintStream out, PrintStream info) {
         List<RankEngine> engines = group.onEveryRank("loading the weights", LOAD_TIMEOUT,
-                (i, c) -> RankEngine.open(c, s, folder, out));
+                (i, c) -> RankEngine.open(c, s, folder, info));
         try {
             group.onEveryRank("capturing the graphs", STEP_TIMEOUT, (i, c) -> {
                 engines.get(i).captureGraphs();
                 return null;
             });
             if (table == null) {
-                List<int[]> tokens = group.onEveryRank("generating", STEP_TIMEOUT,
-                        (i, c) -> Generation.generate(engines.get(i), o.prompt(), o.steps()));
-                for (int[] t : tokens) {
-                    if (!Arrays.equals(t, tokens.get(0))) {
-                        throw new IllegalStateException("the ranks generated different tokens: " + Arrays.toString(t)
-                                + " and " + Arrays.toString(tokens.get(0)));
-                    }
-                }
-                out.println("tokens: " + Generation.join(tokens.get(0)));
-                if (o.draft() > 0) {
-                    List<String> check = group.onEveryRank("verifying", STEP_TIMEOUT,
-                            (i, c) -> Generation.verifyAgainstDecode(engines.get(i), o.prompt().length, tokens.get(0)));
-                    out.println("verify (--draft " + o.draft() + "): " + check.get(0));
-                }
+                generate(o, group, engines, tokenizer, out, info);
             } else {
                 int p = o.prompt().length;
                 List<StepKind> kinds = o.draft() > 0 ? List.of(StepKind.PREFILL, StepKind.DECODE, StepKind.VERIFY)
@@ -180,6 +193,58 @@ final class Runner {
                 return null;
             });
         }
+    }
+
+    /**
+     * Greedy generation on every rank, local rank 0's tokens printed as they come; the ranks' tokens compared;
+     * with a draft, the verify steps checked against them; the summary line.
+     */
+    private static void generate(LlamaOptions o, RankGroup group, List<RankEngine> engines, Tokenizer tokenizer,
+                                 PrintStream out, PrintStream info) {
+        AnswerPrinter printer = printer(o, tokenizer, out);
+        int[] stopTokens = stopTokens(tokenizer);
+        int[] prompt = o.prompt();
+        List<Generated> made = group.onEveryRank("generating", STEP_TIMEOUT, (i, c) -> new GreedyLoop(
+                Generation.steps(engines.get(i)), stopTokens, i == 0 ? printer : t -> { }, System::nanoTime)
+                .run(prompt, o.steps()));
+        printer.finish();
+        int[] tokens = made.get(0).tokens();
+        for (Generated g : made) {
+            if (!Arrays.equals(g.tokens(), tokens)) {
+                throw new IllegalStateException("the ranks generated different tokens: " + Arrays.toString(g.tokens())
+                        + " and " + Arrays.toString(tokens));
+            }
+        }
+        if (o.draft() > 0) {
+            List<String> check = group.onEveryRank("verifying", STEP_TIMEOUT,
+                    (i, c) -> Generation.verifyAgainstDecode(engines.get(i), prompt.length, tokens));
+            info.println("verify (--draft " + o.draft() + "): " + check.get(0));
+        }
+        info.println(made.get(0).summary());
+    }
+
+    /**
+     * How the answer is printed: text through a new text stream of the tokenizer, or token ids.
+     *
+     * @param o         the options ({@link LlamaOptions#output()} resolved)
+     * @param tokenizer the model's tokenizer, or {@code null}
+     * @param out       where the answer goes
+     * @return the printer
+     */
+    static AnswerPrinter printer(LlamaOptions o, Tokenizer tokenizer, PrintStream out) {
+        if (o.output() != AnswerFormat.TEXT) {
+            return AnswerPrinter.ids(out);
+        }
+        TextStream text = tokenizer.newTextStream();
+        return AnswerPrinter.text(out, text::push, text::finish, stopTokens(tokenizer));
+    }
+
+    /**
+     * Where generation stops: the tokenizer's end-of-sequence ids ({@code generation_config.json}, {@code config.json}
+     * or {@code tokenizer_config.json}); none without a tokenizer.
+     */
+    static int[] stopTokens(Tokenizer tokenizer) {
+        return tokenizer == null ? new int[0] : tokenizer.eosTokenIds();
     }
 
     /** The local rank with the longest median (a step is as slow as its slowest rank). */

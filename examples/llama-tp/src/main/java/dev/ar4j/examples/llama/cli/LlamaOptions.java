@@ -6,15 +6,18 @@ import java.nio.file.Path;
 import java.util.List;
 
 /**
- * A parsed {@code ar4j-llama} command line ({@link OptionsParser} makes it and checks what it can
+ * A parsed {@code ar4j-llama} command line ({@link LlamaCommand} makes it and checks what it can
  * without the model; {@link #checkAgainst} checks the rest once the config is known).
  *
  * @param model     {@code --model DIR}, or {@code null} with {@code --synthetic}
  * @param synthetic {@code --synthetic NAME}, or {@code null} with {@code --model}
  * @param tp        {@code --tp N}: ranks
  * @param mode      {@code --mode}
- * @param prompt    {@code --prompt}: the prompt's token ids
- * @param steps     {@code --steps}: decode steps (generate) or timed replays per step kind (bench)
+ * @param promptInput how the prompt was given ({@code --prompt}, {@code --prompt-ids}, {@code --prompt -} or not)
+ * @param prompt    the prompt's token ids, or {@code null} until {@link #withPrompt} resolves them (text, or
+ *                  standard input)
+ * @param steps     {@code --steps}: the most new tokens ({@code --max-new-tokens}; generate) or timed replays per
+ *                  step kind (bench)
  * @param draft     {@code --draft k}: draft tokens of a verify step (0: no verify step)
  * @param comms     {@code --comm}: one mode, or several in bench
  * @param shareGpu  {@code --share-gpu}: every rank on GPU 0 (ar4j without NCCL)
@@ -23,14 +26,15 @@ import java.util.List;
  *                  the default ({@value #DEFAULT_CONTEXT}, or the model's {@code max_position_embeddings}
  *                  if smaller)
  * @param seed      {@code --seed}: the synthetic weights' seed
- * @param help      {@code --help}
  * @param tpShardOf {@code --tp-shard-of N}: run rank 0's shard of a TP N split alone (world size 1; bench
  *                  only), or 0 for the whole model split over {@code tp} ranks
  * @param profile   {@code --profile}: in bench mode, also the time of each kind of kernel in one step
+ * @param output    {@code --output}: how generate prints the answer; {@code null} in bench, and in generate until
+ *                  {@link #withPrompt} picks the default
  */
-public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, int[] prompt, int steps, int draft,
-                           List<CommMode> comms, boolean shareGpu, int[] devices, int context, long seed,
-                           boolean help, int tpShardOf, boolean profile) {
+public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, PromptInput promptInput, int[] prompt,
+                           int steps, int draft, List<CommMode> comms, boolean shareGpu, int[] devices, int context,
+                           long seed, int tpShardOf, boolean profile, AnswerFormat output) {
 
     /** The KV-cache positions when {@code --context} is not given (fewer if the model allows fewer). */
     public static final int DEFAULT_CONTEXT = 2048;
@@ -46,6 +50,9 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, i
         if (profile && mode != RunMode.BENCH) {
             throw new IllegalArgumentException("--profile in " + mode + " mode: it profiles the steps of --mode bench");
         }
+        if (output != null && mode != RunMode.GENERATE) {
+            throw new IllegalArgumentException("--output in " + mode + " mode: it is how generate prints the answer");
+        }
         prompt = prompt == null ? null : prompt.clone();
         devices = devices == null ? null : devices.clone();
         comms = List.copyOf(comms);
@@ -59,6 +66,26 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, i
     @Override
     public int[] prompt() {
         return prompt == null ? null : prompt.clone();
+    }
+
+    /**
+     * These options with the prompt's token ids ({@link PromptInput#resolve}) and, in generate, the answer's format:
+     * {@code --output} when given, else text where the model has a tokenizer and token ids where it has none.
+     *
+     * @param ids       the prompt's token ids
+     * @param tokenizer whether the model has a tokenizer
+     * @return resolved options
+     * @throws UsageException for {@code --output text} without a tokenizer
+     */
+    public LlamaOptions withPrompt(int[] ids, boolean tokenizer) {
+        if (output == AnswerFormat.TEXT && !tokenizer) {
+            throw new UsageException("--output text needs the model's tokenizer (tokenizer.json in the --model folder)"
+                    + "; without one the answer is printed as token ids");
+        }
+        AnswerFormat format = mode != RunMode.GENERATE ? null : output != null ? output
+                : tokenizer ? AnswerFormat.TEXT : AnswerFormat.IDS;
+        return new LlamaOptions(model, synthetic, tp, mode, promptInput, ids, steps, draft, comms, shareGpu, devices,
+                context, seed, tpShardOf, profile, format);
     }
 
     /**
@@ -127,8 +154,8 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, i
         if (context > 0) {
             return this;
         }
-        return new LlamaOptions(model, synthetic, tp, mode, prompt, steps, draft, comms, shareGpu, devices,
-                Math.min(DEFAULT_CONTEXT, c.maxPositionEmbeddings()), seed, help, tpShardOf, profile);
+        return new LlamaOptions(model, synthetic, tp, mode, promptInput, prompt, steps, draft, comms, shareGpu, devices,
+                Math.min(DEFAULT_CONTEXT, c.maxPositionEmbeddings()), seed, tpShardOf, profile, output);
     }
 
     /**
@@ -142,13 +169,17 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, i
         if (context < 1) {
             throw new IllegalStateException("the context is not resolved yet: call forModel(config) first");
         }
+        if (prompt == null) {
+            throw new IllegalStateException("the prompt is not resolved yet: call withPrompt first");
+        }
         if (context > c.maxPositionEmbeddings()) {
             throw new UsageException("--context " + context + " is more than the model's max_position_embeddings "
                     + c.maxPositionEmbeddings());
         }
         long needed = (long) prompt.length + steps + draft;
         if (mode == RunMode.GENERATE && needed > context) {
-            throw new UsageException("the prompt (" + prompt.length + " tokens) + --steps " + steps + " + --draft "
+            throw new UsageException("the prompt (" + prompt.length + " tokens) + --steps (--max-new-tokens) " + steps
+                    + " + --draft "
                     + draft + " need " + needed + " positions, more than --context " + context);
         }
         if (mode == RunMode.BENCH && (long) prompt.length + 1 + draft > context) {
@@ -157,7 +188,7 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, i
         }
         for (int i = 0; i < prompt.length; i++) {
             if (prompt[i] >= c.vocabSize()) {
-                throw new UsageException("--prompt: token " + i + " is " + prompt[i] + ", outside the vocabulary of "
+                throw new UsageException(promptInput.optionName() + ": token " + i + " is " + prompt[i] + ", outside the vocabulary of "
                         + c.vocabSize());
             }
         }

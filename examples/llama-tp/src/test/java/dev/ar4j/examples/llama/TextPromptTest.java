@@ -1,0 +1,165 @@
+package dev.ar4j.examples.llama;
+
+import dev.ar4j.examples.llama.cli.AnswerFormat;
+import dev.ar4j.examples.llama.cli.LlamaCommand;
+import dev.ar4j.examples.llama.cli.LlamaOptions;
+import dev.ar4j.examples.llama.generate.AnswerPrinter;
+import dev.ar4j.examples.llama.text.Tokenizer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Text in and text out with a model folder's tokenizer, up to the GPU: the prompt encoded (given, or from standard
+ * input), the answer's format and its printing, the end-of-sequence ids.
+ */
+class TextPromptTest {
+
+    /** A SentencePiece-style (Llama-2 shaped) tokenizer: byte fallback for every byte, {@code <s>}, {@code </s>}. */
+    private static String tokenizerJson() {
+        StringBuilder vocab = new StringBuilder("\"<unk>\": 0, \"<s>\": 1, \"</s>\": 2");
+        for (int b = 0; b < 256; b++) {
+            vocab.append(String.format(", \"<0x%02X>\": %d", b, 3 + b));
+        }
+        String[] pieces = {"▁", "a", "b", "c", "ab", "▁ab", "abc"};
+        for (int i = 0; i < pieces.length; i++) {
+            vocab.append(", \"").append(pieces[i]).append("\": ").append(259 + i);
+        }
+        return """
+                {"version": "1.0", "truncation": null, "padding": null,
+                 "added_tokens": [
+                   {"id": 0, "content": "<unk>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
+                   {"id": 1, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
+                   {"id": 2, "content": "</s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}],
+                 "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"},
+                   {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+                 "pre_tokenizer": null,
+                 "post_processor": {"type": "TemplateProcessing",
+                   "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                   "pair": [],
+                   "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+                 "decoder": {"type": "Sequence", "decoders": [
+                   {"type": "Replace", "pattern": {"String": "▁"}, "content": " "}, {"type": "ByteFallback"},
+                   {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+                 "model": {"type": "BPE", "dropout": null, "unk_token": "<unk>", "continuing_subword_prefix": null,
+                   "end_of_word_suffix": null, "fuse_unk": true, "byte_fallback": true,
+                   "vocab": {VOCAB},
+                   "merges": ["a b", "▁ ab", ["ab", "c"]]}}
+                """.replace("VOCAB", vocab);
+    }
+
+    /** A model folder with a config (64 positions) and, if asked, the tokenizer; no weights. */
+    private static Path folder(Path dir, boolean tokenizer) throws IOException {
+        Files.writeString(dir.resolve("config.json"), """
+                {"hidden_size": 512, "intermediate_size": 1408, "num_hidden_layers": 4, "num_attention_heads": 8,
+                 "num_key_value_heads": 4, "vocab_size": 4096, "max_position_embeddings": 64, "eos_token_id": 2}""");
+        if (tokenizer) {
+            Files.writeString(dir.resolve("tokenizer.json"), tokenizerJson());
+        }
+        return dir;
+    }
+
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    private int run(String stdin, String... args) {
+        return LlamaMain.run(args, new ByteArrayInputStream(stdin.getBytes(StandardCharsets.UTF_8)),
+                new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    private String errors() {
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void aTextPromptIsEncodedWithTheFoldersTokenizer(@TempDir Path dir) throws IOException {
+        folder(dir, true);
+        Tokenizer t = Tokenizer.load(dir);
+        int abc = t.encode("abc ab", true).length;
+        // The prompt's length shows in the context check, which runs before any GPU work.
+        assertEquals(2, run("", "--model", dir.toString(), "--prompt", "abc ab", "--context", "8",
+                "--max-new-tokens", "8"));
+        assertTrue(errors().contains("the prompt (" + abc + " tokens) + --steps (--max-new-tokens) 8"), errors());
+        // With a tokenizer, --prompt 1,2,3 is text; --prompt-ids stays token ids.
+        int digits = t.encode("1,2,3", true).length;
+        assertTrue(digits > 3, "byte fallback: " + digits);
+        assertEquals(2, run("", "--model", dir.toString(), "--prompt", "1,2,3", "--context", "8", "--steps", "8"));
+        assertTrue(errors().contains("the prompt (" + digits + " tokens)"), errors());
+        assertEquals(2, run("", "--model", dir.toString(), "--prompt-ids", "1,2,3", "--context", "8", "--steps", "8"));
+        assertTrue(errors().contains("the prompt (3 tokens)"), errors());
+    }
+
+    @Test
+    void standardInputIsEncodedToo(@TempDir Path dir) throws IOException {
+        folder(dir, true);
+        int n = Tokenizer.load(dir).encode("ab\nc", true).length;
+        assertEquals(2, run("ab\nc\n", "--model", dir.toString(), "--prompt", "-", "--context", "8", "--steps", "8"));
+        assertTrue(errors().contains("the prompt (" + n + " tokens)"), errors());
+    }
+
+    @Test
+    void aFolderWithoutTokenizerRefusesTextNamingTheFile(@TempDir Path dir) throws IOException {
+        folder(dir, false);
+        assertEquals(2, run("", "--model", dir.toString(), "--prompt", "Hello there"));
+        assertTrue(errors().contains("--prompt 'Hello there': a text prompt needs a tokenizer, and " + dir
+                + " has no tokenizer.json; give token ids, e.g. --prompt-ids 1,2,3"), errors());
+        assertEquals(2, run("", "--model", dir.toString(), "--output", "text"));
+        assertTrue(errors().contains("--output text needs the model's tokenizer"), errors());
+    }
+
+    @Test
+    void aBrokenTokenizerIsAModelFolderError(@TempDir Path dir) throws IOException {
+        folder(dir, false);
+        Files.writeString(dir.resolve("tokenizer.json"), "{\"model\": ");
+        assertEquals(3, run("", "--model", dir.toString(), "--prompt", "Hello"));
+        assertTrue(errors().contains("tokenizer.json"), errors());
+        // bench with token ids does not need it: the context check speaks instead.
+        assertEquals(2, run("", "--model", dir.toString(), "--mode", "bench", "--prompt-ids", "1,2,3", "--context", "3"));
+        assertTrue(errors().contains("do not fit --context 3"), errors());
+    }
+
+    @Test
+    void theAnswerIsTextWithATokenizerIdsWithoutAndStopsAtItsEos(@TempDir Path dir) throws IOException {
+        folder(dir, true);
+        Tokenizer t = Tokenizer.load(dir);
+        LlamaOptions text = LlamaCommand.parse("--model", dir.toString(), "--prompt", "ab").withPrompt(new int[] {1},
+                true);
+        assertEquals(AnswerFormat.TEXT, text.output());
+        assertArrayEquals(t.eosTokenIds(), Runner.stopTokens(t));
+        assertArrayEquals(new int[0], Runner.stopTokens(null));
+        AnswerPrinter p = Runner.printer(text, t, new PrintStream(out, true, StandardCharsets.UTF_8));
+        byte[] e = "é".getBytes(StandardCharsets.UTF_8);
+        // "ab", then é as two byte tokens: nothing printed until the second, then the character whole.
+        p.accept(t.encode("ab", false)[0]);
+        String afterAb = out.toString(StandardCharsets.UTF_8);
+        p.accept(3 + (e[0] & 0xff));
+        assertEquals(afterAb, out.toString(StandardCharsets.UTF_8));
+        p.accept(3 + (e[1] & 0xff));
+        p.accept(2); // </s>: not printed
+        p.finish();
+        assertEquals(afterAb + "é" + System.lineSeparator(), out.toString(StandardCharsets.UTF_8));
+        assertTrue(afterAb.endsWith("ab"), afterAb);
+        LlamaOptions ids = LlamaCommand.parse("--model", dir.toString(), "--output", "ids").withPrompt(new int[] {1},
+                true);
+        out.reset();
+        AnswerPrinter q = Runner.printer(ids, t, new PrintStream(out, true, StandardCharsets.UTF_8));
+        q.accept(5);
+        q.accept(2);
+        q.finish();
+        assertEquals("tokens: 5,2" + System.lineSeparator(), out.toString(StandardCharsets.UTF_8));
+        assertNull(LlamaCommand.parse("--model", dir.toString(), "--mode", "bench").withPrompt(new int[] {1}, true)
+                .output());
+    }
+}
