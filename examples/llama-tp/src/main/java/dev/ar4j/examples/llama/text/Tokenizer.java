@@ -103,9 +103,12 @@ public final class Tokenizer {
      * @param addSpecialTokens whether to add what the template adds (Llama-2: BOS; Llama-3 files with a
      *                         {@code TemplateProcessing}: {@code <|begin_of_text|>})
      * @return the ids
+     * @throws IllegalArgumentException if the text holds a lone surrogate (no UTF-8 text does: Hugging Face
+     *                                  tokenizes Rust strings, which cannot hold one)
      */
     public int[] encode(String text, boolean addSpecialTokens) {
         Objects.requireNonNull(text, "text");
+        checkNoLoneSurrogate(text);
         IntList ids = new IntList(text.length() / 3 + 4);
         for (AddedTokenSplitter.Piece piece : splitter.split(text)) {
             if (piece.id() >= 0) {
@@ -204,6 +207,19 @@ public final class Tokenizer {
      */
     public TextStream newTextStream(boolean skipSpecialTokens) {
         return new TextStream(decoder.incremental(), id -> tokenOrNull(id, skipSpecialTokens));
+    }
+
+    private static void checkNoLoneSurrogate(String text) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                throw new IllegalArgumentException("the text holds a lone surrogate U+"
+                        + Integer.toHexString(c).toUpperCase(java.util.Locale.ROOT) + " at index " + i
+                        + "; only valid Unicode text (as any UTF-8 text decodes to) can be encoded");
+            }
+        }
     }
 
     private Integer idOrNull(String token) {

@@ -46,6 +46,17 @@ class SyntheticTokenizerTest {
     }
 
     @Test
+    void refusesALoneSurrogate() {
+        Tokenizer t = tokenizer();
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> t.encode("ab\uD83Dc", false));
+        org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("lone surrogate U+D83D at index 2"),
+                e.getMessage());
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> t.encode("\uDE00", true));
+        assertEquals(5, t.encode("\uD83D\uDE00", false).length); // ▁ and the four bytes of U+1F600
+    }
+
+    @Test
     void decodesBytesSpacesAndSpecials() {
         Tokenizer t = tokenizer();
         assertEquals("abc €é", t.decode(t.encode("abc €é", true), true));

@@ -34,7 +34,10 @@ class TokenizerOracleTest {
             " <s>", "<s> ", "x<s>y", "▁", "▁▁x", "\u00A0", "\u3000\u3000", "👍🏽", "👨‍👩‍👧‍👦", "🇫🇷🇩🇪",
             "e\u0301", "\uFEFF", "\u200D", "\u0000", "\u0001\u001F\u007F", "\uE000", "\uD83D\uDE00",
             "Hello world\n\nHow are you?  ", "I'M HERE'S Y'ALL'LL 'S'T", "x".repeat(300), " ".repeat(50),
-            "1".repeat(100), "中".repeat(80), "👍".repeat(40), "\n".repeat(30) + "end");
+            "1".repeat(100), "中".repeat(80), "👍".repeat(40), "\n".repeat(30) + "end",
+            // Letters, digits and marks of Unicode 15 and 16 (Garay, CJK extension I, Kawi, Ol Onal, Kirat Rai).
+            "a\uD803\uDD50b 12\uD803\uDD513", "\uD87A\uDFF0\uD87A\uDFF1", "\uD807\uDF00x\uD807\uDF01",
+            "\uD839\uDDD0\uD839\uDDD1 \uD839\uDDF1", "\uD81B\uDD40\uD81B\uDD60");
 
     private static final Map<NpmTokenizerFiles.Package, Tokenizer> MINE =
             new EnumMap<>(NpmTokenizerFiles.Package.class);
