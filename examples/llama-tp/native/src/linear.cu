@@ -10,7 +10,7 @@
 // next group before the sums of this one, so U loads per lane stay in flight from a warp's first
 // row to its last. The first batch is issued BEFORE the programmatic-dependent-launch wait: W does
 // not depend on the previous kernel, only X does, so the weight stream starts while the previous
-// kernel drains. X is copied once per block into shared memory after the wait (when ROWS x K fits
+// kernel drains; the next kernel is let in only when a block has streamed all its rows. X is copied once per block into shared memory after the wait (when ROWS x K fits
 // 40 KiB; otherwise every warp reads it through L2). The S partial sums of a task meet in shared
 // memory and are added in slice order (deterministic).
 #include <algorithm>
@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs 
     int32_t group = blockIdx.x;
     WarpSlice ws = slice_of<EPI>(a, group, warp);
     load_batch<U>(buf0, ws.row, ws.begin + lane, ws.end);
-    pdl_enter();
+    pdl_wait();
 
     const uint4 *x_global = reinterpret_cast<const uint4 *>(a.x);
     const int64_t x_stride_chunks = a.x_stride / 8;
@@ -243,6 +243,10 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs 
         }
         __syncthreads();  // partial is written again by the next group
     }
+    // The next kernel may launch once every block is here, not at the start: a persistent grid's
+    // blocks all start at once, and a dependent launched then would hold SM slots (waiting) for the
+    // whole stream -- with ranks sharing one GPU, slots that another rank's kernels need.
+    pdl_trigger();
 
     if (EPI == kArgmax) {
         if (threadIdx.x < ROWS) {

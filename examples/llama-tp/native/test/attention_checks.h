@@ -17,8 +17,9 @@ inline std::vector<float> inverse_frequencies(int32_t head_dim, float theta) {
 // RoPE in place on q and k inside a fused [n, (heads + 2 kv) * head_dim] QKV buffer; v untouched.
 // Reference: fp32 position x inv_freq, cos/sin correctly rounded to fp32 (double libm), times the
 // scaling, then HF's bf16 roundings. Device cosf/sinf are within 2 fp32 ulps of that, so bf16
-// values agree but for rare rounding-boundary cases: >= 99.9% bit-exact, all within 2 bf16 ulps
-// of the inputs' magnitude.
+// values agree but for rare rounding-boundary cases: all within 2 bf16 ulps of the inputs'
+// magnitude, and >= 99.5% bit-exact (random positions up to 2^17 - 1 give about 0.1% boundary
+// cases: 5 of 3840 in one run on an H200; the bound leaves room for that on fresh data).
 inline void check_rope(int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t start_pos, bool device_positions,
                        float attention_scaling) {
     const int32_t n = 6, max_positions = 131072;
@@ -64,7 +65,7 @@ inline void check_rope(int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, in
             }
         }
     }
-    check(rc == 0 && outside == 0 && exact >= count * 999 / 1000 && v_changed == 0 && device_status_word(d_status) == 0,
+    check(rc == 0 && outside == 0 && exact >= count * 995 / 1000 && v_changed == 0 && device_status_word(d_status) == 0,
           "rope", "(%d/%d heads x %d, %s, scaling %.2f: %zu of %zu bit-exact, %zu beyond tolerance, v changed %zu)",
           n_heads, n_kv_heads, head_dim, device_positions ? "device positions up to 131071, PDL" : "start_pos",
           attention_scaling, exact, count, outside, v_changed);
