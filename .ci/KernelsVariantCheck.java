@@ -1,4 +1,4 @@
-import dev.ar4j.platform.NativeLibraries;
+import dev.ar4j.internal.platform.NativeLibraries;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;

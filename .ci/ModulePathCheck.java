@@ -14,7 +14,8 @@ public class ModulePathCheck {
         require(runtime.isExported("dev.ar4j.dispatch") && runtime.isExported("dev.ar4j.nccl")
                 && runtime.isExported("dev.ar4j.rendezvous"), "API packages exported");
         for (String internal : new String[] {"dev.ar4j.internal.engine", "dev.ar4j.internal.kernels",
-                "dev.ar4j.internal.nccl", "dev.ar4j.internal.peer", "dev.ar4j.internal.rendezvous", "dev.ar4j.platform"}) {
+                "dev.ar4j.internal.nccl", "dev.ar4j.internal.peer", "dev.ar4j.internal.rendezvous", "dev.ar4j.internal.platform",
+                "dev.ar4j.internal.cuda"}) {
             require(!runtime.isExported(internal), internal + " must not be exported");
         }
         Module bindings = ModuleLayer.boot().findModule("dev.ar4j.bindings").orElse(null);
@@ -28,6 +29,8 @@ public class ModulePathCheck {
         require(cuda != null, "dev.ar4j.cuda is resolved without --add-modules dev.ar4j.cuda");
         require(!cuda.getDescriptor().isAutomatic(), "dev.ar4j.cuda is a named (not automatic) module");
         require(runtime.canRead(cuda), "dev.ar4j.runtime reads dev.ar4j.cuda");
+        require(!cuda.isExported("dev.ar4j.natives") && cuda.isExported("dev.ar4j.natives", runtime),
+                "dev.ar4j.cuda exports dev.ar4j.natives to dev.ar4j.runtime only");
         int abi = dev.ar4j.Ar4j.kernelsAbiVersion();
         String nccl = dev.ar4j.nccl.Nccl.versionString();
         int cudart = dev.ar4j.cuda.Cuda.runtimeVersion();

@@ -13,7 +13,7 @@
 #
 # Run twice on the same headers, it writes the same bytes: `git status --porcelain bindings/`
 # stays empty. Library names and paths are not baked into the output (no --library): the runtime
-# (dev.ar4j.platform.NativeLibraries) loads each library with System.load before first use and
+# (dev.ar4j.internal.platform.NativeLibraries) loads each library with System.load before first use and
 # the generated code finds the symbols through SymbolLookup.loaderLookup().
 set -euo pipefail
 

@@ -1,5 +1,5 @@
-// The context's lifecycle: signal size, create and destroy, launch geometry, PDL, the debug
-// seed of the push generations, and the side channel's copy.
+// The context's lifecycle: signal size, create and destroy, launch geometry, PDL and the debug
+// seed of the push generations.
 
 #include <cstdint>
 #include <cstring>
@@ -10,18 +10,6 @@
 #include "context_internal.h"
 
 using namespace ar4j::host;
-
-namespace ar4j::host {
-
-// Copies between host staging and device words on the side stream and waits for the copies
-// only (never for the kernels: the stream is non-blocking). Caller holds side_mutex.
-cudaError_t side_copy(ar4j_context *ctx, void *dst, const void *src, size_t bytes) {
-    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, ctx->side);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->side);
-    return e;
-}
-
-}  // namespace ar4j::host
 
 AR4J_API size_t ar4j_signal_size(size_t max_bytes) {
     if (max_bytes > ar4j::kMaxSignalMaxBytes) return 0;  // the size would wrap
@@ -62,9 +50,9 @@ AR4J_API int ar4j_context_create(ar4j_context **out, const void *const *signals,
         return AR4J_ERROR_INVALID_ARGUMENT;
     }
     ctx->device = device;
-    // One block per SM (all co-resident), at most the signal layout's limit. Measured on 2x H200
-    // (benchmarks/RESULTS.md): 128 blocks of 512 threads move 64 MiB in 208 us against 246 us with
-    // 36 blocks, with no change at small sizes, where the grid is sized by the work.
+    // One block per SM (all co-resident), at most the signal layout's limit: large messages move
+    // faster with more blocks (docs/verification/runs.md), and small ones size the grid by the
+    // work anyway.
     int sms = 0;
     e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     if (e != cudaSuccess) {

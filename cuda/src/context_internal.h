@@ -1,7 +1,7 @@
 // libar4j_custom_ar: the host side of the C ABI in include/ar4j/custom_all_reduce.h.
 // Its shared internals: the ar4j_context struct, the scope guards every entry point
 // uses, small argument checks, and the helpers one translation unit defines and the others call
-// (declared here, defined once: context.cpp, registration.cpp, failure.cpp, launch.cu).
+// (declared here, defined once: status.cpp, geometry.cpp, context.cpp, registration.cpp, failure.cpp, launch.cu).
 #pragma once
 
 #include <atomic>
@@ -184,23 +184,30 @@ struct RelaxedCapture {
     ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
 };
 
-// --- failure.cpp -----------------------------------------------------------------------------
+// --- status.cpp ------------------------------------------------------------------------------
 
 // Records e as the context's last CUDA error (as the calling thread's when ctx is NULL: a failed
 // ar4j_context_create) and returns AR4J_ERROR_CUDA.
 int cuda_failed(ar4j_context *ctx, cudaError_t e);
 
-// Publishes this context's launch geometry word in its Signal (the side channel).
-cudaError_t publish_geometry(ar4j_context *ctx);
-
-// What every launch checks first, with the ContextUse held (see failure.cpp).
-int launch_failure(ar4j_context *ctx);
-
-// --- context.cpp -----------------------------------------------------------------------------
+// --- geometry.cpp ----------------------------------------------------------------------------
 
 // Copies between host staging and device words on the side stream and waits for the copies
 // only. Caller holds side_mutex.
 cudaError_t side_copy(ar4j_context *ctx, void *dst, const void *src, size_t bytes);
+
+// The launch geometry word of (max_blocks, threads) that the ranks of a group must agree on, and
+// the tag in its top byte.
+constexpr unsigned long long kGeometryTag = 0xA5;
+unsigned long long geometry_word(int max_blocks, int threads);
+
+// Publishes this context's launch geometry word in its Signal (the side channel).
+cudaError_t publish_geometry(ar4j_context *ctx);
+
+// --- failure.cpp -----------------------------------------------------------------------------
+
+// What every launch checks first, with the ContextUse held (see failure.cpp).
+int launch_failure(ar4j_context *ctx);
 
 // --- registration.cpp ------------------------------------------------------------------------
 

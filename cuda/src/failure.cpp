@@ -1,6 +1,7 @@
-// Failure state and its reading: the CUDA error record, the launch-geometry agreement between
-// the ranks, the poison word (set by ar4j_poison and on a mismatch), the checks every launch
-// makes first, and ar4j_read_timeout / ar4j_read_failure.
+// Failure state and its reading: the launch-geometry agreement between the ranks, the poison
+// word (set by ar4j_poison and on a mismatch), the checks every launch makes first, and
+// ar4j_read_timeout / ar4j_read_failure. (The CUDA error record is status.cpp's; the geometry
+// word and the side channel's copy are geometry.cpp's.)
 
 #include <cstdint>
 #include <cstring>
@@ -11,25 +12,6 @@
 using namespace ar4j::host;
 
 namespace {
-
-// CUDA error of the last failed ar4j_context_create on this thread (no context to hold it).
-thread_local int create_cuda_error = 0;
-
-// The launch geometry word a context publishes in its Signal (see ar4j_set_launch_config): from
-// bit 63 down, the tag 0xA5, this library's ABI version, the 1-/2-stage (max_blocks, threads / 32),
-// the push grid (blocks, threads / 32) and the fused kernels' block threads / 32, all of which the
-// ranks of a group must agree on.
-constexpr unsigned long long kGeometryTag = 0xA5;
-
-unsigned long long geometry_word(int max_blocks, int threads) {
-    return (kGeometryTag << 56) | ((unsigned long long)(ar4j_abi_version() & 0xffff) << 40) |
-           ((unsigned long long)(max_blocks & 0xff) << 32) | ((unsigned long long)((threads / 32) & 0xff) << 24) |
-           ((unsigned long long)(ar4j::kPushBlocks & 0xff) << 16) |
-           ((unsigned long long)((ar4j::kPushThreads / 32) & 0xff) << 8) |
-           (unsigned long long)((ar4j::kNormThreads / 32) & 0xff);
-}
-static_assert(AR4J_MAX_BLOCKS <= 0xff && AR4J_MAX_THREADS / 32 <= 0xff && ar4j::kNormThreads % 32 == 0,
-              "the geometry word's 8-bit fields");
 
 // Notes `value` as the first poison this rank saw, in the host-mapped word its kernels note theirs
 // in (a compare-and-swap: a kernel's note that landed first stays).
@@ -81,30 +63,6 @@ cudaError_t poison_all(ar4j_context *ctx, unsigned long long value) {
 }
 
 }  // namespace
-
-namespace ar4j::host {
-
-int cuda_failed(ar4j_context *ctx, cudaError_t e) {
-    if (ctx != nullptr) {
-        ctx->last_cuda_error = static_cast<int>(e);
-    } else {
-        create_cuda_error = static_cast<int>(e);
-    }
-    return AR4J_ERROR_CUDA;
-}
-
-cudaError_t publish_geometry(ar4j_context *ctx) {
-    std::lock_guard<std::mutex> lock(ctx->side_mutex);
-    RelaxedCapture relaxed;
-    DeviceScope scope(ctx->device);
-    if (!scope.ok) return scope.error;
-    ctx->staging[0] = geometry_word(ctx->max_blocks, ctx->threads);
-    ctx->staging[1] = ctx->identity;
-    ctx->staging[2] = ar4j::make_variants_word(ctx->variants, ctx->max_bytes);
-    return side_copy(ctx, &ctx->self->geometry, ctx->staging, 3 * sizeof(unsigned long long));
-}
-
-}  // namespace ar4j::host
 
 // The failure this rank already knows of without a device access: its own kernels' timeout
 // record, a poison they saw or set (host-mapped words), or one set from the host.
@@ -203,10 +161,6 @@ AR4J_API int ar4j_read_timeout(ar4j_context *ctx, ar4j_timeout_info *out, int32_
     }
     if (clear != 0) *w = 0;
     return AR4J_SUCCESS;
-}
-
-AR4J_API int ar4j_last_cuda_error(const ar4j_context *ctx) {
-    return ctx == nullptr ? create_cuda_error : ctx->last_cuda_error;
 }
 
 AR4J_API int ar4j_debug_inject_faults(ar4j_context *ctx, uint32_t faults, uint32_t rank_mask) {

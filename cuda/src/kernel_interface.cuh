@@ -120,8 +120,8 @@ constexpr size_t kPushMaxBytes = 512 * 1024;
 constexpr int kPushGenerations = 3;
 constexpr size_t kPushAreaBytes = kPushGenerations * kMaxRanks * kPushMaxBytes;
 // The push kernel's fixed grid (every launch must use the same one: the per-block generation
-// counters live in the signal block). Overridable at build time for tuning experiments; 32 x 256
-// measured best on 2x H200 (benchmarks/RESULTS.md, push grid sweep).
+// counters live in the signal block). Overridable at build time for tuning experiments; the
+// default is the grid the push grid sweep found fastest (docs/verification/runs.md).
 #ifndef AR4J_PUSH_BLOCKS
 #define AR4J_PUSH_BLOCKS 32
 #endif

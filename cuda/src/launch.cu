@@ -1,5 +1,6 @@
 // The launches: ar4j_all_reduce and ar4j_all_reduce_residual_rmsnorm (argument checks, then the
-// kernel for the algorithm, dtype and world size), and the preload of every kernel. The only
+// kernel for the algorithm, dtype and world size from one instance table, and one launch tail),
+// and the preload of every kernel in that table. The only
 // translation unit that includes the kernels, so that each kernel is instantiated once.
 // No policy: the caller names the algorithm.
 
@@ -10,6 +11,7 @@
 #include "kernels.cuh"
 #include "fused_kernels.cuh"
 #include "fused_one_stage.cuh"
+#include "kernel_launch.cuh"
 
 // The oldest toolkit the launches compile with: cudaLaunchKernelEx with the programmatic stream
 // serialization attribute (PDL) and griddepcontrol are in CUDA 12.0 (the cu12 variant is built
@@ -22,100 +24,80 @@ using namespace ar4j::host;
 
 namespace {
 
-// Launches kernel<<<blocks, threads>>>(p) on stream, with programmatic stream serialization
-// (PDL) when asked: the kernels call griddepcontrol.wait before their first dependent access.
-template <typename Kernel, typename P>
-cudaError_t launch_kernel(Kernel kernel, int blocks, int threads, cudaStream_t stream, bool pdl, const P &p) {
-    if (!pdl) {
-        kernel<<<blocks, threads, 0, stream>>>(p);
-        return cudaGetLastError();
-    }
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(blocks));
-    config.blockDim = dim3(static_cast<unsigned>(threads));
-    config.dynamicSmemBytes = 0;
-    config.stream = stream;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, kernel, p);
-}
+using AllReduceKernel = void (*)(Params);
+using FusedKernel = void (*)(ar4j::FusedParams);
+
+// Every kernel instance of one element type and world size, in one table: the launches pick their
+// kernel from it and the preload loads every entry, so an instance is added in one place.
+struct Instances {
+    AllReduceKernel one_stage[2];  // [in place]
+    AllReduceKernel two_stage[2];  // [kVariantTwoStagePush]
+    AllReduceKernel push[8];       // [push_index(variants)]: clear-on-read, pass-on-poison, early trigger
+    FusedKernel fused_one_stage;
+    FusedKernel fused_push[4];     // [kVariantFusedGridPush + 2 * kVariantPushClearOnRead]
+};
 
 // One push instance per variant combination: the default one has no variant code at all.
-template <typename T, int WS, bool kClear, bool kPassOn>
-cudaError_t launch_push(bool early, const Params &p, cudaStream_t stream, bool pdl) {
-    const int b = ar4j::kPushBlocks, t = ar4j::kPushThreads;
-    if (early) return launch_kernel(ar4j::push_kernel<T, WS, kClear, kPassOn, true>, b, t, stream, pdl, p);
-    return launch_kernel(ar4j::push_kernel<T, WS, kClear, kPassOn, false>, b, t, stream, pdl, p);
+int push_index(uint32_t variants) {
+    return ((variants & ar4j::kVariantPushClearOnRead) != 0 ? 1 : 0) +
+           ((variants & ar4j::kVariantPushPassOnPoison) != 0 ? 2 : 0) +
+           ((variants & ar4j::kVariantPushEarlyTrigger) != 0 ? 4 : 0);
 }
 
-// p.variants selects the variant kernels: kVariantTwoStagePush (set only where its scratch fits:
-// ar4j_all_reduce), kVariantPushClearOnRead, kVariantPushPassOnPoison and kVariantPushEarlyTrigger
-// (set only where it is in effect).
-template <typename T, int WS>
-cudaError_t launch_typed(int32_t algorithm, bool in_place, const Params &p, int blocks, int threads,
-                         cudaStream_t stream, bool pdl) {
-    if (algorithm == AR4J_ALGO_ONE_STAGE) {
-        if (in_place) return launch_kernel(ar4j::one_stage_kernel<T, WS, true>, blocks, threads, stream, pdl, p);
-        return launch_kernel(ar4j::one_stage_kernel<T, WS, false>, blocks, threads, stream, pdl, p);
-    }
-    if (algorithm == AR4J_ALGO_TWO_STAGE) {
-        if ((p.variants & ar4j::kVariantTwoStagePush) != 0) {
-            return launch_kernel(ar4j::two_stage_push_kernel<T, WS>, blocks, threads, stream, pdl, p);
-        }
-        return launch_kernel(ar4j::two_stage_kernel<T, WS>, blocks, threads, stream, pdl, p);
-    }
-    const bool clear = (p.variants & ar4j::kVariantPushClearOnRead) != 0;
-    const bool pass_on = (p.variants & ar4j::kVariantPushPassOnPoison) != 0;
-    const bool early = (p.variants & ar4j::kVariantPushEarlyTrigger) != 0;
-    if (clear && pass_on) return launch_push<T, WS, true, true>(early, p, stream, pdl);
-    if (clear) return launch_push<T, WS, true, false>(early, p, stream, pdl);
-    if (pass_on) return launch_push<T, WS, false, true>(early, p, stream, pdl);
-    return launch_push<T, WS, false, false>(early, p, stream, pdl);
-}
-
-template <typename T>
-cudaError_t launch_ws(int ws, int32_t algorithm, bool in_place, const Params &p, int blocks, int threads,
-                      cudaStream_t stream, bool pdl) {
-    switch (ws) {
-        case 2: return launch_typed<T, 2>(algorithm, in_place, p, blocks, threads, stream, pdl);
-        case 4: return launch_typed<T, 4>(algorithm, in_place, p, blocks, threads, stream, pdl);
-        case 6: return launch_typed<T, 6>(algorithm, in_place, p, blocks, threads, stream, pdl);
-        case 8: return launch_typed<T, 8>(algorithm, in_place, p, blocks, threads, stream, pdl);
-        default: return cudaErrorInvalidValue;  // unreachable: validated at create
-    }
+int fused_push_index(uint32_t variants) {
+    return ((variants & ar4j::kVariantFusedGridPush) != 0 ? 1 : 0) +
+           ((variants & ar4j::kVariantPushClearOnRead) != 0 ? 2 : 0);
 }
 
 template <typename T, int WS>
-cudaError_t preload_typed() {
-    cudaFuncAttributes attr;
-    cudaError_t e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, true>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, false, true>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, true, true>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, false, false, true>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, true, false, true>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, false, true, true>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_kernel<T, WS, true, true, true>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::two_stage_push_kernel<T, WS>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS, true, false>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS, false, true>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS, true, true>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::push_rmsnorm_kernel<T, WS>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_rmsnorm_kernel<T, WS>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_kernel<T, WS, true>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::one_stage_kernel<T, WS, false>);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, ar4j::two_stage_kernel<T, WS>);
-    return e;
+const Instances &instances() {
+    using namespace ar4j;
+    static const Instances table = {
+        {one_stage_kernel<T, WS, false>, one_stage_kernel<T, WS, true>},
+        {two_stage_kernel<T, WS>, two_stage_push_kernel<T, WS>},
+        {push_kernel<T, WS, false, false, false>, push_kernel<T, WS, true, false, false>,
+         push_kernel<T, WS, false, true, false>, push_kernel<T, WS, true, true, false>,
+         push_kernel<T, WS, false, false, true>, push_kernel<T, WS, true, false, true>,
+         push_kernel<T, WS, false, true, true>, push_kernel<T, WS, true, true, true>},
+        one_stage_rmsnorm_kernel<T, WS>,
+        {push_rmsnorm_kernel<T, WS, false, false>, push_rmsnorm_kernel<T, WS, true, false>,
+         push_rmsnorm_kernel<T, WS, false, true>, push_rmsnorm_kernel<T, WS, true, true>},
+    };
+    return table;
 }
 
 template <int WS>
-cudaError_t preload_ws() {
-    cudaError_t e = preload_typed<float, WS>();
-    if (e == cudaSuccess) e = preload_typed<__half, WS>();
-    if (e == cudaSuccess) e = preload_typed<__nv_bfloat16, WS>();
+const Instances &instances_of_type(int32_t dtype) {
+    switch (dtype) {
+        case AR4J_DTYPE_FLOAT32: return instances<float, WS>();
+        case AR4J_DTYPE_FLOAT16: return instances<__half, WS>();
+        default: return instances<__nv_bfloat16, WS>();  // dtype validated by the caller
+    }
+}
+
+// The instances of (dtype, world size); nullptr for a world size the library has no kernels for
+// (unreachable: validated at create).
+const Instances *instances_for(int32_t dtype, int ws) {
+    switch (ws) {
+        case 2: return &instances_of_type<2>(dtype);
+        case 4: return &instances_of_type<4>(dtype);
+        case 6: return &instances_of_type<6>(dtype);
+        case 8: return &instances_of_type<8>(dtype);
+        default: return nullptr;
+    }
+}
+
+cudaError_t preload(const Instances &k) {
+    cudaFuncAttributes attr;
+    cudaError_t e = cudaSuccess;
+    auto load = [&](auto kernel) {
+        if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, kernel);
+    };
+    for (AllReduceKernel kernel : k.one_stage) load(kernel);
+    for (AllReduceKernel kernel : k.two_stage) load(kernel);
+    for (AllReduceKernel kernel : k.push) load(kernel);
+    load(k.fused_one_stage);
+    for (FusedKernel kernel : k.fused_push) load(kernel);
     return e;
 }
 
@@ -124,16 +106,17 @@ cudaError_t preload_ws() {
 namespace ar4j::host {
 
 cudaError_t preload_kernels(int ws) {
-    switch (ws) {
-        case 2: return preload_ws<2>();
-        case 4: return preload_ws<4>();
-        case 6: return preload_ws<6>();
-        default: return preload_ws<8>();
+    cudaError_t e = cudaSuccess;
+    for (int32_t dtype : {AR4J_DTYPE_FLOAT32, AR4J_DTYPE_FLOAT16, AR4J_DTYPE_BFLOAT16}) {
+        const Instances *k = instances_for(dtype, ws);
+        if (k == nullptr) return cudaErrorInvalidValue;
+        if (e == cudaSuccess) e = preload(*k);
     }
+    return e;
 }
 
 cudaError_t push_kernel_attributes(cudaFuncAttributes *attr) {
-    return cudaFuncGetAttributes(attr, ar4j::push_kernel<float, 2>);
+    return cudaFuncGetAttributes(attr, instances<float, 2>().push[0]);
 }
 
 cudaError_t launch_fill_words(uint32_t *p, size_t words, uint32_t value, cudaStream_t stream) {
@@ -176,11 +159,31 @@ static Params launch_params(const ar4j_context *ctx, const void *in, void *out, 
     return p;
 }
 
+// The tail of both launches: the kernel on the stream (or the failure a test injects), then the
+// graph input kept or dropped with the launch's outcome, then the status.
+template <typename Kernel, typename P>
+static int launch_and_finish(ar4j_context *ctx, const ResolvedInput &input, Kernel kernel, unsigned blocks,
+                             unsigned threads, cudaStream_t stream, const P &params) {
+    const bool pdl = ctx->pdl && ctx->pdl_capable;
+    ctx->launched = true;
+    cudaError_t e;
+    if (kernel == nullptr) {
+        e = cudaErrorInvalidValue;  // unreachable: the world size is validated at create
+    } else if (debug_launch_fails(ctx)) {
+        e = cudaErrorInvalidConfiguration;
+    } else {
+        e = ar4j::launch_kernel(kernel, blocks, threads, stream, pdl, params);
+    }
+    finish_input(ctx, input, e == cudaSuccess);  // a failed launch keeps no graph input
+    if (e != cudaSuccess) return cuda_failed(ctx, e);
+    return AR4J_SUCCESS;
+}
+
 AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const void *in, void *out,
                              size_t count, void *stream) {
     if (ctx == nullptr || in == nullptr || out == nullptr) return AR4J_ERROR_NULL_POINTER;
     if (algorithm != AR4J_ALGO_ONE_STAGE && algorithm != AR4J_ALGO_TWO_STAGE &&
-        algorithm != AR4J_ALGO_ONE_SHOT_PUSH) {
+        algorithm != AR4J_ALGO_PUSH) {
         return AR4J_ERROR_ALGORITHM;
     }
     const size_t esize = dtype_size(dtype);
@@ -199,14 +202,14 @@ AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype
     if (failure != AR4J_SUCCESS) return failure;
     if (algorithm == AR4J_ALGO_TWO_STAGE && bytes > ctx->max_bytes) return AR4J_ERROR_TOO_LARGE;
 
-    if (algorithm == AR4J_ALGO_ONE_SHOT_PUSH && bytes > ar4j::kPushMaxBytes) return AR4J_ERROR_TOO_LARGE;
+    if (algorithm == AR4J_ALGO_PUSH && bytes > ar4j::kPushMaxBytes) return AR4J_ERROR_TOO_LARGE;
 
     // The device first: nothing is recorded (a graph input) for a call that cannot launch.
     int status = check_device(ctx);
     if (status != AR4J_SUCCESS) return status;
     ResolvedInput input;  // the push kernel reads its own input directly: no slot
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    if (algorithm != AR4J_ALGO_ONE_SHOT_PUSH) {
+    if (algorithm != AR4J_ALGO_PUSH) {
         status = resolve_input(ctx, in, bytes, s, &input);
         if (status != AR4J_SUCCESS) return status;
     }
@@ -225,61 +228,27 @@ AR4J_API int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype
     if (blocks < 1) blocks = 1;
     if (blocks > ctx->max_blocks) blocks = ctx->max_blocks;
 
-    const bool pdl = ctx->pdl && ctx->pdl_capable;
-    ctx->launched = true;
-    cudaError_t e;
-    if (debug_launch_fails(ctx)) {
-        e = cudaErrorInvalidConfiguration;
-    } else {
-        switch (dtype) {
-            case AR4J_DTYPE_FLOAT32:
-                e = launch_ws<float>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s, pdl);
-                break;
-            case AR4J_DTYPE_FLOAT16:
-                e = launch_ws<__half>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s, pdl);
-                break;
-            default:
-                e = launch_ws<__nv_bfloat16>(ctx->world_size, algorithm, in_place, p, (int)blocks, ctx->threads, s,
-                                             pdl);
-                break;
+    // p.variants selects the variant instances: kVariantTwoStagePush (cleared above where its
+    // scratch does not fit), and for the push kernel kVariantPushClearOnRead,
+    // kVariantPushPassOnPoison and kVariantPushEarlyTrigger (set only where it is in effect).
+    const Instances *k = instances_for(dtype, ctx->world_size);
+    AllReduceKernel kernel = nullptr;
+    unsigned grid = static_cast<unsigned>(blocks), threads = static_cast<unsigned>(ctx->threads);
+    if (k != nullptr) {
+        if (algorithm == AR4J_ALGO_ONE_STAGE) {
+            kernel = k->one_stage[in_place ? 1 : 0];
+        } else if (algorithm == AR4J_ALGO_TWO_STAGE) {
+            kernel = k->two_stage[(p.variants & ar4j::kVariantTwoStagePush) != 0 ? 1 : 0];
+        } else {
+            kernel = k->push[push_index(p.variants)];
+            grid = ar4j::kPushBlocks;
+            threads = ar4j::kPushThreads;
         }
     }
-    finish_input(ctx, input, e == cudaSuccess);  // a failed launch keeps no graph input
-    if (e != cudaSuccess) return cuda_failed(ctx, e);
-    return AR4J_SUCCESS;
+    return launch_and_finish(ctx, input, kernel, grid, threads, s, p);
 }
 
 namespace {
-
-// f.p.variants: kVariantFusedGridPush (cleared by the caller for a call whose outputs overlap its
-// input) and kVariantPushClearOnRead pick the push kernel's instance.
-template <typename T, int WS>
-cudaError_t launch_fused_typed(int32_t algorithm, const ar4j::FusedParams &f, int blocks, cudaStream_t stream,
-                               bool pdl) {
-    if (algorithm == AR4J_ALGO_ONE_STAGE) {
-        return launch_kernel(ar4j::one_stage_rmsnorm_kernel<T, WS>, blocks, ar4j::kNormThreads, stream, pdl, f);
-    }
-    const bool grid = (f.p.variants & ar4j::kVariantFusedGridPush) != 0;
-    const bool clear = (f.p.variants & ar4j::kVariantPushClearOnRead) != 0;
-    const int b = ar4j::kPushBlocks, t = ar4j::kNormThreads;
-    if (grid && clear) return launch_kernel(ar4j::push_rmsnorm_kernel<T, WS, true, true>, b, t, stream, pdl, f);
-    if (grid) return launch_kernel(ar4j::push_rmsnorm_kernel<T, WS, true, false>, b, t, stream, pdl, f);
-    if (clear) return launch_kernel(ar4j::push_rmsnorm_kernel<T, WS, false, true>, b, t, stream, pdl, f);
-    return launch_kernel(ar4j::push_rmsnorm_kernel<T, WS>, b, t, stream, pdl, f);
-}
-
-// blocks: the ONE_STAGE grid (the push kernel's is fixed).
-template <typename T>
-cudaError_t launch_fused(int ws, int32_t algorithm, const ar4j::FusedParams &f, int blocks, cudaStream_t stream,
-                         bool pdl) {
-    switch (ws) {
-        case 2: return launch_fused_typed<T, 2>(algorithm, f, blocks, stream, pdl);
-        case 4: return launch_fused_typed<T, 4>(algorithm, f, blocks, stream, pdl);
-        case 6: return launch_fused_typed<T, 6>(algorithm, f, blocks, stream, pdl);
-        case 8: return launch_fused_typed<T, 8>(algorithm, f, blocks, stream, pdl);
-        default: return cudaErrorInvalidValue;  // unreachable: validated at create
-    }
-}
 
 // True if [a, a + n) and [b, b + n) overlap.
 bool overlaps(const void *a, const void *b, size_t n) {
@@ -298,11 +267,11 @@ AR4J_API int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorit
         return AR4J_ERROR_NULL_POINTER;
     }
     if (algorithm != AR4J_ALGO_ONE_STAGE && algorithm != AR4J_ALGO_TWO_STAGE &&
-        algorithm != AR4J_ALGO_ONE_SHOT_PUSH) {
+        algorithm != AR4J_ALGO_PUSH) {
         return AR4J_ERROR_ALGORITHM;
     }
     if (algorithm == AR4J_ALGO_TWO_STAGE) return AR4J_ERROR_NOT_FUSED;
-    const bool push = algorithm == AR4J_ALGO_ONE_SHOT_PUSH;
+    const bool push = algorithm == AR4J_ALGO_PUSH;
     const size_t esize = dtype_size(dtype);
     if (esize == 0) return AR4J_ERROR_DTYPE;
     if (rows == 0 || hidden == 0) return AR4J_ERROR_EMPTY;
@@ -363,19 +332,11 @@ AR4J_API int ar4j_all_reduce_residual_rmsnorm(ar4j_context *ctx, int32_t algorit
     // ONE_STAGE: a block per row, up to the context's 1-/2-stage grid limit (agreed by every rank).
     const int blocks = rows < static_cast<size_t>(ctx->max_blocks) ? static_cast<int>(rows) : ctx->max_blocks;
 
-    const bool pdl = ctx->pdl && ctx->pdl_capable;
-    ctx->launched = true;
-    cudaError_t e;
-    if (debug_launch_fails(ctx)) {
-        e = cudaErrorInvalidConfiguration;
-    } else {
-        switch (dtype) {
-            case AR4J_DTYPE_FLOAT32: e = launch_fused<float>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
-            case AR4J_DTYPE_FLOAT16: e = launch_fused<__half>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
-            default: e = launch_fused<__nv_bfloat16>(ctx->world_size, algorithm, f, blocks, s, pdl); break;
-        }
-    }
-    finish_input(ctx, input, e == cudaSuccess);  // a failed launch keeps no graph input
-    if (e != cudaSuccess) return cuda_failed(ctx, e);
-    return AR4J_SUCCESS;
+    // f.p.variants: kVariantFusedGridPush (cleared above for a call whose outputs overlap its
+    // input) and kVariantPushClearOnRead pick the push kernel's instance.
+    const Instances *k = instances_for(dtype, ctx->world_size);
+    FusedKernel kernel = nullptr;
+    if (k != nullptr) kernel = push ? k->fused_push[fused_push_index(f.p.variants)] : k->fused_one_stage;
+    const unsigned grid = push ? static_cast<unsigned>(ar4j::kPushBlocks) : static_cast<unsigned>(blocks);
+    return launch_and_finish(ctx, input, kernel, grid, static_cast<unsigned>(ar4j::kNormThreads), s, f);
 }

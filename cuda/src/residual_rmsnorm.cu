@@ -36,6 +36,7 @@
 
 #include "ar4j/residual_rmsnorm.h"
 #include "api_export.h"
+#include "kernel_launch.cuh"
 #include "kernel_sync.cuh"
 #include "rmsnorm_math.cuh"
 
@@ -128,27 +129,6 @@ residual_rmsnorm_pack_kernel(const uint4 *in, const uint4 *residual, const uint4
 
 thread_local int last_cuda_error = 0;
 
-// Launches kernel<<<rows, kNormThreads>>>(args...) on stream, with programmatic stream
-// serialization when pdl is set.
-template <typename Kernel, typename... Args>
-cudaError_t launch_kernel(Kernel kernel, unsigned rows, cudaStream_t stream, bool pdl, Args... args) {
-    if (!pdl) {
-        kernel<<<rows, kNormThreads, 0, stream>>>(args...);
-        return cudaGetLastError();
-    }
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(rows);
-    config.blockDim = dim3(static_cast<unsigned>(kNormThreads));
-    config.dynamicSmemBytes = 0;
-    config.stream = stream;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, kernel, args...);
-}
-
 // Whether the calling thread's current device runs these kernels with griddepcontrol: compute
 // capability 9.0 or newer and machine code built for sm_90 or newer (a build for older
 // architectures only runs without it, and must not be launched with the attribute). Asked once per
@@ -181,13 +161,14 @@ cudaError_t launch_packs(const void *in, const void *residual, const void *weigh
                w = static_cast<const uint4 *>(weight);
     const auto o = static_cast<uint4 *>(out), ro = static_cast<uint4 *>(residual_out);
     const auto h = static_cast<int64_t>(hidden);
+    const unsigned t = kNormThreads;
     if (row_packs <= kNormThreads)
-        return launch_kernel(residual_rmsnorm_pack_kernel<T, 1>, rows, s, pdl, i, r, w, o, ro, row_packs, h, eps);
+        return ar4j::launch_kernel(residual_rmsnorm_pack_kernel<T, 1>, rows, t, s, pdl, i, r, w, o, ro, row_packs, h, eps);
     if (row_packs <= 2 * kNormThreads)
-        return launch_kernel(residual_rmsnorm_pack_kernel<T, 2>, rows, s, pdl, i, r, w, o, ro, row_packs, h, eps);
+        return ar4j::launch_kernel(residual_rmsnorm_pack_kernel<T, 2>, rows, t, s, pdl, i, r, w, o, ro, row_packs, h, eps);
     if (row_packs <= 4 * kNormThreads)
-        return launch_kernel(residual_rmsnorm_pack_kernel<T, 4>, rows, s, pdl, i, r, w, o, ro, row_packs, h, eps);
-    return launch_kernel(residual_rmsnorm_pack_kernel<T, 0>, rows, s, pdl, i, r, w, o, ro, row_packs, h, eps);
+        return ar4j::launch_kernel(residual_rmsnorm_pack_kernel<T, 4>, rows, t, s, pdl, i, r, w, o, ro, row_packs, h, eps);
+    return ar4j::launch_kernel(residual_rmsnorm_pack_kernel<T, 0>, rows, t, s, pdl, i, r, w, o, ro, row_packs, h, eps);
 }
 
 template <typename T>
@@ -200,9 +181,10 @@ int launch(const void *in, const void *residual, const void *weight, void *out, 
     const unsigned grid = static_cast<unsigned>(rows);
     const cudaError_t err =
         packed ? launch_packs<T>(in, residual, weight, out, residual_out, grid, hidden, eps, stream, pdl)
-               : launch_kernel(residual_rmsnorm_kernel<T>, grid, stream, pdl, static_cast<const T *>(in),
-                               static_cast<const T *>(residual), static_cast<const T *>(weight),
-                               static_cast<T *>(out), static_cast<T *>(residual_out), hidden, eps);
+               : ar4j::launch_kernel(residual_rmsnorm_kernel<T>, grid, kNormThreads, stream, pdl,
+                                     static_cast<const T *>(in), static_cast<const T *>(residual),
+                                     static_cast<const T *>(weight), static_cast<T *>(out),
+                                     static_cast<T *>(residual_out), hidden, eps);
     if (err != cudaSuccess) {
         last_cuda_error = static_cast<int>(err);
         return AR4J_ERROR_CUDA;

@@ -1,7 +1,31 @@
-// The status codes' names and messages, and the ABI version (include/ar4j/custom_all_reduce.h).
+// The status codes' names and messages, the ABI version (include/ar4j/custom_all_reduce.h), and
+// the CUDA error record behind AR4J_ERROR_CUDA (cuda_failed, ar4j_last_cuda_error).
 
-#include "ar4j/custom_all_reduce.h"
-#include "api_export.h"
+#include "context_internal.h"
+
+namespace {
+
+// CUDA error of the last failed ar4j_context_create on this thread (no context to hold it).
+thread_local int create_cuda_error = 0;
+
+}  // namespace
+
+namespace ar4j::host {
+
+int cuda_failed(ar4j_context *ctx, cudaError_t e) {
+    if (ctx != nullptr) {
+        ctx->last_cuda_error = static_cast<int>(e);
+    } else {
+        create_cuda_error = static_cast<int>(e);
+    }
+    return AR4J_ERROR_CUDA;
+}
+
+}  // namespace ar4j::host
+
+AR4J_API int ar4j_last_cuda_error(const ar4j_context *ctx) {
+    return ctx == nullptr ? create_cuda_error : ctx->last_cuda_error;
+}
 
 AR4J_API const char *ar4j_status_name(int status) {
     switch (status) {
@@ -55,7 +79,7 @@ AR4J_API const char *ar4j_status_message(int status) {
             return "the input lies in no registered buffer and the stream is not capturing a graph";
         case AR4J_ERROR_DTYPE: return "dtype must be AR4J_DTYPE_FLOAT32, AR4J_DTYPE_FLOAT16 or AR4J_DTYPE_BFLOAT16";
         case AR4J_ERROR_ALGORITHM:
-            return "algorithm must be AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE or AR4J_ALGO_ONE_SHOT_PUSH";
+            return "algorithm must be AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE or AR4J_ALGO_PUSH";
         case AR4J_ERROR_DEADLINE: return "the deadline must be greater than zero nanoseconds";
         case AR4J_ERROR_CAPACITY: return "the registration table is full (max_buffers)";
         case AR4J_ERROR_ALREADY_REGISTERED: return "the buffer overlaps a registered buffer";
@@ -84,7 +108,7 @@ AR4J_API const char *ar4j_status_message(int status) {
             return "the context has launched already; launch geometry and debug seeds are accepted only before the "
                    "first all-reduce";
         case AR4J_ERROR_NOT_FUSED:
-            return "the algorithm has no fused all-reduce + residual + RMSNorm kernel (AR4J_ALGO_ONE_SHOT_PUSH and "
+            return "the algorithm has no fused all-reduce + residual + RMSNorm kernel (AR4J_ALGO_PUSH and "
                    "AR4J_ALGO_ONE_STAGE have one): call ar4j_all_reduce, then ar4j_residual_rmsnorm";
         case AR4J_ERROR_HIDDEN_TOO_LARGE:
             return "hidden exceeds AR4J_FUSED_MAX_HIDDEN, the largest row the fused kernel normalises";

@@ -39,7 +39,7 @@ using namespace fused_test;
 constexpr size_t kBufBytes = 2u << 20;      // every buffer; the largest ONE_STAGE case
 constexpr size_t kRegOffset = 4096;         // the ONE_STAGE input's offset in the registered buffer
 constexpr size_t kRegBytes = kRegOffset + kBufBytes;
-constexpr int kPush = AR4J_ALGO_ONE_SHOT_PUSH, kOneStage = AR4J_ALGO_ONE_STAGE;
+constexpr int kPush = AR4J_ALGO_PUSH, kOneStage = AR4J_ALGO_ONE_STAGE;
 
 const char *algo_name(int a) { return a == kPush ? "push" : "1-stage"; }
 

@@ -52,7 +52,7 @@ int main(int argc, char **argv) {
     }
     CK(cudaDeviceSynchronize());
     const size_t sizes[] = {1024, 16384, 43008, 262144};
-    const int algos[] = {AR4J_ALGO_ONE_SHOT_PUSH, AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE};
+    const int algos[] = {AR4J_ALGO_PUSH, AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE};
     const char *names[] = {"", "1stage", "2stage", "push"};
     double result[4][4] = {};
     std::barrier<> sync(ranks);

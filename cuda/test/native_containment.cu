@@ -65,7 +65,7 @@ void run_wrap(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &sync) {
         CHECK_CUDA(cudaMemsetAsync(sh.outputs[rank], 0x11, bytes, stream));
         CHECK_CUDA(cudaStreamSynchronize(stream));
         if (rank == late) std::this_thread::sleep_for(std::chrono::microseconds(500));
-        int st = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, sh.graph_inputs[rank], sh.outputs[rank], count, stream);
+        int st = ar4j_all_reduce(ctx, AR4J_ALGO_PUSH, dtype, sh.graph_inputs[rank], sh.outputs[rank], count, stream);
         CHECK_CUDA(cudaStreamSynchronize(stream));
         got.resize(bytes);
         CHECK_CUDA(cudaMemcpy(got.data(), sh.outputs[rank], bytes, cudaMemcpyDeviceToHost));
@@ -90,7 +90,7 @@ void run_geometry(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &syn
     const int blocks = (rank % 2) == 0 ? 16 : 8;
     ar4j_context *ctx = fresh_group(sh, rank, sync, 10ull * 1000 * 1000 * 1000, blocks);
     const int st1 = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_STAGE, AR4J_DTYPE_BFLOAT16, sh.inputs[rank], sh.outputs[rank], 21504, stream);
-    const int st2 = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, AR4J_DTYPE_BFLOAT16, sh.inputs[rank], sh.outputs[rank], 21504, stream);
+    const int st2 = ar4j_all_reduce(ctx, AR4J_ALGO_PUSH, AR4J_DTYPE_BFLOAT16, sh.inputs[rank], sh.outputs[rank], 21504, stream);
     const int st3 = ar4j_check_geometry(ctx);
     const int st4 = ar4j_set_launch_config(ctx, 16, 512);
     CHECK_CUDA(cudaStreamSynchronize(stream));
@@ -128,13 +128,13 @@ void run_host_poison(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &
     if (rank != aborter) {
         auto t0 = std::chrono::steady_clock::now();
         CHECK_AR(ar4j_all_reduce(ctx, AR4J_ALGO_ONE_STAGE, dtype, sh.inputs[rank], out, count, stream));
-        CHECK_AR(ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, sh.graph_inputs[rank], out + (1 << 20), count, stream));
+        CHECK_AR(ar4j_all_reduce(ctx, AR4J_ALGO_PUSH, dtype, sh.graph_inputs[rank], out + (1 << 20), count, stream));
         sync.arrive_and_wait();  // launched
         cudaError_t e = cudaStreamSynchronize(stream);
         const double ms = ms_since(t0);
         ar4j_failure_info info;
         CHECK_AR(ar4j_read_failure(ctx, &info));
-        const int next = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, sh.graph_inputs[rank], out, count, stream);
+        const int next = ar4j_all_reduce(ctx, AR4J_ALGO_PUSH, dtype, sh.graph_inputs[rank], out, count, stream);
         const size_t a = count_not_nan(out, bytes, dtype), b = count_not_nan(out + (1 << 20), bytes, dtype);
         char what[400];
         std::snprintf(what, sizeof what,
@@ -157,7 +157,7 @@ void run_host_poison(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &
         });
         watchdog.join();
         const int again = ar4j_poison(ctx, AR4J_POISON_PEER_LOST);
-        const int next = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, sh.graph_inputs[rank], out, count, stream);
+        const int next = ar4j_all_reduce(ctx, AR4J_ALGO_PUSH, dtype, sh.graph_inputs[rank], out, count, stream);
         CHECK_CUDA(cudaStreamSynchronize(stream));
         ar4j_failure_info info;
         CHECK_AR(ar4j_read_failure(ctx, &info));
@@ -186,7 +186,7 @@ void run_poison_graph(Shared &sh, int rank, cudaStream_t stream, std::barrier<> 
     struct Call { int algo; size_t in_off; size_t count; size_t out_off; };
     const Call calls[] = {{AR4J_ALGO_ONE_STAGE, 0, 21504, 0},
                           {AR4J_ALGO_TWO_STAGE, 1 << 20, 131072 + 376, 1 << 20},
-                          {AR4J_ALGO_ONE_SHOT_PUSH, 2 << 20, 21504, 2 << 20}};
+                          {AR4J_ALGO_PUSH, 2 << 20, 21504, 2 << 20}};
     char *in = static_cast<char *>(sh.inputs[rank]);
     char *out = static_cast<char *>(sh.outputs[rank]);
     cudaGraph_t graph;
@@ -247,7 +247,7 @@ void run_poison_graph(Shared &sh, int rank, cudaStream_t stream, std::barrier<> 
         const double again = replay_nan("replay after the failure");
         record(again < 100.0, "rank " + std::to_string(rank) + " poison graph: a replay of a poisoned group ends at once (" +
                                   std::to_string(again) + " ms)");
-        const int next = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, in, out, 21504, stream);
+        const int next = ar4j_all_reduce(ctx, AR4J_ALGO_PUSH, dtype, in, out, 21504, stream);
         record(next == AR4J_ERROR_PEER_TIMEOUT || next == AR4J_ERROR_POISONED,
                "rank " + std::to_string(rank) + " poison graph: next eager call " + ar4j_status_name(next));
     }
@@ -267,7 +267,7 @@ void run_concurrent(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &s
     CHECK_CUDA(cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking));
     const int dtype = AR4J_DTYPE_BFLOAT16;
     const size_t count = 21504, bytes = count * 2;
-    char *in = static_cast<char *>(algo == AR4J_ALGO_ONE_SHOT_PUSH ? sh.graph_inputs[rank] : sh.inputs[rank]);
+    char *in = static_cast<char *>(algo == AR4J_ALGO_PUSH ? sh.graph_inputs[rank] : sh.inputs[rank]);
     char *out = static_cast<char *>(sh.outputs[rank]);
     CHECK_CUDA(cudaMemset(out, 0x11, 2u << 20));
     CHECK_CUDA(cudaDeviceSynchronize());

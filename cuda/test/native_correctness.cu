@@ -24,7 +24,7 @@ void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t strea
     std::vector<float> mine, other, ref;
     std::vector<uint8_t> in_bytes, ref_bytes, got;
     const int dtypes[] = {AR4J_DTYPE_FLOAT32, AR4J_DTYPE_FLOAT16, AR4J_DTYPE_BFLOAT16};
-    const int algos[] = {AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE, AR4J_ALGO_ONE_SHOT_PUSH};
+    const int algos[] = {AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE, AR4J_ALGO_PUSH};
     uint64_t case_id = 0;
     for (int dtype : dtypes) {
         for (int algo : algos) {
@@ -33,7 +33,7 @@ void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t strea
                     ++case_id;
                     const size_t bytes = count * esize(dtype);
                     if ((bytes % 16) != 0 || bytes > sh.max_bytes) continue;
-                    if (algo == AR4J_ALGO_ONE_SHOT_PUSH && bytes > AR4J_PUSH_MAX_BYTES) continue;
+                    if (algo == AR4J_ALGO_PUSH && bytes > AR4J_PUSH_MAX_BYTES) continue;
                     const uint64_t seed = sh.seed + case_id;
                     make_input(seed, rank, count, mine);
                     ref.assign(count, 0.0f);
@@ -44,7 +44,7 @@ void run_correctness(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t strea
                     encode(dtype, mine, in_bytes);
                     encode(dtype, ref, ref_bytes);
                     // The push kernel needs no registration: out of place, it reads an unregistered buffer.
-                    void *in = algo == AR4J_ALGO_ONE_SHOT_PUSH && !in_place ? sh.graph_inputs[rank] : sh.inputs[rank];
+                    void *in = algo == AR4J_ALGO_PUSH && !in_place ? sh.graph_inputs[rank] : sh.inputs[rank];
                     void *out = in_place ? in : sh.outputs[rank];
                     CHECK_CUDA(cudaMemcpyAsync(in, in_bytes.data(), bytes, cudaMemcpyHostToDevice, stream));
                     if (!in_place) CHECK_CUDA(cudaMemsetAsync(out, 0xff, bytes + 64, stream));  // NaN poison + guard
@@ -85,7 +85,7 @@ void run_push_sentinels(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t st
         CHECK_CUDA(cudaMemcpyAsync(sh.graph_inputs[rank], host.data(), words * 4, cudaMemcpyHostToDevice, stream));
         CHECK_CUDA(cudaMemsetAsync(sh.outputs[rank], 0xff, words * 4, stream));
         const size_t count = words * 4 / esize(dtype);
-        int st = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, sh.graph_inputs[rank], sh.outputs[rank], count, stream);
+        int st = ar4j_all_reduce(ctx, AR4J_ALGO_PUSH, dtype, sh.graph_inputs[rank], sh.outputs[rank], count, stream);
         CHECK_CUDA(cudaStreamSynchronize(stream));
         CHECK_CUDA(cudaMemcpy(host.data(), sh.outputs[rank], words * 4, cudaMemcpyDeviceToHost));
         size_t nonzero = 0;
@@ -110,7 +110,7 @@ void run_graph(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, std
     const Call calls[] = {{0, 43008 / 2, AR4J_ALGO_ONE_STAGE, false, 0},
                           {1 << 20, 262144 + 376, AR4J_ALGO_TWO_STAGE, false, 1 << 20},
                           {4 << 20, 8192, AR4J_ALGO_ONE_STAGE, true, 0},
-                          {6 << 20, 43008 / 2, AR4J_ALGO_ONE_SHOT_PUSH, false, 3 << 20}};
+                          {6 << 20, 43008 / 2, AR4J_ALGO_PUSH, false, 3 << 20}};
     const size_t ncalls = sizeof(calls) / sizeof(calls[0]);
     const int recorded = 3;  // the push call needs no registration
     char *gin = static_cast<char *>(sh.graph_inputs[rank]);
@@ -245,7 +245,7 @@ void run_pdl_chain(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream,
     char *z = static_cast<char *>(sh.outputs[rank]);
     std::vector<float> mine, other, ref;
     std::vector<uint8_t> in_bytes, ref_bytes, got(bytes);
-    for (int algo : {AR4J_ALGO_ONE_SHOT_PUSH, AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE}) {
+    for (int algo : {AR4J_ALGO_PUSH, AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE}) {
         for (int graph = 0; graph < 2; ++graph) {
             const uint64_t seed = sh.seed + 7100 + algo * 2 + graph;
             make_input(seed, rank, count, mine);

@@ -209,12 +209,12 @@ int main(int argc, char **argv) {
             if (!sh.timing_only && !sh.exits_only) {
                 run_timeout(sh, rank, stream, sync, AR4J_ALGO_ONE_STAGE);
                 run_timeout(sh, rank, stream, sync, AR4J_ALGO_TWO_STAGE);
-                run_timeout(sh, rank, stream, sync, AR4J_ALGO_ONE_SHOT_PUSH);
+                run_timeout(sh, rank, stream, sync, AR4J_ALGO_PUSH);
                 run_wrap(sh, rank, stream, sync);
                 run_geometry(sh, rank, stream, sync);
                 run_host_poison(sh, rank, stream, sync);
                 run_poison_graph(sh, rank, stream, sync);
-                run_concurrent(sh, rank, stream, sync, AR4J_ALGO_ONE_SHOT_PUSH);
+                run_concurrent(sh, rank, stream, sync, AR4J_ALGO_PUSH);
                 run_concurrent(sh, rank, stream, sync, AR4J_ALGO_ONE_STAGE);
             }
             if (!sh.timing_only) {

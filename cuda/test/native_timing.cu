@@ -10,7 +10,7 @@ namespace native_test {
 void run_pdl_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, std::barrier<> &sync) {
     const int iters = 50, reps = 9;
     const size_t sizes[] = {1024, 16384, 43008, 262144};
-    const int algos[] = {AR4J_ALGO_ONE_SHOT_PUSH, AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE};
+    const int algos[] = {AR4J_ALGO_PUSH, AR4J_ALGO_ONE_STAGE, AR4J_ALGO_TWO_STAGE};
     cudaEvent_t start, stop;
     CHECK_CUDA(cudaEventCreate(&start));
     CHECK_CUDA(cudaEventCreate(&stop));
@@ -88,8 +88,8 @@ void run_timing(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, st
         double us[3] = {NAN, NAN, NAN}, eager_us[3] = {NAN, NAN, NAN}, host_us[3] = {NAN, NAN, NAN};
         const size_t count = bytes / 2;
         for (int a = 0; a < 3; ++a) {
-            const int algo = a == 0 ? AR4J_ALGO_ONE_STAGE : a == 1 ? AR4J_ALGO_TWO_STAGE : AR4J_ALGO_ONE_SHOT_PUSH;
-            if (algo == AR4J_ALGO_ONE_SHOT_PUSH && bytes > AR4J_PUSH_MAX_BYTES) continue;
+            const int algo = a == 0 ? AR4J_ALGO_ONE_STAGE : a == 1 ? AR4J_ALGO_TWO_STAGE : AR4J_ALGO_PUSH;
+            if (algo == AR4J_ALGO_PUSH && bytes > AR4J_PUSH_MAX_BYTES) continue;
             cudaGraph_t graph;
             cudaGraphExec_t exec;
             CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));

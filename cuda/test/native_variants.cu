@@ -56,7 +56,7 @@ bool exact_push(Shared &sh, int rank, ar4j_context *ctx, cudaStream_t stream, ui
     }
     CHECK_CUDA(cudaMemcpyAsync(sh.graph_inputs[rank], mine.data(), bytes, cudaMemcpyHostToDevice, stream));
     CHECK_CUDA(cudaMemsetAsync(sh.outputs[rank], 0xff, bytes, stream));
-    *status = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, AR4J_DTYPE_FLOAT32, sh.graph_inputs[rank], sh.outputs[rank],
+    *status = ar4j_all_reduce(ctx, AR4J_ALGO_PUSH, AR4J_DTYPE_FLOAT32, sh.graph_inputs[rank], sh.outputs[rank],
                               count, stream);
     CHECK_CUDA(cudaStreamSynchronize(stream));
     CHECK_CUDA(cudaMemcpy(got.data(), sh.outputs[rank], bytes, cudaMemcpyDeviceToHost));
@@ -109,7 +109,7 @@ void run_variant_api(Shared &sh, int rank, cudaStream_t stream, std::barrier<> &
         // Rank 0 alone with a buffer-protocol flag: refused on every rank before any kernel runs.
         ar4j_context *ctx = fresh_group(sh, rank, sync, 10ull * 1000 * 1000 * 1000, 0, 0, rank == 0 ? flag : 0);
         CHECK_CUDA(cudaMemsetAsync(sh.outputs[rank], 0x11, 4096 * 4, stream));
-        const int st1 = ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, AR4J_DTYPE_FLOAT32, sh.graph_inputs[rank],
+        const int st1 = ar4j_all_reduce(ctx, AR4J_ALGO_PUSH, AR4J_DTYPE_FLOAT32, sh.graph_inputs[rank],
                                         sh.outputs[rank], 4096, stream);
         const int st2 = ar4j_all_reduce(ctx, AR4J_ALGO_TWO_STAGE, AR4J_DTYPE_FLOAT32, sh.inputs[rank], sh.outputs[rank],
                                         4096, stream);
@@ -156,9 +156,9 @@ void run_push_poison_passed_on(Shared &sh, int rank, cudaStream_t stream, std::b
     const auto t0 = std::chrono::steady_clock::now();
     int st = AR4J_SUCCESS;
     if (rank != missing) {
-        st = fused ? ar4j_all_reduce_residual_rmsnorm(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, sh.graph_inputs[rank], residual,
+        st = fused ? ar4j_all_reduce_residual_rmsnorm(ctx, AR4J_ALGO_PUSH, dtype, sh.graph_inputs[rank], residual,
                                                       weight, sh.outputs[rank], res_out, rows, hidden, 1e-5f, stream)
-                   : ar4j_all_reduce(ctx, AR4J_ALGO_ONE_SHOT_PUSH, dtype, sh.graph_inputs[rank], sh.outputs[rank], count,
+                   : ar4j_all_reduce(ctx, AR4J_ALGO_PUSH, dtype, sh.graph_inputs[rank], sh.outputs[rank], count,
                                      stream);
     }
     sync.arrive_and_wait();  // launched
@@ -310,11 +310,11 @@ void run_variant_timing(Shared &sh, int rank, cudaStream_t stream, std::barrier<
             CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
             for (int i = 0; i < iters; ++i) {
                 if (cell.kind == kFused) {
-                    CHECK_AR(ar4j_all_reduce_residual_rmsnorm(ctx, AR4J_ALGO_ONE_SHOT_PUSH, AR4J_DTYPE_BFLOAT16,
+                    CHECK_AR(ar4j_all_reduce_residual_rmsnorm(ctx, AR4J_ALGO_PUSH, AR4J_DTYPE_BFLOAT16,
                                                               sh.graph_inputs[rank], residual, weight, sh.outputs[rank],
                                                               res_out, rows, hidden, 1e-5f, stream));
                 } else {
-                    const int algo = cell.kind == kPush ? AR4J_ALGO_ONE_SHOT_PUSH : AR4J_ALGO_TWO_STAGE;
+                    const int algo = cell.kind == kPush ? AR4J_ALGO_PUSH : AR4J_ALGO_TWO_STAGE;
                     CHECK_AR(ar4j_all_reduce(ctx, algo, AR4J_DTYPE_BFLOAT16, sh.inputs[rank], sh.outputs[rank], count,
                                              stream));
                 }

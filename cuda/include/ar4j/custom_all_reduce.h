@@ -95,9 +95,11 @@ enum ar4j_dtype {
 enum ar4j_algorithm {
     AR4J_ALGO_ONE_STAGE = 1,  /* every rank reads every peer's input and reduces all of it */
     AR4J_ALGO_TWO_STAGE = 2,  /* reduce-scatter into the signal scratch, then all-gather */
-    AR4J_ALGO_ONE_SHOT_PUSH = 3 /* each rank stores its input into every peer's push buffer,
-                                   readers poll for data (no barrier round trips); any local
-                                   input, no registration; up to AR4J_PUSH_MAX_BYTES */
+    AR4J_ALGO_PUSH = 3,       /* each rank stores its input into every peer's push buffer,
+                                 readers poll for data (no barrier round trips); any local
+                                 input, no registration; up to AR4J_PUSH_MAX_BYTES */
+    AR4J_ALGO_ONE_SHOT_PUSH = AR4J_ALGO_PUSH /* the former name of AR4J_ALGO_PUSH, kept until the
+                                                Java bindings are regenerated; do not use */
 };
 
 /* Maximum world size and CUDA blocks per launch supported by the signal layout. */
@@ -157,7 +159,7 @@ const char *ar4j_status_message(int status);
 int ar4j_abi_version(void);
 
 /* Bytes of one rank's signal block, able to run TWO_STAGE on up to max_bytes per call
- * (control block, 2-stage scratch, and the ONE_SHOT_PUSH buffers). 0 if that size is not
+ * (control block, 2-stage scratch, and the PUSH buffers). 0 if that size is not
  * representable in a size_t (ar4j_signal_size_checked says AR4J_ERROR_TOO_LARGE then). */
 size_t ar4j_signal_size(size_t max_bytes);
 
@@ -323,7 +325,7 @@ int ar4j_registered_count(const ar4j_context *ctx, int32_t *out);
 
 /*
  * All-reduce (sum) of count elements of dtype from in to out on stream (a cudaStream_t;
- * NULL is the legacy default stream). For ONE_SHOT_PUSH, in is any device pointer of this
+ * NULL is the legacy default stream). For PUSH, in is any device pointer of this
  * rank's device. For ONE_STAGE and TWO_STAGE, in must lie in a registered buffer, unless the
  * stream is capturing a CUDA graph: then in is recorded as a graph input, and its peers'
  * pointers must be supplied with ar4j_register_graph_inputs() before the graph is
@@ -353,10 +355,10 @@ int ar4j_all_reduce(ar4j_context *ctx, int32_t algorithm, int32_t dtype, const v
  * in, residual, out, residual_out: rows * hidden elements; weight: hidden elements; all device
  * pointers of this rank's device, 16-byte aligned. residual_out may equal residual; no output may
  * overlap residual, weight or the other output otherwise.
- * algorithm: AR4J_ALGO_ONE_SHOT_PUSH or AR4J_ALGO_ONE_STAGE (AR4J_ALGO_TWO_STAGE:
+ * algorithm: AR4J_ALGO_PUSH or AR4J_ALGO_ONE_STAGE (AR4J_ALGO_TWO_STAGE:
  * AR4J_ERROR_NOT_FUSED); every rank must make the same calls in the same order, as for
  * ar4j_all_reduce; graph capture and programmatic dependent launch (ar4j_set_pdl) as there too.
- *  - ONE_SHOT_PUSH: in is any device pointer, no registration; out may equal in, residual_out may
+ *  - PUSH: in is any device pointer, no registration; out may equal in, residual_out may
  *    equal in. rows * hidden * dtype size <= AR4J_PUSH_MAX_BYTES (else AR4J_ERROR_TOO_LARGE). It
  *    shares the push kernel's buffers and generation counters: fused and plain push calls may be
  *    interleaved. One block owns each row (32 blocks of 512 threads).

@@ -5,5 +5,6 @@
  * resolved without {@code --add-modules}.
  */
 module dev.ar4j.cuda {
-    exports dev.ar4j.natives;
+    // Only the runtime finds the library; to every other module this one is its resources alone.
+    exports dev.ar4j.natives to dev.ar4j.runtime;
 }

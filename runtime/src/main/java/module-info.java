@@ -16,5 +16,5 @@ module dev.ar4j.runtime {
     exports dev.ar4j.rendezvous;
     // Not exported: dev.ar4j.internal.* (the engine behind Communicator: group setup, the
     // custom-kernel path, peer memory, the rendezvous server and wire protocol) and
-    // dev.ar4j.platform (native library loading, build information).
+    // dev.ar4j.internal.platform (native library loading, build information).
 }

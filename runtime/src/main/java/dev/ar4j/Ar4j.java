@@ -2,7 +2,7 @@ package dev.ar4j;
 
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.internal.kernels.CustomAllReduceKernels;
-import dev.ar4j.platform.BuildInfo;
+import dev.ar4j.internal.platform.BuildInfo;
 import java.util.Optional;
 
 /**
@@ -91,7 +91,7 @@ public final class Ar4j {
      */
     public static Optional<String> kernelsVariant() {
         AvailabilityProbe.result();
-        return dev.ar4j.platform.NativeLibraries.kernelsVariantChoice();
+        return dev.ar4j.internal.platform.NativeLibraries.kernelsVariantChoice();
     }
 
     /** The probe, run once. */

@@ -1,5 +1,10 @@
 package dev.ar4j;
 
+import dev.ar4j.internal.engine.BuilderChecks;
+import dev.ar4j.rendezvous.Rendezvous;
+import java.util.Map;
+import java.util.Properties;
+
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.dispatch.Algorithm;
@@ -85,7 +90,7 @@ public final class Communicator implements AutoCloseable {
     // ---- building -------------------------------------------------------------------------------
 
     /**
-     * A builder; nothing is read from the environment unless {@link CommunicatorBuilder#fromEnvironment()} says so.
+     * A builder; nothing is read from the environment unless {@link Builder#fromEnvironment()} says so.
      *
      * @return a new builder with every setting at its default
      */
@@ -611,19 +616,355 @@ public final class Communicator implements AutoCloseable {
     }
 
     /**
-     * Configures and builds a {@link Communicator}: the setters of {@link CommunicatorBuilder},
-     * {@link #onFailure} and {@link #build()}.
+     * Configures and builds a {@link Communicator}. Every setter validates its value at once, and
+     * {@link #build()} the whole.
+     *
+     * <p>Precedence: a value set here wins over the system property, which wins over the environment
+     * variable, which wins over the default.
      */
-    public static final class Builder extends CommunicatorBuilder<Builder> {
+    public static final class Builder {
+        /** The settings as set so far; frozen into an immutable record at build. */
+        private final Settings.Draft draft = new Settings.Draft();
+
+        /**
+         * Reads rank, world size, local rank and the rendezvous address from the launcher's environment.
+         *
+         * @return this builder
+         */
+        public Builder fromEnvironment() {
+            draft.fromEnvironment = true;
+            return this;
+        }
+
+        /**
+         * Uses this map instead of {@code System.getenv()} for the launcher and configuration variables (tests).
+         *
+         * @param environment the variables to read instead of the process environment; copied, must not be
+         *     {@code null} nor hold {@code null} keys or values
+         * @return this builder
+         * @throws NullPointerException if {@code environment} or one of its keys or values is {@code null}
+         */
+        public Builder environment(Map<String, String> environment) {
+            draft.environment = Map.copyOf(environment);
+            return this;
+        }
+
+        /**
+         * Uses these instead of {@code System.getProperties()} for configuration (tests).
+         *
+         * @param properties the properties to read instead of the system properties; kept by reference, not
+         *     copied
+         * @return this builder
+         */
+        public Builder systemProperties(Properties properties) {
+            draft.systemProperties = properties;
+            return this;
+        }
+
+        /**
+         * This process's rank (with {@link #worldSize(int)} and {@link #masterAddress(String, int)}, instead of the environment).
+         *
+         * @param rank this process's rank, 0 to world size - 1 (checked against the world size, and against the
+         *     rendezvous's rank if one is given, at {@code build()})
+         * @return this builder
+         */
+        public Builder rank(int rank) {
+            draft.rank = rank;
+            return this;
+        }
+
+        /**
+         * The number of ranks.
+         *
+         * @param worldSize the number of ranks in the group, at least 1
+         * @return this builder
+         */
+        public Builder worldSize(int worldSize) {
+            draft.worldSize = worldSize;
+            return this;
+        }
+
+        /**
+         * This rank's index on its host; the default GPU.
+         *
+         * @param localRank this rank's index among the ranks on its host, 0 to the local world size - 1
+         * @return this builder
+         */
+        public Builder localRank(int localRank) {
+            draft.localRank = localRank;
+            return this;
+        }
+
+        /**
+         * The number of ranks on this host. Without it (and without launcher variables) a group
+         * whose rendezvous address is loopback is taken to be all on this host.
+         *
+         * @param localWorldSize the number of ranks on this host, at least 1
+         * @return this builder
+         */
+        public Builder localWorldSize(int localWorldSize) {
+            draft.localWorldSize = localWorldSize;
+            return this;
+        }
+
+        /**
+         * The CUDA ordinal to drive (default: the local rank).
+         *
+         * @param device the CUDA device ordinal, 0 or more (below the number of visible devices, checked at
+         *     {@code build()})
+         * @return this builder
+         * @throws IllegalArgumentException if {@code device} is negative
+         */
+        public Builder device(int device) {
+            if (device < 0) {
+                throw new IllegalArgumentException("device ordinal must be >= 0, got " + device);
+            }
+            draft.device = device;
+            return this;
+        }
+
+        /**
+         * Where rank 0 serves the TCP rendezvous (rank 0 binds it; loopback unless an address is given).
+         *
+         * @param host the host name or address of rank 0's rendezvous server; not {@code null}
+         * @param port the TCP port of rank 0's rendezvous server
+         * @return this builder
+         * @throws NullPointerException if {@code host} is {@code null}
+         */
+        public Builder masterAddress(String host, int port) {
+            draft.masterAddr = Objects.requireNonNull(host, "host");
+            draft.masterPort = port;
+            return this;
+        }
+
+        /**
+         * Uses an existing rendezvous (an implementation of the application's); not closed by the communicator.
+         *
+         * @param rendezvous the rendezvous to join the group through; not {@code null}. The rank is its rank
+         *     unless {@link #rank(int)} is set too, in which case the two must agree (checked at {@code build()})
+         * @return this builder
+         * @throws NullPointerException if {@code rendezvous} is {@code null}
+         */
+        public Builder rendezvous(Rendezvous rendezvous) {
+            draft.rendezvous = Objects.requireNonNull(rendezvous, "rendezvous");
+            return this;
+        }
+
+        /**
+         * Size of the staging buffer and the two-stage scratch (default 8 MiB, multiple of 16).
+         *
+         * @param bytes the staging size in bytes: a multiple of 16 from 16 to 4 GiB
+         * @return this builder
+         * @throws IllegalArgumentException if {@code bytes} is not a multiple of 16 in that range
+         */
+        public Builder stagingBytes(long bytes) {
+            BuilderChecks.stagingBytes(bytes);
+            draft.stagingBytes = bytes;
+            return this;
+        }
+
+        /**
+         * How long a custom kernel waits for a peer before it gives up (default 30 s).
+         *
+         * @param timeout how long a kernel spins on a peer, 1 ms to 24 h
+         * @return this builder
+         * @throws IllegalArgumentException if {@code timeout} is {@code null} or outside 1 ms to 24 h
+         */
+        public Builder kernelTimeout(Duration timeout) {
+            BuilderChecks.kernelTimeout(timeout);
+            draft.kernelTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * How long each rendezvous step waits for the other ranks (default 2 min).
+         *
+         * @param timeout the wait of each rendezvous step: positive, at most 24 h
+         * @return this builder
+         * @throws IllegalArgumentException if {@code timeout} is {@code null}, zero, negative or longer than 24 h
+         */
+        public Builder rendezvousTimeout(Duration timeout) {
+            BuilderChecks.rendezvousTimeout(timeout);
+            draft.rendezvousTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * Capacity for registered buffers plus captured graph inputs (default 4096).
+         *
+         * @param n the number of registration slots, 1 to 1,048,576
+         * @return this builder
+         * @throws IllegalArgumentException if {@code n} is outside 1 to 1,048,576
+         */
+        public Builder maxRegistrations(int n) {
+            BuilderChecks.maxRegistrations(n);
+            draft.maxRegistrations = n;
+            return this;
+        }
+
+        /**
+         * The algorithm policy (highest precedence): {@link Algorithm#AUTO} (the default: the dispatcher
+         * chooses by topology and size), or a forced {@link Algorithm#ONE_STAGE}, {@link Algorithm#TWO_STAGE},
+         * {@link Algorithm#PUSH} or {@link Algorithm#NCCL}. The system property and environment variable
+         * take the same policies by name ({@link Algorithm#parse}).
+         *
+         * @param policy the policy; a policy constant ({@link Algorithm#isPolicy()}), not {@code null}
+         * @return this builder
+         * @throws NullPointerException if {@code policy} is {@code null}
+         * @throws IllegalArgumentException if {@code policy} is not a policy ({@link Algorithm#LOCAL})
+         */
+        public Builder algorithmPolicy(Algorithm policy) {
+            Objects.requireNonNull(policy, "policy");
+            if (!policy.isPolicy()) {
+                throw new IllegalArgumentException(policy + " is not an algorithm policy; accepted: "
+                        + Algorithm.ACCEPTED_VALUES);
+            }
+            draft.algorithmPolicy = policy;
+            return this;
+        }
+
+        /**
+         * The algorithm policy by name, as configuration writes it ({@link Algorithm#parse}).
+         *
+         * @param policy a policy's name, case-insensitive
+         * @return this builder
+         * @throws NullPointerException if {@code policy} is {@code null}
+         * @throws IllegalArgumentException if {@code policy} names no policy (the message lists those accepted)
+         * @deprecated pass the {@link Algorithm} instead ({@link #algorithmPolicy(Algorithm)}); to be removed
+         */
+        @Deprecated(forRemoval = true)
+        public Builder algorithmPolicy(String policy) {
+            return algorithmPolicy(Algorithm.parse(Objects.requireNonNull(policy, "policy"), "algorithmPolicy(..)"));
+        }
+
+        /**
+         * Lifts (true) or keeps (false) the PCIe gate for more than two GPUs without full NVLink.
+         *
+         * @param force {@code true} to allow the custom kernels on PCIe-only groups of more than two GPUs,
+         *     {@code false} to keep them on NCCL
+         * @return this builder
+         */
+        public Builder forceCustomOnPcie(boolean force) {
+            draft.forceCustomOnPcie = force;
+            return this;
+        }
+
+        /**
+         * Overrides the detected "NVLink between every pair" (tests, or hardware the probe misjudges).
+         *
+         * @param nvlink {@code true} to treat every pair of GPUs as joined by NVLink, {@code false} to treat none
+         *     as joined
+         * @return this builder
+         */
+        public Builder fullNvlink(boolean nvlink) {
+            draft.nvlinkOverride = nvlink;
+            return this;
+        }
+
+        /**
+         * Overrides the detected "P2P between every pair".
+         *
+         * @param p2p {@code true} to treat every pair of GPUs as able to access each other's memory,
+         *     {@code false} to treat none as able
+         * @return this builder
+         */
+        public Builder p2pAllPairs(boolean p2p) {
+            draft.p2pOverride = p2p;
+            return this;
+        }
+
+        /**
+         * Up to which size the automatic policy uses the push kernel (0: never; at most
+         * 512 KiB). Default: 512 KiB for two ranks, 256 KiB for more.
+         *
+         * @param bytes the largest size in bytes sent to the push kernel by the automatic policy, 0 to 524,288
+         *     ({@link Algorithm#PUSH_MAX_BYTES})
+         * @return this builder
+         * @throws IllegalArgumentException if {@code bytes} is negative or above {@link Algorithm#PUSH_MAX_BYTES}
+         */
+        public Builder pushUpToBytes(long bytes) {
+            if (bytes < 0 || bytes > Algorithm.PUSH_MAX_BYTES) {
+                throw new IllegalArgumentException("pushUpToBytes must be between 0 and " + Algorithm.PUSH_MAX_BYTES
+                        + " (the push kernel's limit), got " + bytes);
+            }
+            draft.pushUpToBytes = bytes;
+            return this;
+        }
+
+        /**
+         * Overrides the custom kernels' launch geometry (defaults: one block per SM, at most 128,
+         * of 512 threads; with several ranks on one GPU, the smallest SM count / ranks per GPU).
+         * Every rank must give the same values (checked at build).
+         *
+         * @param maxBlocks 1 to 128
+         * @param threads   a multiple of 32, 32 to 1024
+         * @return this builder
+         * @throws IllegalArgumentException if {@code maxBlocks} or {@code threads} is outside its range
+         */
+        public Builder launchConfig(int maxBlocks, int threads) {
+            BuilderChecks.launchConfig(maxBlocks, threads);
+            draft.launchBlocks = maxBlocks;
+            draft.launchThreads = threads;
+            return this;
+        }
+
+        /**
+         * Whether the group sets up NCCL (default true; else system property
+         * {@code ar4j.nccl}, environment {@code AR4J_NCCL}). Without
+         * NCCL, every call the dispatcher would send to NCCL throws {@link dev.ar4j.nccl.NcclDisabledException}
+         * naming the size and why, instead of falling back silently: for ranks sharing one GPU
+         * (which NCCL refuses), and for users who want a fallback to be an error.
+         *
+         * @param enabled {@code false} to build the group without NCCL, {@code true} to set it up
+         * @return this builder
+         */
+        public Builder nccl(boolean enabled) {
+            draft.ncclEnabled = enabled;
+            return this;
+        }
+
+        /**
+         * Whether the custom kernels use programmatic dependent launch on GPUs of compute capability
+         * 9.0 and newer (default true; else system property {@code ar4j.pdl}, environment
+         * {@code AR4J_PDL}, each {@code 0|1|false|true|off|on}): a kernel then starts while the
+         * previous one on the stream finishes and waits ({@code griddepcontrol.wait}) before its first
+         * dependent access, which saves a few hundred nanoseconds a call in CUDA graphs. Older GPUs are
+         * unaffected.
+         *
+         * @param enabled false to launch the kernels plainly
+         * @return this builder
+         */
+        public Builder pdl(boolean enabled) {
+            draft.pdlEnabled = enabled;
+            return this;
+        }
+
+        /**
+         * How often the watchdog polls the kernels' timeout record and NCCL's asynchronous error
+         * (default 100 ms; else system property {@code ar4j.watchdog.interval.ms} or
+         * environment {@code AR4J_WATCHDOG_INTERVAL_MS}, in milliseconds). Zero stops the
+         * polling (peer-loss reports from the rendezvous are still acted on).
+         *
+         * @param interval zero, or 1 ms to 60 s
+         * @return this builder
+         * @throws IllegalArgumentException if {@code interval} is {@code null}, negative, or between zero and 1
+         *     ms, or above 60 s
+         */
+        public Builder watchdogInterval(Duration interval) {
+            BuilderChecks.watchdogInterval(interval);
+            draft.watchdogInterval = interval;
+            return this;
+        }
+
+        /** The settings as they stand (tests of the checks). */
+        Settings settings() {
+            return draft.freeze();
+        }
+
         private FailureListener failureListener;
         private BuildAbort buildAbort;
 
         private Builder() {
-        }
-
-        @Override
-        Builder self() {
-            return this;
         }
 
         /**

@@ -45,7 +45,7 @@ public final class RmsNorm {
      * @throws IllegalArgumentException if {@code hidden} is out of range, {@code in} is not a whole,
      *                                  non-zero number of rows, another buffer is too small, the buffers
      *                                  are on different devices, or an address rule of the raw overload fails
-     * @throws CustomArException        for a status the native side returns ({@code AR4J_ERROR_CUDA}
+     * @throws CustomAllReduceException        for a status the native side returns ({@code AR4J_ERROR_CUDA}
      *                                  with the CUDA error in the message when the launch failed)
      * @throws NativeLibraryException if libcudart or the kernels library cannot be loaded
      */
@@ -74,7 +74,7 @@ public final class RmsNorm {
      * @throws NullPointerException     if {@code dtype} is null
      * @throws IllegalArgumentException if {@code hidden}, {@code rows} or {@code eps} is out of range, an
      *                                  address is 0, or {@code out} equals {@code residual} or {@code residualOut}
-     * @throws CustomArException        for a status the native side returns ({@code AR4J_ERROR_CUDA}
+     * @throws CustomAllReduceException        for a status the native side returns ({@code AR4J_ERROR_CUDA}
      *                                  with the CUDA error in the message when the launch failed)
      * @throws NativeLibraryException if libcudart or the kernels library cannot be loaded
      */

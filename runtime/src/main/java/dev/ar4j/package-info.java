@@ -35,7 +35,7 @@
  * <h2>One GPU, several ranks</h2>
  * Ranks may share a GPU (in one JVM through {@link dev.ar4j.Communicator#localGroup} with a repeated ordinal, or in
  * several JVMs): the custom kernels run there with a grid sized so that every rank's blocks are
- * resident. NCCL refuses that, so build such a group with {@link dev.ar4j.CommunicatorBuilder#nccl nccl(false)}; then a
+ * resident. NCCL refuses that, so build such a group with {@link dev.ar4j.Communicator.Builder#nccl nccl(false)}; then a
  * call that would need NCCL throws, naming its size and why.
  *
  * <h2>Threads and ordering</h2>
@@ -48,7 +48,7 @@
  * stream or synchronised between streams.
  *
  * <h2>Failure</h2>
- * A per-communicator watchdog thread (interval: {@link dev.ar4j.CommunicatorBuilder#watchdogInterval}, default
+ * A per-communicator watchdog thread (interval: {@link dev.ar4j.Communicator.Builder#watchdogInterval}, default
  * 100 ms) reads the kernels' timeout record and NCCL's asynchronous error, and the rendezvous
  * tells it when a rank is lost. On the first failure it poisons the custom kernels, aborts NCCL,
  * marks the communicator failed and tells the {@link dev.ar4j.Communicator.Builder#onFailure listener}; every later call
@@ -83,7 +83,7 @@
  * {@link dev.ar4j.OutOfStepException}),
  * an NCCL failure ({@link dev.ar4j.nccl.NcclException}), a call that needs NCCL on a group built
  * with {@code nccl(false)} ({@link dev.ar4j.nccl.NcclDisabledException}), and a kernel that refused
- * its call ({@link dev.ar4j.CustomArException}). Each message names what failed, the values
+ * its call ({@link dev.ar4j.CustomAllReduceException}). Each message names what failed, the values
  * involved and what to do.
  *
  * <p>A wrong argument passed to a method is the caller's error and is reported as Java's

@@ -1,8 +1,8 @@
 package dev.ar4j;
 
-import dev.ar4j.platform.BuildInfo;
+import dev.ar4j.internal.platform.BuildInfo;
 import dev.ar4j.cuda.CudaDriverMissingException;
-import dev.ar4j.platform.TestLibraries;
+import dev.ar4j.internal.platform.TestLibraries;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

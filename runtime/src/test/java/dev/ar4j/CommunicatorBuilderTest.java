@@ -1,5 +1,7 @@
 package dev.ar4j;
 
+import dev.ar4j.dispatch.Algorithm;
+
 import dev.ar4j.cuda.CudaDriverMissingException;
 import dev.ar4j.cuda.CudaException;
 import dev.ar4j.internal.rendezvous.InProcessRendezvous;
@@ -27,17 +29,13 @@ class CommunicatorBuilderTest {
     }
 
     @Test
-    void kernelVariantsAreCheckedWhenSetAndNameTheAcceptedOnes() {
+    void theTypedPolicyTakesPoliciesOnly() {
+        Communicator.Builder b = Communicator.builder().algorithmPolicy(Algorithm.PUSH).rank(0);
+        org.junit.jupiter.api.Assertions.assertEquals(Algorithm.PUSH, b.settings().dispatchConfig().algorithmPolicy());
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> Communicator.builder().kernelVariants("early-trigger,turbo"));
-        assertTrue(e.getMessage().contains("turbo"), e.getMessage());
-        assertTrue(e.getMessage().contains("two-stage-push"), e.getMessage());
-        // Accepted names reach the settings, ahead of the property and the environment.
-        Communicator.Builder b = Communicator.builder().environment(Map.of("AR4J_KERNEL_VARIANTS", "all"))
-                .kernelVariants("clear-on-read, fused-grid-push").rank(0);
-        org.junit.jupiter.api.Assertions.assertEquals(dev.ar4j.internal.kernels.KernelVariants.PUSH_CLEAR_ON_READ
-                        | dev.ar4j.internal.kernels.KernelVariants.FUSED_GRID_PUSH,
-                dev.ar4j.internal.engine.BuilderChecks.kernelVariants(b.settings()));
+                () -> Communicator.builder().algorithmPolicy(Algorithm.LOCAL));
+        assertTrue(e.getMessage().contains("not an algorithm policy"), e.getMessage());
+        assertThrows(NullPointerException.class, () -> Communicator.builder().algorithmPolicy((Algorithm) null));
     }
 
     @Test

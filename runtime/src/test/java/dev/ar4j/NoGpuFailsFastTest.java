@@ -1,7 +1,7 @@
 package dev.ar4j;
 
 import dev.ar4j.cuda.CudaDriverMissingException;
-import dev.ar4j.platform.TestLibraries;
+import dev.ar4j.internal.platform.TestLibraries;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 

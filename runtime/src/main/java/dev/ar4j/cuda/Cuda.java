@@ -1,8 +1,9 @@
 package dev.ar4j.cuda;
 
+
 import dev.ar4j.bindings.cudart.cudaPointerAttributes;
 import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
-import dev.ar4j.platform.NativeLibraries;
+import dev.ar4j.internal.platform.NativeLibraries;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -12,7 +13,7 @@ import java.util.Objects;
 /**
  * The CUDA runtime: versions, devices, peer access and pointer queries. Every method loads
  * libcudart on first use ({@link NativeLibraries#cudart()}) and checks every return code through
- * {@link CudaErrors}.
+ * {@link CudaChecks}.
  *
  * <p>Device discovery on a machine without a driver throws {@link CudaDriverMissingException}; with
  * a driver but no visible GPU, {@link CudaNoDeviceException}.
@@ -35,7 +36,7 @@ public final class Cuda {
         ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
-            CudaErrors.check(cuda_runtime_api_h.cudaRuntimeGetVersion(out), "cudaRuntimeGetVersion");
+            CudaChecks.check(cuda_runtime_api_h.cudaRuntimeGetVersion(out), "cudaRuntimeGetVersion");
             return out.get(ValueLayout.JAVA_INT, 0);
         }
     }
@@ -51,7 +52,7 @@ public final class Cuda {
         ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
-            CudaErrors.check(cuda_runtime_api_h.cudaDriverGetVersion(out), "cudaDriverGetVersion");
+            CudaChecks.check(cuda_runtime_api_h.cudaDriverGetVersion(out), "cudaDriverGetVersion");
             return out.get(ValueLayout.JAVA_INT, 0);
         }
     }
@@ -64,10 +65,7 @@ public final class Cuda {
      * @throws IllegalArgumentException if {@code version} is negative
      */
     public static String formatVersion(int version) {
-        if (version < 0) {
-            throw new IllegalArgumentException("a CUDA version is >= 0, got " + version);
-        }
-        return (version / 1000) + "." + (version % 1000) / 10;
+        return CudaChecks.formatVersion(version);
     }
 
     /**
@@ -81,10 +79,10 @@ public final class Cuda {
         ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
-            CudaErrors.check(cuda_runtime_api_h.cudaGetDeviceCount(out), "cudaGetDeviceCount");
+            CudaChecks.check(cuda_runtime_api_h.cudaGetDeviceCount(out), "cudaGetDeviceCount");
             int count = out.get(ValueLayout.JAVA_INT, 0);
             if (count == 0) {
-                throw CudaErrors.exception(cuda_runtime_api_h.cudaErrorNoDevice(), "cudaGetDeviceCount (returned 0 devices)");
+                throw CudaChecks.exception(cuda_runtime_api_h.cudaErrorNoDevice(), "cudaGetDeviceCount (returned 0 devices)");
             }
             return count;
         }
@@ -101,7 +99,7 @@ public final class Cuda {
         ensureLoaded();
         int status = cuda_runtime_api_h.cudaSetDevice(device);
         if (status != 0) {
-            throw CudaErrors.exception(status, "cudaSetDevice(" + device + ")");
+            throw CudaChecks.exception(status, "cudaSetDevice(" + device + ")");
         }
     }
 
@@ -115,7 +113,7 @@ public final class Cuda {
         ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
-            CudaErrors.check(cuda_runtime_api_h.cudaGetDevice(out), "cudaGetDevice");
+            CudaChecks.check(cuda_runtime_api_h.cudaGetDevice(out), "cudaGetDevice");
             return out.get(ValueLayout.JAVA_INT, 0);
         }
     }
@@ -128,7 +126,7 @@ public final class Cuda {
      */
     public static void deviceSynchronize() {
         ensureLoaded();
-        CudaErrors.check(cuda_runtime_api_h.cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+        CudaChecks.check(cuda_runtime_api_h.cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     }
 
     /**
@@ -158,7 +156,7 @@ public final class Cuda {
             MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
             int status = cuda_runtime_api_h.cudaDeviceGetAttribute(out, attributeCode, device);
             if (status != 0) {
-                throw CudaErrors.exception(status, "cudaDeviceGetAttribute(attr " + attributeCode + ", device " + device + ")");
+                throw CudaChecks.exception(status, "cudaDeviceGetAttribute(attr " + attributeCode + ", device " + device + ")");
             }
             return out.get(ValueLayout.JAVA_INT, 0);
         }
@@ -179,7 +177,7 @@ public final class Cuda {
             MemorySegment out = arena.allocate(length);
             int status = cuda_runtime_api_h.cudaDeviceGetPCIBusId(out, length, device);
             if (status != 0) {
-                throw CudaErrors.exception(status, "cudaDeviceGetPCIBusId(device " + device + ")");
+                throw CudaChecks.exception(status, "cudaDeviceGetPCIBusId(device " + device + ")");
             }
             return out.getString(0);
         }
@@ -199,7 +197,7 @@ public final class Cuda {
             MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
             int status = cuda_runtime_api_h.cudaDeviceCanAccessPeer(out, device, peer);
             if (status != 0) {
-                throw CudaErrors.exception(status, "cudaDeviceCanAccessPeer(" + device + ", " + peer + ")");
+                throw CudaChecks.exception(status, "cudaDeviceCanAccessPeer(" + device + ", " + peer + ")");
             }
             return out.get(ValueLayout.JAVA_INT, 0) != 0;
         }
@@ -223,7 +221,7 @@ public final class Cuda {
             return false;
         }
         if (status != 0) {
-            throw CudaErrors.exception(status, "cudaDeviceEnablePeerAccess(peer " + peer + ")");
+            throw CudaChecks.exception(status, "cudaDeviceEnablePeerAccess(peer " + peer + ")");
         }
         return true;
     }
@@ -247,7 +245,7 @@ public final class Cuda {
             if (status != 0) {
                 String newInCuda13 = attribute == P2PAttribute.ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED
                         ? "; this attribute is new in CUDA 13.0, unknown to a CUDA 12 runtime" : "";
-                throw CudaErrors.exception(status, "cudaDeviceGetP2PAttribute(" + attribute + ", " + sourceDevice
+                throw CudaChecks.exception(status, "cudaDeviceGetP2PAttribute(" + attribute + ", " + sourceDevice
                         + " -> " + destinationDevice + ")" + newInCuda13);
             }
             return out.get(ValueLayout.JAVA_INT, 0);
@@ -267,7 +265,7 @@ public final class Cuda {
             MemorySegment attributes = cudaPointerAttributes.allocate(arena);
             int status = cuda_runtime_api_h.cudaPointerGetAttributes(attributes, MemorySegment.ofAddress(address));
             if (status != 0) {
-                throw CudaErrors.exception(status, "cudaPointerGetAttributes(0x" + Long.toHexString(address) + ")");
+                throw CudaChecks.exception(status, "cudaPointerGetAttributes(0x" + Long.toHexString(address) + ")");
             }
             return new PointerAttributes(MemoryType.ofCode(cudaPointerAttributes.type(attributes)),
                     cudaPointerAttributes.device(attributes),
@@ -296,7 +294,7 @@ public final class Cuda {
     public static void checkLastError(String afterWhat) {
         int status = takeLastError();
         if (status != 0) {
-            throw CudaErrors.exception(status, "last CUDA error after " + afterWhat);
+            throw CudaChecks.exception(status, "last CUDA error after " + afterWhat);
         }
     }
 
@@ -324,7 +322,7 @@ public final class Cuda {
         }
         int status = cuda_runtime_api_h.cudaMemcpyAsync(dst, src, bytes, kind, stream);
         if (status != 0) {
-            throw CudaErrors.exception(status, call + " of " + bytes + " bytes");
+            throw CudaChecks.exception(status, call + " of " + bytes + " bytes");
         }
     }
 }

@@ -9,7 +9,16 @@ package dev.ar4j.cuda;
 public final class CudaDriverMissingException extends CudaException {
     private static final long serialVersionUID = 1L;
 
-    CudaDriverMissingException(String call, int code, String errorName, String errorDescription, String advice) {
+    /**
+     * Creates the exception for one failed CUDA call (see {@link CudaException#CudaException}).
+     *
+     * @param call             the call that failed
+     * @param code             the {@code cudaError_t} or {@code CUresult}
+     * @param errorName        the code's symbolic name
+     * @param errorDescription the library's description of the code
+     * @param advice           what to do about it, or null
+     */
+    public CudaDriverMissingException(String call, int code, String errorName, String errorDescription, String advice) {
         super(call, code, errorName, errorDescription, advice);
     }
 }

@@ -1,5 +1,7 @@
 package dev.ar4j.cuda;
 
+import dev.ar4j.internal.platform.Lifetime;
+
 import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
 
 import java.lang.foreign.Arena;
@@ -49,7 +51,7 @@ public final class CudaEvent implements AutoCloseable {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
             int status = cuda_runtime_api_h.cudaEventCreateWithFlags(out, flags);
             if (status != 0) {
-                throw CudaErrors.exception(status, "cudaEventCreateWithFlags(" + flags + ")");
+                throw CudaChecks.exception(status, "cudaEventCreateWithFlags(" + flags + ")");
             }
             return new CudaEvent(out.get(ValueLayout.ADDRESS, 0), timing);
         }
@@ -105,7 +107,7 @@ public final class CudaEvent implements AutoCloseable {
     public void record(CudaStream stream) {
         ensureOpen();
         Objects.requireNonNull(stream, "stream");
-        CudaErrors.check(cuda_runtime_api_h.cudaEventRecord(handle, stream.segment()), "cudaEventRecord");
+        CudaChecks.check(cuda_runtime_api_h.cudaEventRecord(handle, stream.segment()), "cudaEventRecord");
     }
 
     /**
@@ -116,7 +118,7 @@ public final class CudaEvent implements AutoCloseable {
      */
     public void synchronize() {
         ensureOpen();
-        CudaErrors.check(cuda_runtime_api_h.cudaEventSynchronize(handle), "cudaEventSynchronize");
+        CudaChecks.check(cuda_runtime_api_h.cudaEventSynchronize(handle), "cudaEventSynchronize");
     }
 
     /**
@@ -136,7 +138,7 @@ public final class CudaEvent implements AutoCloseable {
         if (status == cuda_runtime_api_h.cudaErrorNotReady()) {
             return false;
         }
-        throw CudaErrors.exception(status, "cudaEventQuery");
+        throw CudaChecks.exception(status, "cudaEventQuery");
     }
 
     /**
@@ -158,7 +160,7 @@ public final class CudaEvent implements AutoCloseable {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.JAVA_FLOAT);
-            CudaErrors.check(cuda_runtime_api_h.cudaEventElapsedTime(out, start.segment(), handle), "cudaEventElapsedTime");
+            CudaChecks.check(cuda_runtime_api_h.cudaEventElapsedTime(out, start.segment(), handle), "cudaEventElapsedTime");
             return out.get(ValueLayout.JAVA_FLOAT, 0);
         }
     }
@@ -173,7 +175,7 @@ public final class CudaEvent implements AutoCloseable {
     @Override
     public void close() {
         if (lifetime.end()) {
-            CudaErrors.check(cuda_runtime_api_h.cudaEventDestroy(handle), "cudaEventDestroy");
+            CudaChecks.check(cuda_runtime_api_h.cudaEventDestroy(handle), "cudaEventDestroy");
         }
     }
 }

@@ -1,5 +1,7 @@
 package dev.ar4j.cuda;
 
+import dev.ar4j.internal.platform.Lifetime;
+
 import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
 
 import java.lang.foreign.Arena;
@@ -38,7 +40,7 @@ public final class CudaGraph implements AutoCloseable {
     public static void beginCapture(CudaStream stream, CaptureMode mode) {
         Objects.requireNonNull(stream, "stream");
         Objects.requireNonNull(mode, "mode");
-        CudaErrors.check(cuda_runtime_api_h.cudaStreamBeginCapture(stream.segment(), mode.code()),
+        CudaChecks.check(cuda_runtime_api_h.cudaStreamBeginCapture(stream.segment(), mode.code()),
                 "cudaStreamBeginCapture(" + mode + ")");
     }
 
@@ -61,7 +63,7 @@ public final class CudaGraph implements AutoCloseable {
                 if (graph.address() != 0) {
                     cuda_runtime_api_h.cudaGraphDestroy(graph);
                 }
-                throw CudaErrors.exception(status, "cudaStreamEndCapture");
+                throw CudaChecks.exception(status, "cudaStreamEndCapture");
             }
             if (graph.address() == 0) {
                 throw new IllegalStateException("cudaStreamEndCapture returned no graph");
@@ -108,7 +110,7 @@ public final class CudaGraph implements AutoCloseable {
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            CudaErrors.check(cuda_runtime_api_h.cudaGraphInstantiate(out, handle, 0L), "cudaGraphInstantiate");
+            CudaChecks.check(cuda_runtime_api_h.cudaGraphInstantiate(out, handle, 0L), "cudaGraphInstantiate");
             return new CudaGraphExec(out.get(ValueLayout.ADDRESS, 0));
         }
     }
@@ -143,7 +145,7 @@ public final class CudaGraph implements AutoCloseable {
     @Override
     public void close() {
         if (lifetime.end()) {
-            CudaErrors.check(cuda_runtime_api_h.cudaGraphDestroy(handle), "cudaGraphDestroy");
+            CudaChecks.check(cuda_runtime_api_h.cudaGraphDestroy(handle), "cudaGraphDestroy");
         }
     }
 }

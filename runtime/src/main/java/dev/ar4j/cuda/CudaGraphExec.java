@@ -1,5 +1,7 @@
 package dev.ar4j.cuda;
 
+import dev.ar4j.internal.platform.Lifetime;
+
 import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
 
 import java.lang.foreign.MemorySegment;
@@ -24,7 +26,7 @@ public final class CudaGraphExec implements AutoCloseable {
     public void launch(CudaStream stream) {
         ensureOpen();
         Objects.requireNonNull(stream, "stream");
-        CudaErrors.check(cuda_runtime_api_h.cudaGraphLaunch(handle, stream.segment()), "cudaGraphLaunch");
+        CudaChecks.check(cuda_runtime_api_h.cudaGraphLaunch(handle, stream.segment()), "cudaGraphLaunch");
     }
 
     /**
@@ -57,7 +59,7 @@ public final class CudaGraphExec implements AutoCloseable {
     @Override
     public void close() {
         if (lifetime.end()) {
-            CudaErrors.check(cuda_runtime_api_h.cudaGraphExecDestroy(handle), "cudaGraphExecDestroy");
+            CudaChecks.check(cuda_runtime_api_h.cudaGraphExecDestroy(handle), "cudaGraphExecDestroy");
         }
     }
 }

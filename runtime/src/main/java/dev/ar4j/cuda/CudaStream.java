@@ -1,5 +1,7 @@
 package dev.ar4j.cuda;
 
+import dev.ar4j.internal.platform.Lifetime;
+
 import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
 
 import java.lang.foreign.Arena;
@@ -50,7 +52,7 @@ public final class CudaStream implements AutoCloseable {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
             int status = cuda_runtime_api_h.cudaStreamCreateWithPriority(out, flags, priority);
             if (status != 0) {
-                throw CudaErrors.exception(status, "cudaStreamCreateWithPriority(flags " + flags + ", priority "
+                throw CudaChecks.exception(status, "cudaStreamCreateWithPriority(flags " + flags + ", priority "
                         + priority + ")");
             }
             return new CudaStream(out.get(ValueLayout.ADDRESS, 0), device, true);
@@ -150,7 +152,7 @@ public final class CudaStream implements AutoCloseable {
      */
     public void synchronize() {
         ensureOpen();
-        CudaErrors.check(cuda_runtime_api_h.cudaStreamSynchronize(handle), "cudaStreamSynchronize");
+        CudaChecks.check(cuda_runtime_api_h.cudaStreamSynchronize(handle), "cudaStreamSynchronize");
     }
 
     /**
@@ -169,7 +171,7 @@ public final class CudaStream implements AutoCloseable {
         if (status == cuda_runtime_api_h.cudaErrorNotReady()) {
             return false;
         }
-        throw CudaErrors.exception(status, "cudaStreamQuery");
+        throw CudaChecks.exception(status, "cudaStreamQuery");
     }
 
     /**
@@ -182,7 +184,7 @@ public final class CudaStream implements AutoCloseable {
     public void waitFor(CudaEvent event) {
         ensureOpen();
         Objects.requireNonNull(event, "event");
-        CudaErrors.check(cuda_runtime_api_h.cudaStreamWaitEvent(handle, event.segment(), 0), "cudaStreamWaitEvent");
+        CudaChecks.check(cuda_runtime_api_h.cudaStreamWaitEvent(handle, event.segment(), 0), "cudaStreamWaitEvent");
     }
 
     /**
@@ -216,7 +218,7 @@ public final class CudaStream implements AutoCloseable {
 
     /** {@code cudaStreamIsCapturing}, its status written to and read from {@code scratch}. */
     private static int captureCode(MemorySegment stream, MemorySegment scratch) {
-        CudaErrors.check(cuda_runtime_api_h.cudaStreamIsCapturing(stream, scratch), "cudaStreamIsCapturing");
+        CudaChecks.check(cuda_runtime_api_h.cudaStreamIsCapturing(stream, scratch), "cudaStreamIsCapturing");
         return scratch.get(ValueLayout.JAVA_INT, 0);
     }
 
@@ -233,7 +235,7 @@ public final class CudaStream implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment status = arena.allocate(ValueLayout.JAVA_INT);
             MemorySegment id = arena.allocate(ValueLayout.JAVA_LONG);
-            CudaErrors.check(cuda_runtime_api_h.cudaStreamGetCaptureInfo(handle, status, id, MemorySegment.NULL,
+            CudaChecks.check(cuda_runtime_api_h.cudaStreamGetCaptureInfo(handle, status, id, MemorySegment.NULL,
                     MemorySegment.NULL, MemorySegment.NULL, MemorySegment.NULL), "cudaStreamGetCaptureInfo");
             return new CaptureInfo(CaptureStatus.ofCode(status.get(ValueLayout.JAVA_INT, 0)), id.get(ValueLayout.JAVA_LONG, 0));
         }
@@ -258,7 +260,7 @@ public final class CudaStream implements AutoCloseable {
     @Override
     public void close() {
         if (lifetime.end() && owned) {
-            CudaErrors.check(cuda_runtime_api_h.cudaStreamDestroy(handle), "cudaStreamDestroy");
+            CudaChecks.check(cuda_runtime_api_h.cudaStreamDestroy(handle), "cudaStreamDestroy");
         }
     }
 

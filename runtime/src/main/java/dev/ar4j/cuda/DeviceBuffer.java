@@ -1,11 +1,13 @@
 package dev.ar4j.cuda;
 
 import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
+import dev.ar4j.internal.platform.Lifetime;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Objects;
+import java.util.function.LongConsumer;
 
 /**
  * A range of device memory: a device address, a size in bytes and the device it lives on. The
@@ -31,27 +33,16 @@ import java.util.Objects;
  */
 public final class DeviceBuffer implements AutoCloseable {
 
-    /** Frees an adopted allocation; it throws if the free fails. */
-    @FunctionalInterface
-    public interface Release {
-        /**
-         * Frees the memory at {@code address}.
-         *
-         * @param address the device address of the allocation to free, as given to {@link DeviceBuffer#adopt}
-         */
-        void release(long address);
-    }
-
     private final long address;
     private final long byteSize;
     private final int device;
-    private final Release release;         // null for borrowed buffers
+    private final LongConsumer release;         // null for borrowed buffers
     private final String origin;           // "cudaMalloc", "borrowed", "slice", "IPC mapping", ...
     private final Lifetime lifetime;
     private final long allocationBase;     // base of the allocation when known (owned roots and their slices)
     private final boolean allocationBaseKnown;
 
-    private DeviceBuffer(long address, long byteSize, int device, Release release, String origin, Lifetime parent,
+    private DeviceBuffer(long address, long byteSize, int device, LongConsumer release, String origin, Lifetime parent,
                          long allocationBase, boolean allocationBaseKnown) {
         this.address = address;
         this.byteSize = byteSize;
@@ -82,7 +73,7 @@ public final class DeviceBuffer implements AutoCloseable {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
             int status = cuda_runtime_api_h.cudaMalloc(out, byteSize);
             if (status != 0) {
-                throw CudaErrors.exception(status, "cudaMalloc(" + byteSize + " bytes on device " + device + ")");
+                throw CudaChecks.exception(status, "cudaMalloc(" + byteSize + " bytes on device " + device + ")");
             }
             long address = out.get(ValueLayout.ADDRESS, 0).address();
             return new DeviceBuffer(address, byteSize, device, DeviceBuffer::cudaFree, "cudaMalloc", null, address, true);
@@ -92,7 +83,7 @@ public final class DeviceBuffer implements AutoCloseable {
     private static void cudaFree(long address) {
         int status = cuda_runtime_api_h.cudaFree(MemorySegment.ofAddress(address));
         if (status != 0) {
-            throw CudaErrors.exception(status, "cudaFree(0x" + Long.toHexString(address) + ")");
+            throw CudaChecks.exception(status, "cudaFree(0x" + Long.toHexString(address) + ")");
         }
     }
 
@@ -140,13 +131,16 @@ public final class DeviceBuffer implements AutoCloseable {
      * @throws IllegalArgumentException if {@code address} is 0, {@code byteSize} or {@code device} is
      *     negative, or the range wraps around the address space
      */
-    public static DeviceBuffer adopt(long address, long byteSize, int device, Release release) {
+    public static DeviceBuffer adopt(long address, long byteSize, int device, LongConsumer release) {
         checkRange(address, byteSize, device);
         Objects.requireNonNull(release, "release");
         return new DeviceBuffer(address, byteSize, device, release, "adopted", null, address, true);
     }
 
-    /** A borrowed view of [{@code base}, {@code base + byteSize}) that ends with {@code parent}. */
+    /**
+     * A borrowed view of [{@code base}, {@code base + byteSize}) that ends with {@code parent} (the
+     * engine's IPC mappings reach it by a private lookup of this module).
+     */
     static DeviceBuffer view(long address, long byteSize, int device, String origin, Lifetime parent) {
         checkRange(address, byteSize, device);
         return new DeviceBuffer(address, byteSize, device, null, origin, parent, 0, false);
@@ -244,15 +238,6 @@ public final class DeviceBuffer implements AutoCloseable {
         }
         return new DeviceBuffer(address + offset, byteSize, device, null, "slice", lifetime,
                 allocationBase, allocationBaseKnown);
-    }
-
-    /** The base of the CUDA allocation this buffer lies in, when ar4j allocated (or adopted) it. */
-    boolean allocationBaseKnown() {
-        return allocationBaseKnown;
-    }
-
-    long knownAllocationBase() {
-        return allocationBase;
     }
 
     /** Lifetime of this buffer, for views derived elsewhere in the package. */
@@ -406,7 +391,7 @@ public final class DeviceBuffer implements AutoCloseable {
         ensureOpen();
         int status = cuda_runtime_api_h.cudaMemset(MemorySegment.ofAddress(address), value, byteSize);
         if (status != 0) {
-            throw CudaErrors.exception(status, "cudaMemset(" + this + ", " + value + ")");
+            throw CudaChecks.exception(status, "cudaMemset(" + this + ", " + value + ")");
         }
         awaitLegacyStream("cudaMemset");
     }
@@ -424,7 +409,7 @@ public final class DeviceBuffer implements AutoCloseable {
         Objects.requireNonNull(stream, "stream");
         int status = cuda_runtime_api_h.cudaMemsetAsync(MemorySegment.ofAddress(address), value, byteSize, stream.segment());
         if (status != 0) {
-            throw CudaErrors.exception(status, "cudaMemsetAsync(" + this + ", " + value + ")");
+            throw CudaChecks.exception(status, "cudaMemsetAsync(" + this + ", " + value + ")");
         }
     }
 
@@ -446,7 +431,7 @@ public final class DeviceBuffer implements AutoCloseable {
     private static void memcpy(MemorySegment dst, MemorySegment src, long bytes, int kind, String call) {
         int status = cuda_runtime_api_h.cudaMemcpy(dst, src, bytes, kind);
         if (status != 0) {
-            throw CudaErrors.exception(status, call + " of " + bytes + " bytes");
+            throw CudaChecks.exception(status, call + " of " + bytes + " bytes");
         }
         if (kind != cuda_runtime_api_h.cudaMemcpyDeviceToHost()) {
             awaitLegacyStream(call);
@@ -457,7 +442,7 @@ public final class DeviceBuffer implements AutoCloseable {
     private static void awaitLegacyStream(String afterCall) {
         int status = cuda_runtime_api_h.cudaStreamSynchronize(MemorySegment.NULL);
         if (status != 0) {
-            throw CudaErrors.exception(status, "cudaStreamSynchronize(legacy default stream) after " + afterCall);
+            throw CudaChecks.exception(status, "cudaStreamSynchronize(legacy default stream) after " + afterCall);
         }
     }
 
@@ -483,7 +468,7 @@ public final class DeviceBuffer implements AutoCloseable {
     @Override
     public void close() {
         if (lifetime.end() && release != null) {
-            release.release(address);
+            release.accept(address);
         }
     }
 

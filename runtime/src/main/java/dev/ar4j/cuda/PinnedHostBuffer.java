@@ -1,5 +1,7 @@
 package dev.ar4j.cuda;
 
+import dev.ar4j.internal.platform.Lifetime;
+
 import dev.ar4j.bindings.cudart.cuda_runtime_api_h;
 
 import java.lang.foreign.Arena;
@@ -41,7 +43,7 @@ public final class PinnedHostBuffer implements AutoCloseable {
             MemorySegment out = scratch.allocate(ValueLayout.ADDRESS);
             int status = cuda_runtime_api_h.cudaMallocHost(out, byteSize);
             if (status != 0) {
-                throw CudaErrors.exception(status, "cudaMallocHost(" + byteSize + " bytes)");
+                throw CudaChecks.exception(status, "cudaMallocHost(" + byteSize + " bytes)");
             }
             return new PinnedHostBuffer(out.get(ValueLayout.ADDRESS, 0).address(), byteSize);
         }
@@ -75,7 +77,7 @@ public final class PinnedHostBuffer implements AutoCloseable {
             MemorySegment out = scratch.allocate(ValueLayout.ADDRESS);
             int status = cuda_runtime_api_h.cudaHostAlloc(out, byteSize, flags);
             if (status != 0) {
-                throw CudaErrors.exception(status, "cudaHostAlloc(" + byteSize + " bytes, flags " + flags + ")");
+                throw CudaChecks.exception(status, "cudaHostAlloc(" + byteSize + " bytes, flags " + flags + ")");
             }
             return new PinnedHostBuffer(out.get(ValueLayout.ADDRESS, 0).address(), byteSize);
         }
@@ -141,7 +143,7 @@ public final class PinnedHostBuffer implements AutoCloseable {
     public void close() {
         if (lifetime.end()) {
             arena.close();
-            CudaErrors.check(cuda_runtime_api_h.cudaFreeHost(MemorySegment.ofAddress(address)), "cudaFreeHost");
+            CudaChecks.check(cuda_runtime_api_h.cudaFreeHost(MemorySegment.ofAddress(address)), "cudaFreeHost");
         }
     }
 

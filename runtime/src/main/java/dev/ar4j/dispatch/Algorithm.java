@@ -25,7 +25,7 @@ public enum Algorithm {
     /** Reduce-scatter into the signal scratch, then all-gather ({@code AR4J_ALGO_TWO_STAGE}). */
     TWO_STAGE("2stage"),
     /**
-     * Lamport-style push ({@code AR4J_ALGO_ONE_SHOT_PUSH} in the C ABI): each rank stores its input
+     * Lamport-style push ({@code AR4J_ALGO_PUSH} in the C ABI): each rank stores its input
      * into every peer's push buffer and the readers poll for it. Any device input of the rank's
      * device works as it is (no registration, no staging copy, eager or graph), up to
      * {@link #PUSH_MAX_BYTES} per call.

@@ -10,9 +10,8 @@ package dev.ar4j.dispatch;
  *   <li>otherwise one-stage when world size &lt;= 4 and bytes &lt; {@code upTo4RanksBytes}, or when
  *       world size &lt;= 8 and bytes &lt; {@code upTo8RanksBytes}; two-stage above.</li>
  * </ol>
- * The defaults come from measurements on H200s: at world size 2 in a CUDA graph the push kernel
- * is fastest up to 256 KiB (3.90 µs against 4.42 µs for one-stage) and one-stage from 512 KiB
- * (5.52 µs against 5.63 µs).
+ * The defaults follow the measurements on H200s (the figures: benchmarks/RESULTS.md): each
+ * threshold is the size where the next algorithm becomes the faster one in a CUDA graph.
  *
  * @param pushUpToBytes   the push kernel runs up to and including this size; 0 keeps the automatic
  *                        policy from choosing it; at most {@link Algorithm#PUSH_MAX_BYTES}
@@ -29,11 +28,10 @@ public record AlgorithmThresholds(long pushUpToBytes, long upTo4RanksBytes, long
             new AlgorithmThresholds(DEFAULT_PUSH_UP_TO_BYTES, 512 * 1024, 256 * 1024);
 
     /**
-     * The defaults for a world size. With two ranks the push kernel runs up to its 512 KiB limit:
-     * measured on 2x H200 (benchmarks/RESULTS.md, 2026-11-30) it beats the one-stage kernel at
-     * 512 KiB in a CUDA graph (5.05 against 5.22 us) and, needing no staging copy, by far in eager
-     * calls (6.3 against 11.3 us). With more ranks, where push sends n-1 copies of the input and was
-     * not measured, {@link #DEFAULTS} apply.
+     * The defaults for a world size. With two ranks the push kernel runs up to its 512 KiB limit,
+     * since there it beats the one-stage kernel up to that limit, in a CUDA graph and (needing no
+     * staging copy) in eager calls (benchmarks/RESULTS.md). With more ranks, where push sends n-1
+     * copies of the input and was not measured, {@link #DEFAULTS} apply.
      *
      * @param worldSize the number of ranks in the group
      * @return {@link #DEFAULTS} with the push threshold at {@link Algorithm#PUSH_MAX_BYTES} for 2 ranks,

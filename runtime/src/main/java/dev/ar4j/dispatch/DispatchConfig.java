@@ -125,20 +125,6 @@ public record DispatchConfig(Algorithm algorithmPolicy, SettingSource algorithmP
         }
 
         /**
-         * Parses and sets the policy ({@code auto | 1stage | oneshot | 2stage | twoshot | push |
-         * lamport | nccl}; see {@link Algorithm#parse}).
-         *
-         * @param policy the policy's name
-         * @return this builder
-         * @throws IllegalArgumentException for an unknown value, naming the accepted ones
-         * @throws NullPointerException if {@code policy} is {@code null}
-         */
-        public Builder algorithmPolicy(String policy) {
-            this.algorithmPolicy = Algorithm.parse(policy, "builder value algorithmPolicy");
-            return this;
-        }
-
-        /**
          * Lifts ({@code true}) or keeps ({@code false}) the PCIe gate, overriding every other source.
          *
          * @param force {@code true} to lift the gate, {@code false} to keep it

@@ -1,14 +1,15 @@
 package dev.ar4j.nccl;
 
-import dev.ar4j.DType;
+
 import dev.ar4j.bindings.nccl.nccl_h;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.platform.NativeLibraries;
+import dev.ar4j.internal.platform.NativeLibraries;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.function.LongConsumer;
 
 /** NCCL itself: its version and its memory allocator. Loads libnccl on first use ({@link NativeLibraries#nccl()}). */
 public final class Nccl {
@@ -31,7 +32,7 @@ public final class Nccl {
         ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
-            NcclErrors.check(nccl_h.ncclGetVersion(out), "ncclGetVersion", MemorySegment.NULL);
+            NcclChecks.check(nccl_h.ncclGetVersion(out), "ncclGetVersion", MemorySegment.NULL);
             return out.get(ValueLayout.JAVA_INT, 0);
         }
     }
@@ -81,32 +82,18 @@ public final class Nccl {
         ensureLoaded();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            NcclErrors.check(nccl_h.ncclMemAlloc(out, byteSize), "ncclMemAlloc(" + byteSize + " bytes)", MemorySegment.NULL);
+            NcclChecks.check(nccl_h.ncclMemAlloc(out, byteSize), "ncclMemAlloc(" + byteSize + " bytes)", MemorySegment.NULL);
             long address = out.get(ValueLayout.ADDRESS, 0).address();
-            DeviceBuffer.Release free = a -> NcclErrors.check(nccl_h.ncclMemFree(MemorySegment.ofAddress(a)),
+            LongConsumer free = a -> NcclChecks.check(nccl_h.ncclMemFree(MemorySegment.ofAddress(a)),
                     "ncclMemFree(0x" + Long.toHexString(a) + ")", MemorySegment.NULL);
             int device;
             try {
                 device = Cuda.currentDevice();
             } catch (RuntimeException e) {
-                free.release(address);
+                free.accept(address);
                 throw e;
             }
             return DeviceBuffer.adopt(address, byteSize, device, free);
         }
-    }
-
-    /**
-     * The {@code ncclDataType_t} of an element type.
-     *
-     * @param dtype the element type, not {@code null}
-     * @return the {@code ncclDataType_t} value NCCL's calls take for it
-     */
-    public static int dataType(DType dtype) {
-        return switch (dtype) {
-            case FLOAT32 -> nccl_h.ncclFloat32();
-            case FLOAT16 -> nccl_h.ncclFloat16();
-            case BFLOAT16 -> nccl_h.ncclBfloat16();
-        };
     }
 }

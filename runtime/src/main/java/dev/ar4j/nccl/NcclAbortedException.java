@@ -1,5 +1,6 @@
 package dev.ar4j.nccl;
 
+
 /**
  * An NCCL wait ended because the communicator was aborted (by {@code Communicator.abort()}, from
  * another thread, or by the watchdog) or because a lost rank ended the group's NCCL init.
@@ -20,7 +21,7 @@ public final class NcclAbortedException extends NcclException {
      * @param cause the failure that led to the abort, or {@code null}
      */
     public NcclAbortedException(String message, String call, int rank, Throwable cause) {
-        super(message, call, NcclErrors.IN_PROGRESS, NcclErrors.resultName(NcclErrors.IN_PROGRESS),
+        super(message, call, NcclChecks.IN_PROGRESS, NcclChecks.resultName(NcclChecks.IN_PROGRESS),
                 "operation abandoned in progress", "", cause);
         this.rank = rank;
     }

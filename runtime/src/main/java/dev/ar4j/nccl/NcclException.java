@@ -1,5 +1,6 @@
 package dev.ar4j.nccl;
 
+
 import dev.ar4j.Ar4jException;
 
 /**
@@ -21,8 +22,18 @@ public class NcclException extends Ar4jException {
     /** NCCL's last error message, empty if none. */
     private final String lastError;
 
-    /** The message (NcclErrors composes it for a plain failure; a subtype has its own) and the facts. */
-    NcclException(String message, String call, int code, String resultName, String errorString, String lastError,
+    /**
+     * An NCCL failure with its facts (ar4j composes the message for a plain failure; a subtype has its own).
+     *
+     * @param message the message
+     * @param call the call that failed
+     * @param code the {@code ncclResult_t}
+     * @param resultName the result's name, such as {@code ncclInvalidUsage}
+     * @param errorString NCCL's description of the code
+     * @param lastError NCCL's last error message; {@code null} or empty if none
+     * @param cause the cause, or {@code null}
+     */
+    public NcclException(String message, String call, int code, String resultName, String errorString, String lastError,
                   Throwable cause) {
         super(message, cause);
         this.call = call;

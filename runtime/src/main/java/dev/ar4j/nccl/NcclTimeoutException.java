@@ -1,5 +1,6 @@
 package dev.ar4j.nccl;
 
+
 import java.time.Duration;
 
 /**
@@ -29,7 +30,7 @@ public final class NcclTimeoutException extends NcclException {
      * @param lastError NCCL's last error message, empty if none
      */
     public NcclTimeoutException(String message, String call, int rank, int nranks, Duration timeout, String lastError) {
-        super(message, call, NcclErrors.IN_PROGRESS, NcclErrors.resultName(NcclErrors.IN_PROGRESS),
+        super(message, call, NcclChecks.IN_PROGRESS, NcclChecks.resultName(NcclChecks.IN_PROGRESS),
                 "operation still in progress", lastError, null);
         this.rank = rank;
         this.nranks = nranks;

@@ -1,5 +1,6 @@
 package dev.ar4j.nccl;
 
+
 /**
  * The installed NCCL (or the GPU) cannot do what was asked: a data type, reduction or function
  * that came in a later NCCL release (fp8 before 2.24, {@code ncclAvg} or bf16 before 2.10,
@@ -24,7 +25,7 @@ public final class NcclUnsupportedException extends NcclException {
      * @param required the oldest version that has the feature
      */
     public NcclUnsupportedException(String message, String call, NcclVersion installed, NcclVersion required) {
-        super(message, call, NcclErrors.INVALID_ARGUMENT, NcclErrors.resultName(NcclErrors.INVALID_ARGUMENT),
+        super(message, call, NcclChecks.INVALID_ARGUMENT, NcclChecks.resultName(NcclChecks.INVALID_ARGUMENT),
                 "unsupported by the installed NCCL or GPU", "", null);
         this.installed = installed;
         this.required = required;

@@ -1,7 +1,7 @@
 package dev.ar4j.rendezvous;
 
 import dev.ar4j.ConfigurationException;
-import dev.ar4j.platform.Durations;
+import dev.ar4j.internal.platform.Durations;
 
 import java.time.Duration;
 import java.util.Map;

@@ -1,7 +1,11 @@
 package dev.ar4j.cuda;
 
+import dev.ar4j.internal.cuda.CudaErrors;
+import dev.ar4j.internal.cuda.IpcMemHandle;
+import dev.ar4j.internal.cuda.AllocationRange;
+
 import dev.ar4j.NativeLibraryException;
-import dev.ar4j.platform.TestLibraries;
+import dev.ar4j.internal.platform.TestLibraries;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 

@@ -1,5 +1,8 @@
 package dev.ar4j.cuda;
 
+import dev.ar4j.internal.cuda.IpcBufferExport;
+import dev.ar4j.internal.cuda.AllocationRange;
+
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;

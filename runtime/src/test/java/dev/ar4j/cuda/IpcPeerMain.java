@@ -1,5 +1,8 @@
 package dev.ar4j.cuda;
 
+import dev.ar4j.internal.cuda.IpcMapping;
+import dev.ar4j.internal.cuda.IpcBufferExport;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -1,6 +1,8 @@
 package dev.ar4j.cuda;
 
-import dev.ar4j.platform.ChildJvm;
+import dev.ar4j.internal.cuda.IpcBufferExport;
+
+import dev.ar4j.internal.platform.ChildJvm;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

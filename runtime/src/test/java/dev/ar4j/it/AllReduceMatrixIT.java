@@ -1,7 +1,7 @@
 package dev.ar4j.it;
 
 import dev.ar4j.Communicator;
-import dev.ar4j.platform.ChildJvm;
+import dev.ar4j.internal.platform.ChildJvm;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;

@@ -8,7 +8,7 @@ import dev.ar4j.dispatch.Decision;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.platform.ChildJvm;
+import dev.ar4j.internal.platform.ChildJvm;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;

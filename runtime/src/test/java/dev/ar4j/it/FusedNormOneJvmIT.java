@@ -1,5 +1,7 @@
 package dev.ar4j.it;
 
+import dev.ar4j.dispatch.Algorithm;
+
 import dev.ar4j.Communicator;
 import dev.ar4j.DType;
 import dev.ar4j.GraphCapture;
@@ -58,7 +60,7 @@ class FusedNormOneJvmIT {
     @Test
     @Timeout(180)
     void fusedOneStageEqualsUnfusedBitwiseOnEveryRank() throws Exception {
-        onTwoRanks(b -> b.nccl(false).algorithmPolicy("1stage"), FusedNormOneJvmIT::oneStageRank);
+        onTwoRanks(b -> b.nccl(false).algorithmPolicy(Algorithm.ONE_STAGE), FusedNormOneJvmIT::oneStageRank);
     }
 
     private interface RankBody {

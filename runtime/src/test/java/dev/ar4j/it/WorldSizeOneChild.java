@@ -5,7 +5,7 @@ import dev.ar4j.DType;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.nccl.NcclDisabledException;
-import dev.ar4j.platform.NativeLibraries;
+import dev.ar4j.internal.platform.NativeLibraries;
 
 /**
  * Child JVM of {@link WorldSizeOneIT}, started with {@code AR4J_NCCL_PATH} naming a file that does

@@ -12,7 +12,7 @@ import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.dispatch.Decision;
 import dev.ar4j.nccl.NcclDisabledException;
-import dev.ar4j.platform.ChildJvm;
+import dev.ar4j.internal.platform.ChildJvm;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -180,9 +180,8 @@ final class PassTimer {
 
     /**
      * Runs a pass's Java call path long enough for the JIT to compile it before the first timed
-     * eager cell. Without it the first cells measured the interpreter: on 2x H200 (2026-11-30)
-     * auto at 1 KiB, the very first cell, took 11.1 us against 6.6 us for the same kernel forced a
-     * few cells later. Every rank makes the same calls in the same order.
+     * eager cell: without it the first cells measure the interpreter, not the call path. Every rank
+     * makes the same calls in the same order.
      */
     void warmUpJavaPath(Pass pass, String what) {
         barrier.run();

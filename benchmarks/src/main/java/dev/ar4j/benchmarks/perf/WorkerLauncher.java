@@ -56,15 +56,15 @@ final class WorkerLauncher {
     static final String KERNELS_RESOURCE = "META-INF/native/linux-x86_64/cu13/libar4j_custom_ar.so";
 
     /**
-     * Why {@code --share-gpu} refuses one JVM per rank ({@code --no-threads}). Measured on one H200
-     * (2026-12-01) with a JVM per rank: push 2226 us and 1stage/2stage 4476 us at 1 KiB, 42 KiB and
-     * 256 KiB alike, one ~2.2 ms time slice per wait for a peer.
+     * Why {@code --share-gpu} refuses one JVM per rank ({@code --no-threads}): every wait for a peer
+     * then costs one of the driver's time slices, at every size (the figures:
+     * docs/verification/runs.md).
      */
     static final String SHARE_GPU_NEEDS_THREADS = "--share-gpu runs every rank as a thread of one JVM (one CUDA "
             + "context): ranks in separate processes have separate CUDA contexts, and without MPS the GPU time-slices "
             + "between contexts instead of running their kernels at the same time, so a kernel spinning for its peer "
-            + "waits for the peer's time slice (on an H200: 2226 us per push all-reduce, 4476 us per 1stage/2stage, "
-            + "at every size) and the run measures the driver's scheduling, not the kernels. Leave out --no-threads "
+            + "waits for the peer's time slice (milliseconds per all-reduce, at every size) and the run measures the "
+            + "driver's scheduling, not the kernels. Leave out --no-threads "
             + "(threads are the default with --share-gpu), or leave out --share-gpu and give each rank its own GPU";
 
     private WorkerLauncher() {

@@ -22,10 +22,12 @@ public final class BuilderChecks {
     public static final String NCCL_ENV = "AR4J_NCCL";
     public static final String PDL_PROPERTY = "ar4j.pdl";
     public static final String PDL_ENV = "AR4J_PDL";
-    /** System property: the custom kernels' variants ({@link KernelVariants#ACCEPTED}). */
+    /**
+     * System property: the custom kernels' variants ({@link KernelVariants#ACCEPTED}). Not public
+     * API (no builder setter, no environment variable): the hook through which ar4j-perf measures
+     * the variants, until a measurement on two GPUs picks the winners.
+     */
     public static final String KERNEL_VARIANTS_PROPERTY = "ar4j.kernel.variants";
-    /** Environment variable: the custom kernels' variants ({@link KernelVariants#ACCEPTED}). */
-    public static final String KERNEL_VARIANTS_ENV = "AR4J_KERNEL_VARIANTS";
     /** System property: the watchdog interval in milliseconds (0 = no polling). */
     public static final String WATCHDOG_PROPERTY = "ar4j.watchdog.interval.ms";
     /** Environment variable: the watchdog interval in milliseconds (0 = no polling). */
@@ -123,22 +125,23 @@ public final class BuilderChecks {
     }
 
     /**
-     * Builder, then {@value #KERNEL_VARIANTS_PROPERTY}, then {@value #KERNEL_VARIANTS_ENV}, then none:
-     * the {@link KernelVariants} flags the custom kernels' context gets. A blank value is none.
+     * A parent group's resolved variants (a sub-group's settings), else {@value #KERNEL_VARIANTS_PROPERTY},
+     * else none: the {@link KernelVariants} flags the custom kernels' context gets. A blank value is none.
      *
-     * @throws IllegalArgumentException for an unknown name in the builder's value
-     * @throws ConfigurationException   for an unknown name in the property or the variable
+     * @throws IllegalArgumentException for an unknown name in the inherited value
+     * @throws ConfigurationException   for an unknown name in the property
      */
     public static int kernelVariants(Settings b) {
         if (b.kernelVariants() != null) {
-            return KernelVariants.parse(b.kernelVariants(), "builder value kernelVariants");
+            return KernelVariants.parse(b.kernelVariants(), "inherited kernel variants");
         }
-        String v = setting(b, KERNEL_VARIANTS_PROPERTY, KERNEL_VARIANTS_ENV);
+        Properties props = b.systemProperties() != null ? b.systemProperties() : System.getProperties();
+        String v = props.getProperty(KERNEL_VARIANTS_PROPERTY);
         if (v == null) {
             return 0;
         }
         try {
-            return KernelVariants.parse(v, source(b, KERNEL_VARIANTS_PROPERTY, KERNEL_VARIANTS_ENV));
+            return KernelVariants.parse(v, "system property " + KERNEL_VARIANTS_PROPERTY);
         } catch (IllegalArgumentException e) {
             throw new ConfigurationException(e.getMessage(), e);
         }

@@ -9,9 +9,9 @@ import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.internal.peer.RegisteredRanges;
 import dev.ar4j.internal.kernels.CustomAllReduceKernels;
-import dev.ar4j.internal.kernels.CustomArContext;
+import dev.ar4j.internal.kernels.CustomAllReduceContext;
 import dev.ar4j.internal.kernels.KernelVariants;
-import dev.ar4j.CustomArException;
+import dev.ar4j.CustomAllReduceException;
 import dev.ar4j.internal.kernels.KernelFailure;
 import dev.ar4j.internal.kernels.KernelTimeout;
 
@@ -19,7 +19,7 @@ import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;
 
 /**
- * The custom-kernel path of one rank: its {@link CustomArContext} (owned, destroyed once), the
+ * The custom-kernel path of one rank: its {@link CustomAllReduceContext} (owned, destroyed once), the
  * registered address ranges, and the launch of one all-reduce (zero-copy or through the staging
  * buffer). A kernel timeout becomes a {@link PeerTimeoutException} naming the peer.
  *
@@ -39,7 +39,7 @@ final class CustomKernelPath implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(CustomKernelPath.class.getName());
 
     private final Group group;
-    private final CustomArContext kernels;
+    private final CustomAllReduceContext kernels;
     private final RegisteredRanges registered;
     private final RegisteredRanges retired = new RegisteredRanges();
     /** Retired registrations whose library slot is still held: {address, bytes}. */
@@ -51,7 +51,7 @@ final class CustomKernelPath implements AutoCloseable {
     record Geometry(int maxBlocks, int threads, int ranksPerGpu, int minSms) {
     }
 
-    private CustomKernelPath(Group group, CustomArContext kernels, RegisteredRanges registered, long stagingAddress,
+    private CustomKernelPath(Group group, CustomAllReduceContext kernels, RegisteredRanges registered, long stagingAddress,
                              Geometry geometry) {
         this.group = group;
         this.kernels = kernels;
@@ -71,7 +71,7 @@ final class CustomKernelPath implements AutoCloseable {
         Geometry geometry = agreeGeometry(group, launchBlocks, launchThreads, ranksPerGpuAtLeast);
         long signalBytes = CustomAllReduceKernels.signalSize(stagingBytes);
         long[][] shared = group.openSharedBuffers(signalBytes, stagingBytes);
-        CustomArContext ctx = CustomAllReduceKernels.createContext(shared[0], group.rank, group.worldSize, stagingBytes,
+        CustomAllReduceContext ctx = CustomAllReduceKernels.createContext(shared[0], group.rank, group.worldSize, stagingBytes,
                 maxRegistrations, kernelTimeoutNanos);
         try {
             if (geometry.maxBlocks() > 0) {
@@ -199,7 +199,7 @@ final class CustomKernelPath implements AutoCloseable {
     void launch(Algorithm algorithm, DType dtype, long in, long out, long count, long stream) {
         try {
             kernels.allReduce(algorithm.kernelCode(), dtype, in, out, count, stream);
-        } catch (CustomArException e) {
+        } catch (CustomAllReduceException e) {
             if (e.status() == CustomAllReduceKernels.STATUS_PEER_TIMEOUT) {
                 throw peerTimeout(kernels.readTimeout(false), e);
             }
@@ -223,7 +223,7 @@ final class CustomKernelPath implements AutoCloseable {
         try {
             kernels.allReduceResidualRmsNorm(algorithm.kernelCode(), dtype, in, residual, weight, out, residualOut,
                     rows, hidden, eps, stream);
-        } catch (CustomArException e) {
+        } catch (CustomAllReduceException e) {
             FailureState.Failure f = e.status() == CustomAllReduceKernels.STATUS_PEER_TIMEOUT
                     || e.status() == CustomAllReduceKernels.STATUS_POISONED ? readFailure() : null;
             if (f != null) {

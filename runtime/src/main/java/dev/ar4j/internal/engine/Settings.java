@@ -1,5 +1,7 @@
 package dev.ar4j.internal.engine;
 
+import dev.ar4j.dispatch.Algorithm;
+
 import dev.ar4j.dispatch.DispatchConfig;
 import dev.ar4j.rendezvous.Rendezvous;
 
@@ -28,7 +30,7 @@ import java.util.Properties;
  * @param kernelTimeout      how long a custom kernel waits for a peer
  * @param rendezvousTimeout  how long a rendezvous step waits
  * @param maxRegistrations   registration slots
- * @param algorithmPolicy    the policy name, or null
+ * @param algorithmPolicy    the policy, or null
  * @param forceCustomOnPcie  the PCIe gate override, or null
  * @param nvlinkOverride     the "NVLink between every pair" override, or null
  * @param p2pOverride        the "P2P between every pair" override, or null
@@ -48,7 +50,7 @@ import java.util.Properties;
 public record Settings(int rank, int worldSize, int localRank, int localWorldSize, int device, String masterAddr,
                        int masterPort, Rendezvous rendezvous, boolean fromEnvironment, Map<String, String> environment,
                        Properties systemProperties, long stagingBytes, Duration kernelTimeout,
-                       Duration rendezvousTimeout, int maxRegistrations, String algorithmPolicy,
+                       Duration rendezvousTimeout, int maxRegistrations, Algorithm algorithmPolicy,
                        Boolean forceCustomOnPcie, Boolean nvlinkOverride, Boolean p2pOverride, long pushUpToBytes,
                        int launchBlocks, int launchThreads, Boolean ncclEnabled, Boolean pdlEnabled,
                        Duration watchdogInterval, int ranksPerGpuAtLeast, String kernelVariants) {
@@ -114,7 +116,7 @@ public record Settings(int rank, int worldSize, int localRank, int localWorldSiz
         public Duration kernelTimeout = DEFAULT_KERNEL_TIMEOUT;
         public Duration rendezvousTimeout = DEFAULT_RENDEZVOUS_TIMEOUT;
         public int maxRegistrations = DEFAULT_MAX_REGISTRATIONS;
-        public String algorithmPolicy;
+        public Algorithm algorithmPolicy;
         public Boolean forceCustomOnPcie;
         public Boolean nvlinkOverride;
         public Boolean p2pOverride;

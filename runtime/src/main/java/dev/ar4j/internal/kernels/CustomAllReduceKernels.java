@@ -1,9 +1,10 @@
 package dev.ar4j.internal.kernels;
 
-import dev.ar4j.CustomArException;
+import dev.ar4j.internal.cuda.CudaErrors;
+
+import dev.ar4j.CustomAllReduceException;
 import dev.ar4j.bindings.customar.custom_all_reduce_h;
-import dev.ar4j.cuda.CudaErrors;
-import dev.ar4j.platform.NativeLibraries;
+import dev.ar4j.internal.platform.NativeLibraries;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -12,7 +13,7 @@ import java.util.Objects;
 
 /**
  * The Java face of {@code libar4j_custom_ar}'s C ABI ({@code ar4j/custom_all_reduce.h}): every
- * non-zero status becomes a {@link CustomArException} with the status's name and message. Mechanism
+ * non-zero status becomes a {@link CustomAllReduceException} with the status's name and message. Mechanism
  * only: callers choose the algorithm and pass it in; nothing here decides.
  *
  * <p>Loads libcudart and the kernels library (extracted from the {@code ar4j-cuda} jar) on the first
@@ -25,17 +26,19 @@ public final class CustomAllReduceKernels {
     /** {@code AR4J_ALGO_TWO_STAGE}: reduce-scatter into the signal scratch, then all-gather. */
     public static final int ALGO_TWO_STAGE = custom_all_reduce_h.AR4J_ALGO_TWO_STAGE();
     /**
-     * {@code AR4J_ALGO_ONE_SHOT_PUSH}: each rank stores its input into every peer's push buffer and
+     * {@code AR4J_ALGO_PUSH}: each rank stores its input into every peer's push buffer and
      * readers poll for the data; any local input, no registration; up to {@link #PUSH_MAX_BYTES}.
+     * (The bindings name it by its former name, {@code AR4J_ALGO_ONE_SHOT_PUSH}, until
+     * {@code bindings/regenerate.sh} runs again.)
      */
-    public static final int ALGO_ONE_SHOT_PUSH = custom_all_reduce_h.AR4J_ALGO_ONE_SHOT_PUSH();
+    public static final int ALGO_PUSH = custom_all_reduce_h.AR4J_ALGO_ONE_SHOT_PUSH();
     /** {@code AR4J_PUSH_MAX_BYTES}: the largest push call in bytes. */
     public static final int PUSH_MAX_BYTES = custom_all_reduce_h.AR4J_PUSH_MAX_BYTES();
     /** {@code AR4J_ERROR_PEER_TIMEOUT}: a kernel gave up waiting for a peer; the context is failed. */
     public static final int STATUS_PEER_TIMEOUT = custom_all_reduce_h.AR4J_ERROR_PEER_TIMEOUT();
     /** {@code AR4J_ERROR_GEOMETRY_MISMATCH}: a peer publishes another launch geometry (or none). */
     public static final int STATUS_GEOMETRY_MISMATCH = custom_all_reduce_h.AR4J_ERROR_GEOMETRY_MISMATCH();
-    /** {@code AR4J_ERROR_POISONED}: the group is poisoned; see {@link CustomArContext#readFailure()}. */
+    /** {@code AR4J_ERROR_POISONED}: the group is poisoned; see {@link CustomAllReduceContext#readFailure()}. */
     public static final int STATUS_POISONED = custom_all_reduce_h.AR4J_ERROR_POISONED();
     /** {@code AR4J_ERROR_CONCURRENT_USE}: another host thread is inside a call on the context. */
     public static final int STATUS_CONCURRENT_USE = custom_all_reduce_h.AR4J_ERROR_CONCURRENT_USE();
@@ -91,8 +94,8 @@ public final class CustomAllReduceKernels {
         }
     }
 
-    static CustomArException exception(int status, String call, String detail) {
-        return new CustomArException(call, status, statusName(status), statusMessage(status), detail);
+    static CustomAllReduceException exception(int status, String call, String detail) {
+        return new CustomAllReduceException(call, status, statusName(status), statusMessage(status), detail);
     }
 
     /**
@@ -139,7 +142,7 @@ public final class CustomAllReduceKernels {
 
     /**
      * The name of a status code as the library gives it ({@code ar4j_status_name}); see
-     * {@link CustomArException#nameOf(int)} for the same without the native library.
+     * {@link CustomAllReduceException#nameOf(int)} for the same without the native library.
      *
      * @param status an {@code ar4j_status} code; any value is accepted
      * @return e.g. {@code "AR4J_ERROR_RANK"}; {@code "AR4J_UNKNOWN_STATUS"} for unknown codes
@@ -196,17 +199,17 @@ public final class CustomAllReduceKernels {
      *                      blocks were sized for with {@link #signalSize(long)}
      * @param maxBuffers    capacity of the registration table (buffers plus graph inputs), at least 1
      * @param deadlineNanos how long a kernel waits for a peer before giving up, greater than 0
-     * @return the new context, open; the caller owns it and must {@link CustomArContext#close() close} it
+     * @return the new context, open; the caller owns it and must {@link CustomAllReduceContext#close() close} it
      * @throws NullPointerException     if {@code signals} is null
      * @throws IllegalArgumentException if {@code signals.length != worldSize}
-     * @throws CustomArException        for what the library rejects ({@code AR4J_ERROR_WORLD_SIZE},
+     * @throws CustomAllReduceException        for what the library rejects ({@code AR4J_ERROR_WORLD_SIZE},
      *                                  {@code AR4J_ERROR_RANK}, {@code AR4J_ERROR_DEADLINE},
      *                                  {@code AR4J_ERROR_INVALID_ARGUMENT} for {@code maxBytes} or
      *                                  {@code maxBuffers}, ...), or
      *                                  {@code AR4J_ERROR_CUDA} with the CUDA error in the message
      * @throws dev.ar4j.NativeLibraryException if libcudart or the kernels library cannot be loaded
      */
-    public static CustomArContext createContext(long[] signals, int rank, int worldSize, long maxBytes, int maxBuffers,
+    public static CustomAllReduceContext createContext(long[] signals, int rank, int worldSize, long maxBytes, int maxBuffers,
                                                 long deadlineNanos) {
         Objects.requireNonNull(signals, "signals");
         if (signals.length != worldSize) {
@@ -228,7 +231,7 @@ public final class CustomAllReduceKernels {
                 throw exception(status, "ar4j_context_create(rank " + rank + ", world size " + worldSize + ", max bytes "
                         + maxBytes + ", max buffers " + maxBuffers + ", deadline " + deadlineNanos + " ns)", detail);
             }
-            return new CustomArContext(out.get(ValueLayout.ADDRESS, 0), rank, worldSize);
+            return new CustomAllReduceContext(out.get(ValueLayout.ADDRESS, 0), rank, worldSize);
         }
     }
 

@@ -1,10 +1,11 @@
 package dev.ar4j.internal.kernels;
 
-import dev.ar4j.CustomArException;
+import dev.ar4j.internal.cuda.CudaErrors;
+
+import dev.ar4j.CustomAllReduceException;
 import dev.ar4j.DType;
 import dev.ar4j.bindings.customar.custom_all_reduce_h;
 import dev.ar4j.bindings.rmsnorm.residual_rmsnorm_h;
-import dev.ar4j.cuda.CudaErrors;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
 
@@ -45,7 +46,7 @@ public final class ResidualRmsNorm {
      * @throws IllegalArgumentException if {@code hidden} is out of range, {@code in} is not a whole,
      *                                  non-zero number of rows, another buffer is too small, the buffers
      *                                  are on different devices, or an address rule of the raw overload fails
-     * @throws CustomArException        for a status the native side returns ({@code AR4J_ERROR_CUDA}
+     * @throws CustomAllReduceException        for a status the native side returns ({@code AR4J_ERROR_CUDA}
      *                                  with the CUDA error in the message when the launch failed)
      * @throws dev.ar4j.NativeLibraryException if libcudart or the kernels library cannot be loaded
      */
@@ -103,7 +104,7 @@ public final class ResidualRmsNorm {
      * @throws NullPointerException     if {@code dtype} is null
      * @throws IllegalArgumentException if {@code hidden}, {@code rows} or {@code eps} is out of range, an
      *                                  address is 0, or {@code out} equals {@code residual} or {@code residualOut}
-     * @throws CustomArException        for a status the native side returns ({@code AR4J_ERROR_CUDA}
+     * @throws CustomAllReduceException        for a status the native side returns ({@code AR4J_ERROR_CUDA}
      *                                  with the CUDA error in the message when the launch failed)
      * @throws dev.ar4j.NativeLibraryException if libcudart or the kernels library cannot be loaded
      */

@@ -1,10 +1,9 @@
 package dev.ar4j.internal.nccl;
 
 import dev.ar4j.bindings.nccl.nccl_h;
-import dev.ar4j.nccl.NcclErrors;
 import dev.ar4j.nccl.NcclException;
 import dev.ar4j.nccl.NcclGroup;
-import dev.ar4j.platform.NativeLibraries;
+import dev.ar4j.internal.platform.NativeLibraries;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;

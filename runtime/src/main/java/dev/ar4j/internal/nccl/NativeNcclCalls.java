@@ -1,6 +1,5 @@
 package dev.ar4j.internal.nccl;
 
-import dev.ar4j.nccl.NcclErrors;
 import dev.ar4j.bindings.nccl.nccl_h;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.DeviceAttribute;

@@ -3,7 +3,6 @@ package dev.ar4j.internal.nccl;
 import dev.ar4j.nccl.NcclException;
 import dev.ar4j.nccl.NcclTimeoutException;
 import dev.ar4j.nccl.NcclAbortedException;
-import dev.ar4j.nccl.NcclErrors;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

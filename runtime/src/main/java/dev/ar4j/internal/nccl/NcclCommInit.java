@@ -3,8 +3,7 @@ package dev.ar4j.internal.nccl;
 import dev.ar4j.nccl.NcclException;
 import dev.ar4j.nccl.NcclTimeoutException;
 import dev.ar4j.nccl.NcclAbortedException;
-import dev.ar4j.nccl.NcclErrors;
-import dev.ar4j.platform.NativeLibraries;
+import dev.ar4j.internal.platform.NativeLibraries;
 import dev.ar4j.bindings.nccl.ncclConfig_v23000;
 import dev.ar4j.bindings.nccl.nccl_h;
 

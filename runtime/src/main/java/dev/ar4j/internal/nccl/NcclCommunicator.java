@@ -6,7 +6,6 @@ import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.nccl.NcclAbortedException;
 import dev.ar4j.nccl.NcclCollectives;
 import dev.ar4j.nccl.NcclDataType;
-import dev.ar4j.nccl.NcclErrors;
 import dev.ar4j.nccl.NcclException;
 import dev.ar4j.nccl.NcclGroup;
 import dev.ar4j.nccl.NcclReduction;

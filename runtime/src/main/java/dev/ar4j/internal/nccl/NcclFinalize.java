@@ -2,7 +2,6 @@ package dev.ar4j.internal.nccl;
 
 import dev.ar4j.nccl.NcclException;
 import dev.ar4j.nccl.NcclTimeoutException;
-import dev.ar4j.nccl.NcclErrors;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -1,6 +1,6 @@
 package dev.ar4j.internal.nccl;
 
-import dev.ar4j.platform.Durations;
+import dev.ar4j.internal.platform.Durations;
 
 import java.time.Duration;
 

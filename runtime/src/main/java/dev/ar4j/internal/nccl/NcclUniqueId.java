@@ -1,7 +1,6 @@
 package dev.ar4j.internal.nccl;
 
-import dev.ar4j.nccl.NcclErrors;
-import dev.ar4j.platform.NativeLibraries;
+import dev.ar4j.internal.platform.NativeLibraries;
 import dev.ar4j.bindings.nccl.ncclUniqueId;
 import dev.ar4j.bindings.nccl.nccl_h;
 

@@ -2,7 +2,6 @@ package dev.ar4j.internal.nccl;
 
 import dev.ar4j.bindings.nccl.nccl_h;
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.nccl.NcclErrors;
 import dev.ar4j.nccl.NcclWindow;
 
 import java.lang.foreign.Arena;

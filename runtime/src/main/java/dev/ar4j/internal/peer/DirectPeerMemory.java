@@ -1,7 +1,8 @@
 package dev.ar4j.internal.peer;
 
+import dev.ar4j.internal.cuda.AllocationRange;
+
 import dev.ar4j.OutOfStepException;
-import dev.ar4j.cuda.AllocationRange;
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.rendezvous.Rendezvous;
 

@@ -1,9 +1,10 @@
 package dev.ar4j.internal.peer;
 
+import dev.ar4j.internal.cuda.IpcMemHandle;
+import dev.ar4j.internal.cuda.IpcMapping;
+import dev.ar4j.internal.cuda.AllocationRange;
+
 import dev.ar4j.OutOfStepException;
-import dev.ar4j.cuda.AllocationRange;
-import dev.ar4j.cuda.IpcMapping;
-import dev.ar4j.cuda.IpcMemHandle;
 import dev.ar4j.rendezvous.Rendezvous;
 
 import java.nio.BufferUnderflowException;

@@ -5,7 +5,7 @@ import dev.ar4j.rendezvous.RendezvousException;
 import dev.ar4j.rendezvous.RendezvousAuthenticationException;
 import dev.ar4j.rendezvous.RendezvousRefusedException;
 import dev.ar4j.rendezvous.RendezvousSettings;
-import dev.ar4j.platform.Durations;
+import dev.ar4j.internal.platform.Durations;
 
 import dev.ar4j.internal.rendezvous.RendezvousProtocol.Frame;
 import dev.ar4j.internal.rendezvous.RendezvousProtocol.ProtocolViolation;

@@ -4,7 +4,7 @@ import dev.ar4j.rendezvous.Rendezvous;
 import dev.ar4j.rendezvous.PeerLossListener;
 import dev.ar4j.PeerLostException;
 import dev.ar4j.rendezvous.RendezvousException;
-import dev.ar4j.platform.Durations;
+import dev.ar4j.internal.platform.Durations;
 
 import dev.ar4j.internal.rendezvous.BlockingKeyValueStore.AwaitResult;
 import dev.ar4j.internal.rendezvous.BlockingKeyValueStore.Found;

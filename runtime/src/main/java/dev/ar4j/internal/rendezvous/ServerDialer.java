@@ -3,7 +3,7 @@ import dev.ar4j.rendezvous.RendezvousSettings;
 
 import dev.ar4j.rendezvous.RendezvousException;
 import dev.ar4j.rendezvous.RendezvousTimeoutException;
-import dev.ar4j.platform.Durations;
+import dev.ar4j.internal.platform.Durations;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;

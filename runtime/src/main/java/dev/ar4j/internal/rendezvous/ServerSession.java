@@ -4,7 +4,7 @@ import dev.ar4j.rendezvous.RendezvousRefusedException;
 import dev.ar4j.PeerLostException;
 import dev.ar4j.rendezvous.RendezvousException;
 import dev.ar4j.rendezvous.RendezvousSettings;
-import dev.ar4j.platform.Durations;
+import dev.ar4j.internal.platform.Durations;
 
 import dev.ar4j.internal.rendezvous.BlockingKeyValueStore.AwaitResult;
 import dev.ar4j.internal.rendezvous.BlockingKeyValueStore.Found;

@@ -4,7 +4,7 @@ import dev.ar4j.rendezvous.PeerLossListener;
 import dev.ar4j.rendezvous.RendezvousException;
 import dev.ar4j.rendezvous.RendezvousAuthenticationException;
 import dev.ar4j.rendezvous.RendezvousSettings;
-import dev.ar4j.platform.Durations;
+import dev.ar4j.internal.platform.Durations;
 
 import java.io.IOException;
 import java.net.BindException;

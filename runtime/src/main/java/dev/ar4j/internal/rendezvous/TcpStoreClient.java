@@ -1,7 +1,7 @@
 package dev.ar4j.internal.rendezvous;
 
 import dev.ar4j.rendezvous.RendezvousException;
-import dev.ar4j.platform.Durations;
+import dev.ar4j.internal.platform.Durations;
 
 import dev.ar4j.internal.rendezvous.BlockingKeyValueStore.AwaitResult;
 import dev.ar4j.internal.rendezvous.BlockingKeyValueStore.Found;

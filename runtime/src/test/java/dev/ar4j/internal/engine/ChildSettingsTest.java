@@ -42,6 +42,9 @@ class ChildSettingsTest {
         if (t == String.class) {
             return "push";
         }
+        if (t == dev.ar4j.dispatch.Algorithm.class) {
+            return dev.ar4j.dispatch.Algorithm.PUSH;
+        }
         if (t == Duration.class) {
             return Duration.ofMillis(1234);
         }

@@ -11,7 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Where the kernel variants come from: builder > ar4j.kernel.variants > AR4J_KERNEL_VARIANTS > none. */
+/** Where the kernel variants come from: a parent group > ar4j.kernel.variants > none; never the environment. */
 class KernelVariantsSettingTest {
 
     private static Settings settings(String builder, String property, String env) {
@@ -21,7 +21,7 @@ class KernelVariantsSettingTest {
             props.setProperty(BuilderChecks.KERNEL_VARIANTS_PROPERTY, property);
         }
         d.systemProperties = props;
-        d.environment = env == null ? Map.of() : Map.of(BuilderChecks.KERNEL_VARIANTS_ENV, env);
+        d.environment = env == null ? Map.of() : Map.of("AR4J_KERNEL_VARIANTS", env);
         d.kernelVariants = builder;
         return d.freeze();
     }
@@ -33,18 +33,19 @@ class KernelVariantsSettingTest {
     }
 
     @Test
-    void builderThenPropertyThenEnvironment() {
+    void inheritedThenPropertyAndNeverTheEnvironment() {
         assertEquals(KernelVariants.PUSH_EARLY_TRIGGER,
                 BuilderChecks.kernelVariants(settings("early-trigger", "all", "clear-on-read")));
         assertEquals(KernelVariants.ALL, BuilderChecks.kernelVariants(settings(null, "all", "clear-on-read")));
-        assertEquals(KernelVariants.PUSH_CLEAR_ON_READ, BuilderChecks.kernelVariants(settings(null, null, "clear-on-read")));
+        assertEquals(0, BuilderChecks.kernelVariants(settings(null, null, "clear-on-read")),
+                "the variants are not public API: no environment variable turns them on");
     }
 
     @Test
     void anUnknownNameFailsTheBuildNamingItsSource() {
         ConfigurationException e = assertThrows(ConfigurationException.class,
-                () -> BuilderChecks.validate(settings(null, null, "fast")));
-        assertTrue(e.getMessage().contains("environment variable " + BuilderChecks.KERNEL_VARIANTS_ENV), e.getMessage());
+                () -> BuilderChecks.validate(settings(null, "fast", null)));
+        assertTrue(e.getMessage().contains("system property " + BuilderChecks.KERNEL_VARIANTS_PROPERTY), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> BuilderChecks.validate(settings("fast", null, null)));
     }
 

@@ -9,7 +9,7 @@ import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.DispatchConfig;
 import dev.ar4j.dispatch.SettingSource;
 import dev.ar4j.dispatch.Topology;
-import dev.ar4j.platform.NativeLibraries;
+import dev.ar4j.internal.platform.NativeLibraries;
 import org.junit.jupiter.api.Test;
 
 import java.util.Map;

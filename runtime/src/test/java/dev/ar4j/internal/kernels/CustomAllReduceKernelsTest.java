@@ -1,10 +1,10 @@
 package dev.ar4j.internal.kernels;
 
-import dev.ar4j.CustomArException;
+import dev.ar4j.CustomAllReduceException;
 import dev.ar4j.DType;
 import dev.ar4j.bindings.customar.custom_all_reduce_h;
-import dev.ar4j.platform.NativeLibraries;
-import dev.ar4j.platform.TestLibraries;
+import dev.ar4j.internal.platform.NativeLibraries;
+import dev.ar4j.internal.platform.TestLibraries;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -86,7 +86,7 @@ class CustomAllReduceKernelsTest {
                 custom_all_reduce_h.ar4j_registered_count(MemorySegment.NULL, MemorySegment.NULL));
         assertEquals(custom_all_reduce_h.AR4J_SUCCESS(), custom_all_reduce_h.ar4j_context_destroy(MemorySegment.NULL),
                 "destroying NULL is accepted and ignored");
-        CustomArException e = assertThrows(CustomArException.class, () -> CustomAllReduceKernels.check(
+        CustomAllReduceException e = assertThrows(CustomAllReduceException.class, () -> CustomAllReduceKernels.check(
                 custom_all_reduce_h.ar4j_set_launch_config(MemorySegment.NULL, 36, 512), "ar4j_set_launch_config"));
         assertEquals(1, e.status());
         assertEquals("AR4J_ERROR_NULL_POINTER", e.statusName());
@@ -96,7 +96,7 @@ class CustomAllReduceKernelsTest {
 
     @Test
     void worldSizeThreeIsRejected() {
-        CustomArException e = assertThrows(CustomArException.class,
+        CustomAllReduceException e = assertThrows(CustomAllReduceException.class,
                 () -> CustomAllReduceKernels.createContext(signals(3), 0, 3, MAX_BYTES, MAX_BUFFERS, DEADLINE_NS));
         assertEquals("AR4J_ERROR_WORLD_SIZE", e.statusName());
         assertEquals(2, e.status());
@@ -105,16 +105,16 @@ class CustomAllReduceKernelsTest {
 
     @Test
     void rankOutsideTheWorldIsRejected() {
-        CustomArException e = assertThrows(CustomArException.class,
+        CustomAllReduceException e = assertThrows(CustomAllReduceException.class,
                 () -> CustomAllReduceKernels.createContext(signals(4), 5, 4, MAX_BYTES, MAX_BUFFERS, DEADLINE_NS));
         assertEquals("AR4J_ERROR_RANK", e.statusName());
-        assertEquals("AR4J_ERROR_RANK", assertThrows(CustomArException.class,
+        assertEquals("AR4J_ERROR_RANK", assertThrows(CustomAllReduceException.class,
                 () -> CustomAllReduceKernels.createContext(signals(4), -1, 4, MAX_BYTES, MAX_BUFFERS, DEADLINE_NS)).statusName());
     }
 
     @Test
     void zeroDeadlineIsRejected() {
-        CustomArException e = assertThrows(CustomArException.class,
+        CustomAllReduceException e = assertThrows(CustomAllReduceException.class,
                 () -> CustomAllReduceKernels.createContext(signals(2), 0, 2, MAX_BYTES, MAX_BUFFERS, 0));
         assertEquals("AR4J_ERROR_DEADLINE", e.statusName());
     }
@@ -123,11 +123,11 @@ class CustomAllReduceKernelsTest {
     void nullOrMisalignedSignalsAreRejected() {
         long[] withNull = signals(2);
         withNull[1] = 0;
-        assertEquals("AR4J_ERROR_NULL_POINTER", assertThrows(CustomArException.class,
+        assertEquals("AR4J_ERROR_NULL_POINTER", assertThrows(CustomAllReduceException.class,
                 () -> CustomAllReduceKernels.createContext(withNull, 0, 2, MAX_BYTES, MAX_BUFFERS, DEADLINE_NS)).statusName());
         long[] misaligned = signals(2);
         misaligned[0] += 8;
-        assertEquals("AR4J_ERROR_MISALIGNED", assertThrows(CustomArException.class,
+        assertEquals("AR4J_ERROR_MISALIGNED", assertThrows(CustomAllReduceException.class,
                 () -> CustomAllReduceKernels.createContext(misaligned, 0, 2, MAX_BYTES, MAX_BUFFERS, DEADLINE_NS)).statusName());
     }
 
@@ -141,7 +141,7 @@ class CustomAllReduceKernelsTest {
     @Test
     void validArgumentsWithoutDriverFailAtTheFirstCudaCallAndSayWhich() {
         Assumptions.assumeFalse(TestLibraries.cudaDriverInstalled(), "a driver is installed; this checks the driver-less error");
-        CustomArException e = assertThrows(CustomArException.class,
+        CustomAllReduceException e = assertThrows(CustomAllReduceException.class,
                 () -> CustomAllReduceKernels.createContext(signals(2), 0, 2, MAX_BYTES, MAX_BUFFERS, DEADLINE_NS));
         assertEquals("AR4J_ERROR_CUDA", e.statusName());
         assertTrue(e.getMessage().contains("the CUDA error was cudaErrorInsufficientDriver (35)"), e.getMessage());
@@ -159,7 +159,7 @@ class CustomAllReduceKernelsTest {
     void constantsMatchTheHeader() {
         assertEquals(1, CustomAllReduceKernels.ALGO_ONE_STAGE);
         assertEquals(2, CustomAllReduceKernels.ALGO_TWO_STAGE);
-        assertEquals(3, CustomAllReduceKernels.ALGO_ONE_SHOT_PUSH);
+        assertEquals(3, CustomAllReduceKernels.ALGO_PUSH);
         assertEquals(8, CustomAllReduceKernels.MAX_RANKS);
         assertEquals(2, DType.BFLOAT16.kernelCode());
     }
@@ -172,7 +172,7 @@ class CustomAllReduceKernelsTest {
     @Test
     void javaStatusNamesEqualTheLibrarys() {
         for (int status = -1; status <= STATUS_NAMES.size(); status++) {
-            assertEquals(CustomAllReduceKernels.statusName(status), CustomArException.nameOf(status), "status " + status);
+            assertEquals(CustomAllReduceKernels.statusName(status), CustomAllReduceException.nameOf(status), "status " + status);
         }
     }
 
@@ -197,14 +197,14 @@ class CustomAllReduceKernelsTest {
 
     @Test
     void exceptionsSayWhetherTheGroupFailed() {
-        CustomArException poisoned = CustomAllReduceKernels.exception(21, "ar4j_all_reduce", null);
+        CustomAllReduceException poisoned = CustomAllReduceKernels.exception(21, "ar4j_all_reduce", null);
         assertTrue(poisoned.isPoisoned() && poisoned.groupFailed());
         assertEquals("AR4J_ERROR_POISONED", poisoned.statusName());
-        CustomArException geometry = CustomAllReduceKernels.exception(20, "ar4j_all_reduce", null);
+        CustomAllReduceException geometry = CustomAllReduceKernels.exception(20, "ar4j_all_reduce", null);
         assertTrue(geometry.isGeometryMismatch() && geometry.groupFailed());
-        CustomArException timeout = CustomAllReduceKernels.exception(17, "ar4j_all_reduce", null);
+        CustomAllReduceException timeout = CustomAllReduceKernels.exception(17, "ar4j_all_reduce", null);
         assertTrue(timeout.isPeerTimeout() && timeout.groupFailed());
-        CustomArException concurrent = CustomAllReduceKernels.exception(22, "ar4j_all_reduce", null);
+        CustomAllReduceException concurrent = CustomAllReduceKernels.exception(22, "ar4j_all_reduce", null);
         assertTrue(concurrent.isConcurrentUse());
         assertFalse(concurrent.groupFailed(), "a refused second thread leaves the group intact");
         assertFalse(CustomAllReduceKernels.exception(4, "ar4j_all_reduce", null).groupFailed());
@@ -223,20 +223,20 @@ class CustomAllReduceKernelsTest {
 
     @Test
     void poisonReasonIsValidatedBeforeTheLibrary() {
-        CustomArContext detached = new CustomArContext(MemorySegment.NULL, 0, 2);
+        CustomAllReduceContext detached = new CustomAllReduceContext(MemorySegment.NULL, 0, 2);
         IllegalArgumentException low = assertThrows(IllegalArgumentException.class, () -> detached.poison(0));
         assertTrue(low.getMessage().contains("[1, 255]"), low.getMessage());
         assertThrows(IllegalArgumentException.class, () -> detached.poison(256));
-        CustomArException e = assertThrows(CustomArException.class,
+        CustomAllReduceException e = assertThrows(CustomAllReduceException.class,
                 () -> detached.poison(CustomAllReduceKernels.POISON_ABORT));
         assertEquals("AR4J_ERROR_NULL_POINTER", e.statusName());
         assertEquals("ar4j_poison(ABORT)", e.call());
         assertEquals("AR4J_ERROR_NULL_POINTER",
-                assertThrows(CustomArException.class, detached::readFailure).statusName());
+                assertThrows(CustomAllReduceException.class, detached::readFailure).statusName());
         assertEquals("AR4J_ERROR_NULL_POINTER",
-                assertThrows(CustomArException.class, detached::checkGeometry).statusName());
+                assertThrows(CustomAllReduceException.class, detached::checkGeometry).statusName());
         assertEquals("AR4J_ERROR_NULL_POINTER",
-                assertThrows(CustomArException.class, () -> detached.setPdl(true)).statusName());
+                assertThrows(CustomAllReduceException.class, () -> detached.setPdl(true)).statusName());
     }
 
     @Test

@@ -91,7 +91,7 @@ class CustomAllReduceTwoThreadIT {
     private static String runRank(int rank, long[] signals, long[] inputs, long[] outputs, CyclicBarrier barrier)
             throws Exception {
         Cuda.setDevice(rank);
-        try (CustomArContext context = CustomAllReduceKernels.createContext(signals, rank, WORLD, MAX_BYTES, 8, DEADLINE_NS);
+        try (CustomAllReduceContext context = CustomAllReduceKernels.createContext(signals, rank, WORLD, MAX_BYTES, 8, DEADLINE_NS);
              CudaStream stream = CudaStream.create(); Arena arena = Arena.ofConfined()) {
             barrier.await(60, TimeUnit.SECONDS); // every context exists before any all-reduce
             context.registerBuffer(inputs, MAX_BYTES);
@@ -99,11 +99,11 @@ class CustomAllReduceTwoThreadIT {
             DeviceBuffer in = DeviceBuffer.borrow(inputs[rank], MAX_BYTES, rank);
             DeviceBuffer out = DeviceBuffer.borrow(outputs[rank], MAX_BYTES, rank);
             for (int algorithm : new int[]{CustomAllReduceKernels.ALGO_ONE_STAGE, CustomAllReduceKernels.ALGO_TWO_STAGE,
-                    CustomAllReduceKernels.ALGO_ONE_SHOT_PUSH}) {
+                    CustomAllReduceKernels.ALGO_PUSH}) {
                 for (DType dtype : DType.values()) {
                     for (long count : COUNTS) {
                         long bytes = count * dtype.byteSize();
-                        if (algorithm == CustomAllReduceKernels.ALGO_ONE_SHOT_PUSH
+                        if (algorithm == CustomAllReduceKernels.ALGO_PUSH
                                 && bytes > CustomAllReduceKernels.PUSH_MAX_BYTES) {
                             continue;
                         }

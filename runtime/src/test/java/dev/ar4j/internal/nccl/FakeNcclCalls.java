@@ -1,6 +1,5 @@
 package dev.ar4j.internal.nccl;
 
-import dev.ar4j.nccl.NcclErrors;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;

@@ -2,7 +2,7 @@ package dev.ar4j.internal.nccl;
 
 import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.GpuTestSupport;
-import dev.ar4j.platform.ChildJvm;
+import dev.ar4j.internal.platform.ChildJvm;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;

@@ -1,7 +1,6 @@
 package dev.ar4j.internal.nccl;
 
 import dev.ar4j.nccl.NcclUnsupportedException;
-import dev.ar4j.nccl.NcclErrors;
 import dev.ar4j.nccl.NcclDataType;
 import dev.ar4j.nccl.NcclReduction;
 import dev.ar4j.nccl.NcclVersion;

@@ -4,7 +4,6 @@ import dev.ar4j.nccl.NcclException;
 import dev.ar4j.nccl.NcclTimeoutException;
 import dev.ar4j.nccl.NcclAbortedException;
 import dev.ar4j.nccl.NcclUnsupportedException;
-import dev.ar4j.nccl.NcclErrors;
 import dev.ar4j.nccl.NcclDataType;
 import dev.ar4j.nccl.NcclReduction;
 import dev.ar4j.nccl.NcclVersion;

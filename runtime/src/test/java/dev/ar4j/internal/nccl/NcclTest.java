@@ -1,13 +1,14 @@
 package dev.ar4j.internal.nccl;
 
+import dev.ar4j.nccl.NcclDataType;
+
 import dev.ar4j.nccl.NcclException;
 import dev.ar4j.nccl.NcclTimeoutException;
-import dev.ar4j.nccl.NcclErrors;
 import dev.ar4j.nccl.NcclVersion;
 import dev.ar4j.nccl.NcclGroup;
 import dev.ar4j.nccl.Nccl;
 import dev.ar4j.DType;
-import dev.ar4j.platform.TestLibraries;
+import dev.ar4j.internal.platform.TestLibraries;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -191,8 +192,8 @@ class NcclTest {
 
     @Test
     void dataTypesAreNcclsCodes() {
-        assertEquals(7, Nccl.dataType(DType.FLOAT32));
-        assertEquals(6, Nccl.dataType(DType.FLOAT16));
-        assertEquals(9, Nccl.dataType(DType.BFLOAT16));
+        assertEquals(7, NcclDataType.of(DType.FLOAT32).code());
+        assertEquals(6, NcclDataType.of(DType.FLOAT16).code());
+        assertEquals(9, NcclDataType.of(DType.BFLOAT16).code());
     }
 }

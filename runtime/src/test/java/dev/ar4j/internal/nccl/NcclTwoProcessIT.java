@@ -1,7 +1,7 @@
 package dev.ar4j.internal.nccl;
 
 import dev.ar4j.cuda.GpuTestSupport;
-import dev.ar4j.platform.ChildJvm;
+import dev.ar4j.internal.platform.ChildJvm;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -1,7 +1,6 @@
 package dev.ar4j.internal.nccl;
 
 import dev.ar4j.nccl.NcclUnsupportedException;
-import dev.ar4j.nccl.NcclErrors;
 import dev.ar4j.nccl.NcclDataType;
 import dev.ar4j.nccl.NcclReduction;
 import dev.ar4j.nccl.NcclVersion;
@@ -81,7 +80,6 @@ class NcclTypesTest {
         assertEquals(NcclDataType.FLOAT16, NcclDataType.of(DType.FLOAT16));
         assertEquals(NcclDataType.BFLOAT16, NcclDataType.of(DType.BFLOAT16));
         for (DType dtype : DType.values()) {
-            assertEquals(Nccl.dataType(dtype), NcclDataType.of(dtype).code());
             assertEquals(dtype.byteSize(), NcclDataType.of(dtype).byteSize());
         }
         assertThrows(NullPointerException.class, () -> NcclDataType.of(null));
