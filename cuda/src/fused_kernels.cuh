@@ -4,7 +4,7 @@
 //   residual_out = round(sum + residual)                  (fp32 add, rounded to the dtype once)
 //   out          = round(residual_out * inv_rms(row of residual_out) * weight)
 //
-// Bitwise the same as ar4j_all_reduce(ONE_SHOT_PUSH) followed by ar4j_residual_rmsnorm: the sum
+// Bitwise the same as ar4j_all_reduce(PUSH) followed by ar4j_residual_rmsnorm: the sum
 // is the push kernel's, and the epilogue has the residual_rmsnorm kernel's arithmetic and order
 // (rmsnorm_math.cuh). Every rank computes the same bits: the same block index owns the same row on
 // every rank and runs the same instruction sequence on the same values.

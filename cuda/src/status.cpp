@@ -73,7 +73,7 @@ AR4J_API const char *ar4j_status_message(int status) {
         case AR4J_ERROR_EMPTY: return "element count must be at least 1";
         case AR4J_ERROR_TOO_LARGE:
             return "the byte size exceeds the registered buffer (ONE_STAGE, also fused), the context's maximum "
-                   "(max_bytes, TWO_STAGE) or AR4J_PUSH_MAX_BYTES (ONE_SHOT_PUSH, also fused), or max_bytes is so "
+                   "(max_bytes, TWO_STAGE) or AR4J_PUSH_MAX_BYTES (PUSH, also fused), or max_bytes is so "
                    "large that the signal block's size does not fit in a size_t";
         case AR4J_ERROR_NOT_REGISTERED:
             return "the input lies in no registered buffer and the stream is not capturing a graph";

@@ -10,7 +10,7 @@
 // It sets CUDA_DEVICE_MAX_CONNECTIONS=32 and CUDA_MODULE_LOADING=EAGER for itself (unless set): see
 // main() for why ranks sharing one GPU need them.
 //
-// 1. Correctness, for ONE_SHOT_PUSH and ONE_STAGE: fp32/fp16/bf16 x hidden {56, 64, 4096, 7168,
+// 1. Correctness, for PUSH and ONE_STAGE: fp32/fp16/bf16 x hidden {56, 64, 4096, 7168,
 //    16384} x rows {1, 3, 17, 40, 150} (where rows * hidden * dtype size fits the push limit, for
 //    ONE_STAGE 2 MiB) x out of place / in place (push: out == in, residual_out == residual;
 //    ONE_STAGE: residual_out == residual, the input in a registered buffer at a 4 KiB offset) x

@@ -98,8 +98,6 @@ enum ar4j_algorithm {
     AR4J_ALGO_PUSH = 3,       /* each rank stores its input into every peer's push buffer,
                                  readers poll for data (no barrier round trips); any local
                                  input, no registration; up to AR4J_PUSH_MAX_BYTES */
-    AR4J_ALGO_ONE_SHOT_PUSH = AR4J_ALGO_PUSH /* the former name of AR4J_ALGO_PUSH, kept until the
-                                                Java bindings are regenerated; do not use */
 };
 
 /* Maximum world size and CUDA blocks per launch supported by the signal layout. */

@@ -374,14 +374,14 @@ public class custom_all_reduce_h extends custom_all_reduce_h$shared {
     public static int AR4J_ALGO_TWO_STAGE() {
         return AR4J_ALGO_TWO_STAGE;
     }
-    private static final int AR4J_ALGO_ONE_SHOT_PUSH = (int)3L;
+    private static final int AR4J_ALGO_PUSH = (int)3L;
     /**
      * {@snippet lang=c :
-     * enum ar4j_algorithm.AR4J_ALGO_ONE_SHOT_PUSH = 3
+     * enum ar4j_algorithm.AR4J_ALGO_PUSH = 3
      * }
      */
-    public static int AR4J_ALGO_ONE_SHOT_PUSH() {
-        return AR4J_ALGO_ONE_SHOT_PUSH;
+    public static int AR4J_ALGO_PUSH() {
+        return AR4J_ALGO_PUSH;
     }
     private static final int AR4J_MAX_RANKS = (int)8L;
     /**

@@ -28,10 +28,8 @@ public final class CustomAllReduceKernels {
     /**
      * {@code AR4J_ALGO_PUSH}: each rank stores its input into every peer's push buffer and
      * readers poll for the data; any local input, no registration; up to {@link #PUSH_MAX_BYTES}.
-     * (The bindings name it by its former name, {@code AR4J_ALGO_ONE_SHOT_PUSH}, until
-     * {@code bindings/regenerate.sh} runs again.)
      */
-    public static final int ALGO_PUSH = custom_all_reduce_h.AR4J_ALGO_ONE_SHOT_PUSH();
+    public static final int ALGO_PUSH = custom_all_reduce_h.AR4J_ALGO_PUSH();
     /** {@code AR4J_PUSH_MAX_BYTES}: the largest push call in bytes. */
     public static final int PUSH_MAX_BYTES = custom_all_reduce_h.AR4J_PUSH_MAX_BYTES();
     /** {@code AR4J_ERROR_PEER_TIMEOUT}: a kernel gave up waiting for a peer; the context is failed. */
