@@ -77,20 +77,25 @@ inline void bench_attention(int sm_count) {
             ws_bytes = std::max(ws_bytes, ar4j_llama_attention_workspace_bytes(n, heads, kv, hd, max_positions, s));
         }
         DeviceBuffer ws(ws_bytes);
-        for (int32_t context : {512, 4096, 8000, 32768}) {
+        for (int32_t context : {64, 512, 4096, 8000, 32768}) {
             std::vector<int32_t> pos(n);
             for (int32_t t = 0; t < n; ++t) pos[t] = context - n + t;
             positions.upload(pos);
             for (int32_t s : split_counts) {
-                const double us = time_graph([&](int32_t l) {
-                    return ar4j_llama_attention(qkv.get(), q_stride, k_caches.as<char>() + cache_bytes * l,
-                                                v_caches.as<char>() + cache_bytes * l, n, heads, kv, hd, max_positions,
-                                                positions.as<int32_t>(), 0, scale, out.get(), heads * hd, s, ws.get(),
-                                                ws.bytes(), status.as<int32_t>(), 1, stream);
-                });
-                const double bytes = 2.0 * context * kv * hd * 2;
-                printf("  %-15s %3d %7d %6d%s %10.2f %8.0f\n", "attention", n, context, s, s == heuristic ? "*" : " ",
-                       us, bytes / (us * 1e3));
+                // The heuristic's split count also without PDL (each kernel waits for the previous to end).
+                for (int32_t pdl : {1, 0}) {
+                    if (pdl == 0 && s != heuristic) continue;
+                    const double us = time_graph([&](int32_t l) {
+                        return ar4j_llama_attention(qkv.get(), q_stride, k_caches.as<char>() + cache_bytes * l,
+                                                    v_caches.as<char>() + cache_bytes * l, n, heads, kv, hd,
+                                                    max_positions, positions.as<int32_t>(), 0, scale, out.get(),
+                                                    heads * hd, s, ws.get(), ws.bytes(), status.as<int32_t>(), pdl,
+                                                    stream);
+                    });
+                    const double bytes = 2.0 * context * kv * hd * 2;
+                    printf("  %-15s %3d %7d %6d%s %10.2f %8.0f%s\n", "attention", n, context, s,
+                           s == heuristic ? "*" : " ", us, bytes / (us * 1e3), pdl ? "" : "   (no PDL)");
+                }
             }
         }
         const double us = time_graph([&](int32_t l) {

@@ -1,6 +1,7 @@
 package dev.ar4j.examples.llama;
 
 import dev.ar4j.Communicator;
+import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.examples.llama.bench.BenchTable;
 import dev.ar4j.examples.llama.cli.AnswerFormat;
 import dev.ar4j.examples.llama.cli.CommMode;
@@ -93,7 +94,8 @@ final class Runner {
                     continue;
                 }
                 Consumer<Communicator.Builder> cfg = b -> {
-                    b.nccl(!o.ranksShareGpu()).algorithmPolicy(comm == CommMode.NCCL ? "nccl" : "auto")
+                    b.nccl(!o.ranksShareGpu())
+                            .algorithmPolicy(comm == CommMode.NCCL ? Algorithm.NCCL : Algorithm.AUTO)
                             .stagingBytes(s.stagingBytes());
                     if (launched && o.shareGpu()) {
                         b.device(0);
