@@ -24,13 +24,17 @@ public final class RotaryFrequencies {
     }
 
     /**
-     * {@code 1 / theta^(2i / dim)} in fp32 for {@code i < dim / 2}.
+     * {@code 1 / theta^(2i / dim)} in fp32 for {@code i < dim / 2}, as transformers'
+     * {@code 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim))}: the exponent and the base
+     * rounded to fp32, the power rounded once to fp32 (computed in double; torch's CPU pow is
+     * Sleef's powf, within 1 ulp, so an element may differ from transformers' buffer by an ulp),
+     * then the fp32 reciprocal.
      *
      * @param dim   the head dimension, even and positive
      * @param theta the rope base
      * @return the default inverse frequencies
      */
-    static float[] defaults(int dim, double theta) {
+    public static float[] defaults(int dim, double theta) {
         float[] inv = new float[dim / 2];
         float base = (float) theta;
         for (int i = 0; i < inv.length; i++) {
