@@ -14,6 +14,7 @@ import dev.ar4j.examples.llama.weights.ShardPlan;
 import dev.ar4j.examples.llama.weights.TensorParallelLayout;
 
 import java.io.PrintStream;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -278,7 +279,7 @@ public final class RankEngine implements AutoCloseable {
      */
     public int decode(int id, int position) {
         refuseShardAlone("decode");
-        checkTokenIds("decode", new int[] {id}, 1, settings.layout().config().vocabSize());
+        checkTokenId("decode", 0, id, settings.layout().config().vocabSize());
         checkPosition(position, 1);
         io.setInput(0, id, position);
         decode.replay();
@@ -337,10 +338,15 @@ public final class RankEngine implements AutoCloseable {
      */
     static void checkTokenIds(String step, int[] ids, int count, int vocab) {
         for (int i = 0; i < count; i++) {
-            if (ids[i] < 0 || ids[i] >= vocab) {
-                throw new IllegalArgumentException(step + ": token " + i + " is id " + ids[i]
-                        + ", outside the vocabulary 0.." + (vocab - 1) + " (vocab_size " + vocab + ")");
-            }
+            checkTokenId(step, i, ids[i], vocab);
+        }
+    }
+
+    /** One id of {@link #checkTokenIds} (no allocation: decode runs it every step). */
+    static void checkTokenId(String step, int index, int id, int vocab) {
+        if (id < 0 || id >= vocab) {
+            throw new IllegalArgumentException(step + ": token " + index + " is id " + id
+                    + ", outside the vocabulary 0.." + (vocab - 1) + " (vocab_size " + vocab + ")");
         }
     }
 
@@ -356,7 +362,7 @@ public final class RankEngine implements AutoCloseable {
         if (word != 0) {
             status.fillAsync(0, stream);
             stream.synchronize();
-            io.status().set(java.lang.foreign.ValueLayout.JAVA_INT, 0, 0);
+            io.status().set(ValueLayout.JAVA_INT, 0, 0);
             throw new EngineException(step + " step on rank " + comm.rank() + ": a kernel reported "
                     + LlamaKernels.errorString(word) + " (" + word + ") for an index in device memory (the status "
                     + "word is reset; later steps run)");

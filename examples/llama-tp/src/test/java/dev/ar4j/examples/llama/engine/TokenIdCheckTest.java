@@ -22,6 +22,7 @@ class TokenIdCheckTest {
         IllegalArgumentException negative = assertThrows(IllegalArgumentException.class,
                 () -> RankEngine.checkTokenIds("prefill", new int[] {-7}, 1, 10));
         assertTrue(negative.getMessage().contains("prefill: token 0 is id -7"), negative.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> RankEngine.checkTokenId("decode", 0, 10, 10));
         // Only the first count ids are the step's.
         assertDoesNotThrow(() -> RankEngine.checkTokenIds("decode", new int[] {3, 99}, 1, 10));
     }
