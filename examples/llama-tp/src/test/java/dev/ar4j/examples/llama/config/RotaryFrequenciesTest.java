@@ -65,6 +65,29 @@ class RotaryFrequenciesTest {
         assertEquals(Float.floatToIntBits(0.028718501f), Float.floatToIntBits(inv[7]));
     }
 
+    /**
+     * Llama 3.1 8B's medium band (head_dim 128, theta 5e5, factor 8, low 1, high 4, original 8192) and one of a
+     * context that is not a power of two: the values PyTorch 1.13.1 (Debian's build, on the CPU) gives for
+     * transformers' {@code _default} + {@code _compute_llama3_parameters} arithmetic, run on the build machine.
+     */
+    @Test
+    void mediumBandsMatchTorchsArithmetic() {
+        float[] l31 = RotaryFrequencies.llama3(RotaryFrequencies.defaults(128, 500000.0), new RopeScaling(8, 1, 4, 8192));
+        float[] torch = {0.0021665706299245358f, 0.0013718936825171113f, 0.0008567514596506953f,
+            0.0005248460220173001f, 0.0003126936499029398f, 0.0001785077911335975f};
+        for (int i = 0; i < torch.length; i++) {
+            assertEquals(Float.floatToIntBits(torch[i]), Float.floatToIntBits(l31[29 + i]), "llama 3.1 inv_freq[" + (29 + i)
+                    + "]");
+        }
+        float[] odd = RotaryFrequencies.llama3(RotaryFrequencies.defaults(128, 10000.0), new RopeScaling(4.5, 1.5, 3.7,
+                3000));
+        float[] torchOdd = {0.007182080764323473f, 0.005117646884173155f, 0.003605481004342437f,
+            0.002502641174942255f, 0.0017025815322995186f, 0.0011259623570367694f, 0.0007137699867598712f};
+        for (int i = 0; i < torchOdd.length; i++) {
+            assertEquals(Float.floatToIntBits(torchOdd[i]), Float.floatToIntBits(odd[34 + i]), "inv_freq[" + (34 + i) + "]");
+        }
+    }
+
     /** fl32(a op b), computed in double and rounded once: exact for one fp32 operation (double holds 2 * 24 + 2 bits). */
     private static float fl(double v) {
         return (float) v;
