@@ -4,10 +4,12 @@
 #   0. the kernels: native/test's program against a CPU reference, and reference/compare_kernels.py
 #      against the transformers functions they stand in for;
 #   1. reference/make_reference.py writes the transformers reference (PyTorch + transformers of the
-#      host's Python; nothing is downloaded; five models: base, tied, llama3, long (head_dim 128,
-#      8 KV heads, a prompt of 1024 tokens), sharded (a sharded checkpoint)), unless the reference
-#      folder (AR4J_LLAMA_REFERENCE, else $OUT/reference) already holds one of format version 2;
-#   2. LlamaReferenceIT compares the engine with it at TP 1, 2, 4 (ranks sharing GPU 0);
+#      host's Python; nothing is downloaded; nine models: base, tied, llama3, long (head_dim 128,
+#      8 KV heads, a prompt of 1024 tokens), sharded (a sharded checkpoint), fp16 and fp32 (saved in
+#      float16/float32), kvrep (2 KV heads, vocab 4001), rope64 (issue 29's llama3 rope)), unless the
+#      reference folder (AR4J_LLAMA_REFERENCE, else $OUT/reference) already holds one of format version 3;
+#   2. LlamaReferenceIT compares the engine with it at TP 1, 2, 4, 8 (those each model splits into;
+#      ranks sharing GPU 0), and StatusWordIT checks that a bad token id fails its own step only;
 #   3. ar4j-llama generate runs: tiny (generate, verify check), the reference's base model and its
 #      sharded model (loaded from its shards) at TP 2;
 #   4. bench: llama3-8b at TP 1, decode at each context of CONTEXTS (prompt of that many tokens, so
@@ -136,8 +138,8 @@ for s in $steps; do
       step kernels-transformers "$python" reference/compare_kernels.py .gpu/native/libar4j_llama_kernels.so ;;
     reference)
       if [[ -f "$reference/index.json" ]] && "$python" -c 'import json, sys
-sys.exit(0 if json.load(open(sys.argv[1])).get("format_version") == 2 else 1)' "$reference/index.json"; then
-        echo "== reference: $reference/index.json (format version 2) exists (kept)"
+sys.exit(0 if json.load(open(sys.argv[1])).get("format_version") == 3 else 1)' "$reference/index.json"; then
+        echo "== reference: $reference/index.json (format version 3) exists (kept)"
       else
         step reference "$python" reference/make_reference.py "$reference"
       fi ;;
@@ -146,6 +148,7 @@ sys.exit(0 if json.load(open(sys.argv[1])).get("format_version") == 2 else 1)' "
       step it "$java" --enable-native-access=ALL-UNNAMED -Dar4j.llama.reference="$reference" \
         -jar "${launchers[0]}" execute --class-path ".gpu/test-classes:.gpu/lib/ar4j-llama.jar" \
         --include-tag gpu --select-class dev.ar4j.examples.llama.it.LlamaReferenceIT \
+        --select-class dev.ar4j.examples.llama.engine.StatusWordIT \
         --details=tree --details-theme=ascii --disable-banner ;;
     generate)
       step generate-tiny-tp2 llama --synthetic tiny --tp 2 --share-gpu --steps 32 --draft 3

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Makes the reference that the Llama example's engine is checked against.
 
-    python3 make_reference.py OUT_DIR [--models base,tied,llama3,long,sharded] [--min-margin-ulps 2]
-                              [--search-seconds 120]
+    python3 make_reference.py OUT_DIR [--models base,tied,llama3,long,sharded,fp16,fp32,kvrep,rope64]
+                              [--min-margin-ulps 2] [--search-seconds 120]
 
 Needs PyTorch, transformers (5.x; 4.4x works too) and a CUDA GPU; downloads nothing. For each of
-five small random Llama models it seeds torch, builds a ``LlamaConfig``, initialises
-``LlamaForCausalLM``, casts it to bf16 and ``save_pretrained``s it as safetensors (one model as a
-sharded checkpoint), loads that folder back as a user would (``from_pretrained``, bf16,
+nine small random Llama models it seeds torch, builds a ``LlamaConfig``, initialises
+``LlamaForCausalLM``, casts it to bf16 (fp16 or fp32 for two models) and ``save_pretrained``s it as
+safetensors (one model as a sharded checkpoint), loads that folder back as a user would
+(``from_pretrained``, bf16 -- transformers converts an fp16 or fp32 checkpoint to bf16 --,
 ``attn_implementation="eager"``: eager attention computes softmax in fp32 and casts the
 probabilities to bf16 before the product with V, which the example's attention kernel mirrors),
 and records a prefill and 32 greedy decode steps of a fixed prompt.
@@ -26,6 +27,14 @@ The models (rms_norm_eps 1e-5, SiLU, no biases):
           rope_theta 500000, rope_scaling as llama3's but original_max_position_embeddings 512, tied;
           prompt of 8 tokens; saved with max_shard_size 24MB (about 96 MB of weights): several
           model-0000i-of-0000n.safetensors files and model.safetensors.index.json
+  fp16    as base, saved in float16 (torch_dtype float16): the engine converts to bf16 while loading
+          (round to nearest even), as from_pretrained(dtype=bfloat16) does
+  fp32    as base, saved in float32 (torch_dtype float32): likewise
+  kvrep   as base but 8 heads and 2 KV heads, vocab 4001 (TP 4 and 8 do not divide it: padded shards)
+          and intermediate 1536: at TP 4 and 8 each KV head is replicated on 2 and 4 ranks
+  rope64  as base but max_position_embeddings 2048, rope_theta 500000 and the llama3 rope_scaling of
+          issue 29 (factor 8, low 1, high 4, original_max_position_embeddings 256, head_dim 64), whose
+          medium band the engine once computed 2 fp32 ulps off
 
 The prompt. A random model's logits are nearly Gaussian, so two of them are often within a bf16
 rounding of each other, and a correct engine whose sums run in another order may pick the other
@@ -38,7 +47,7 @@ batch size and most candidates, and no model searches longer than --search-secon
 found, the best candidate is kept and "margin_ok" is false (and the script exits with 3).
 
 Output (all numbers little-endian):
-  OUT_DIR/index.json                 {"format_version": 2, "models": [names], "torch_version", ...}
+  OUT_DIR/index.json                 {"format_version": 3, "models": [names], "torch_version", ...}
   OUT_DIR/NAME/model/                the Hugging Face folder: config.json, model.safetensors (or the
                                      shards and model.safetensors.index.json), ...
   OUT_DIR/NAME/reference.json        the index of one model's reference (below)
@@ -50,11 +59,14 @@ Output (all numbers little-endian):
                                      tokens[i] at position prompt_length + i
 
 reference.json keys:
-  format_version (2), name, model_dir ("model"), checkpoint {sharded, files [the .safetensors
-  names], index (the index file's name or null), max_shard_size}, torch_version,
+  format_version (3), name, model_dir ("model"), checkpoint {sharded, files [the .safetensors
+  names], index (the index file's name or null), max_shard_size, dtype (what was saved)}, torch_version,
   transformers_version, device, attn_implementation ("eager"), dtype ("bfloat16"), seed,
   config (the fields the engine needs), rope {rope_type, inv_freq [head_dim/2 floats: the model's
-  buffer], inv_freq_dtype ("float32" expected), attention_scaling},
+  buffer], inv_freq_dtype ("float32" expected), attention_scaling, default_inv_freq [head_dim/2
+  floats: transformers' unscaled frequencies, 1.0 / (base ** (arange(0, dim, 2).float() / dim)) on
+  the CPU as _compute_default_rope_parameters writes them, from which the engine's llama3 scaling
+  must give inv_freq bit for bit]},
   prompt [ids], prompt_candidate, prompt_search {prefix_length, tail_length, batch,
   max_candidates, max_seconds, candidates_tried, seconds, stopped ("found", "max_candidates" or "time")},
   positions {prefill: [0..P-1], decode: [P..P+31]},
@@ -66,7 +78,7 @@ reference.json keys:
 
 Format version 1 (before the long and sharded models) had no checkpoint, prompt_search or
 prefill_logits.first_position, and stored the logits of every prompt position (first_position 0);
-LlamaReferenceIT reads both.
+version 2 had no rope.default_inv_freq nor checkpoint.dtype; LlamaReferenceIT reads all three.
 """
 
 import argparse
@@ -77,7 +89,7 @@ import sys
 # Deterministic cuBLAS (set before torch initialises CUDA).
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 DECODE_STEPS = 32
 PREFILL_ROWS_KEPT = 8
 
@@ -161,6 +173,35 @@ MODELS = {
         ),
         max_shard_size="24MB",
     ),
+    # Issue 29: checkpoints saved in float16 and float32, converted to bf16 by the loader.
+    "fp16": dict(SHORT_PROMPT, config=SMALL, seed=1006, tie_word_embeddings=False, rope_theta=10000.0,
+                 rope_scaling=None, save_dtype="float16"),
+    "fp32": dict(SHORT_PROMPT, config=SMALL, seed=1007, tie_word_embeddings=False, rope_theta=10000.0,
+                 rope_scaling=None, save_dtype="float32"),
+    # Issue 29: 2 KV heads (replicated at TP 4 and 8) and a vocabulary neither 4 nor 8 divides.
+    "kvrep": dict(
+        SHORT_PROMPT,
+        config=dict(SMALL, num_key_value_heads=2, vocab_size=4001),
+        seed=1008,
+        tie_word_embeddings=False,
+        rope_theta=10000.0,
+        rope_scaling=None,
+    ),
+    # Issue 29: the llama3 rope medium band on head_dim 64 with original_max_position_embeddings 256.
+    "rope64": dict(
+        SHORT_PROMPT,
+        config=dict(SMALL, max_position_embeddings=2048),
+        seed=1009,
+        tie_word_embeddings=False,
+        rope_theta=500000.0,
+        rope_scaling=dict(
+            rope_type="llama3",
+            factor=8.0,
+            low_freq_factor=1.0,
+            high_freq_factor=4.0,
+            original_max_position_embeddings=256,
+        ),
+    ),
 }
 
 
@@ -187,8 +228,9 @@ INDEX_FILE = "model.safetensors.index.json"
 
 
 def save_model(torch, transformers, spec, model_dir):
-    """Initialises the model from the seed (on the CPU, fp32), casts it to bf16 and saves it (sharded
-    when the spec has a max_shard_size); returns reference.json's checkpoint entry."""
+    """Initialises the model from the seed (on the CPU, fp32), casts it to the spec's save_dtype
+    (bf16 by default) and saves it (sharded when the spec has a max_shard_size); returns
+    reference.json's checkpoint entry."""
     import inspect
 
     # A folder of an earlier run may hold other files (one file there, shards here): start clean.
@@ -197,7 +239,8 @@ def save_model(torch, transformers, spec, model_dir):
             os.remove(os.path.join(model_dir, name))
     torch.manual_seed(spec["seed"])
     config = make_config(transformers, spec)
-    model = transformers.LlamaForCausalLM(config).to(torch.bfloat16)
+    save_dtype = spec.get("save_dtype", "bfloat16")
+    model = transformers.LlamaForCausalLM(config).to(getattr(torch, save_dtype))
     save_kwargs = {}
     if "safe_serialization" in inspect.signature(model.save_pretrained).parameters:
         save_kwargs["safe_serialization"] = True
@@ -217,7 +260,36 @@ def save_model(torch, transformers, spec, model_dir):
             mapped = sorted(set(json.load(f)["weight_map"].values()))
         if mapped != files:
             raise RuntimeError(f"{model_dir}: {INDEX_FILE} maps to {mapped}, but the folder holds {files}")
-    return dict(sharded=has_index, files=files, index=INDEX_FILE if has_index else None, max_shard_size=shard_size)
+    check_saved_dtype(model_dir, files, save_dtype)
+    return dict(sharded=has_index, files=files, index=INDEX_FILE if has_index else None, max_shard_size=shard_size,
+                dtype=save_dtype)
+
+
+SAFETENSORS_DTYPES = {"bfloat16": "BF16", "float16": "F16", "float32": "F32"}
+
+
+def check_saved_dtype(model_dir, files, save_dtype):
+    """Every tensor of the saved files has the dtype the spec asked for (the loader's conversion is
+    what an fp16/fp32 model checks), read from the safetensors headers."""
+    import struct
+
+    want = SAFETENSORS_DTYPES[save_dtype]
+    for name in files:
+        with open(os.path.join(model_dir, name), "rb") as f:
+            (length,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(length))
+        found = {v["dtype"] for k, v in header.items() if k != "__metadata__"}
+        if found != {want}:
+            raise RuntimeError(f"{model_dir}/{name}: tensors of {sorted(found)}, expected only {want}")
+
+
+def default_inv_freq(torch, config):
+    """transformers' unscaled rotary frequencies, computed as _compute_default_rope_parameters does
+    (fp32 on the CPU): 1.0 / (base ** (arange(0, dim, 2, int64).float() / dim))."""
+    base = config["rope_theta"]
+    dim = config["head_dim"]
+    inv = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).to(dtype=torch.float) / dim))
+    return [float(x) for x in inv]
 
 
 def load_model(torch, transformers, model_dir):
@@ -391,6 +463,7 @@ def make_one(torch, transformers, name, spec, out_dir, threshold, max_seconds, f
             inv_freq=[float(x) for x in rotary.inv_freq.float().cpu()],
             inv_freq_dtype=str(rotary.inv_freq.dtype).replace("torch.", ""),
             attention_scaling=float(rotary.attention_scaling),
+            default_inv_freq=default_inv_freq(torch, dict(spec["config"], rope_theta=spec["rope_theta"])),
         ),
         prompt=[int(x) for x in prompt[0]],
         prompt_candidate=candidate,

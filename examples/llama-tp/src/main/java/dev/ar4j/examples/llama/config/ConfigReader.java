@@ -14,9 +14,15 @@ import java.util.Map;
  * with the defaults transformers applies ({@code num_key_value_heads} = heads, {@code head_dim} =
  * hidden / heads, {@code rope_theta} 10000, no rope scaling, untied embeddings) and refusing what
  * the engine does not implement (another architecture or activation, attention or MLP biases, a
- * rope scaling other than {@code llama3}, a dtype other than bf16).
+ * rope scaling other than {@code llama3}, a dtype other than bf16, fp16 or fp32).
  */
 public final class ConfigReader {
+
+    /**
+     * The {@code torch_dtype} values of checkpoints the engine loads: bfloat16 as it is, float16 and
+     * float32 converted to bfloat16 while loading (the tensors' own dtypes decide, {@code LlamaTensors.check}).
+     */
+    static final List<String> LOADABLE_DTYPES = List.of("bfloat16", "float16", "float32");
 
     /** Largest config.json read (a real one is a few kB). */
     static final long MAX_CONFIG_BYTES = 1 << 20;
@@ -82,9 +88,10 @@ public final class ConfigReader {
             headDim = hidden / heads;
         }
         String dtype = f.optionalString("torch_dtype", f.optionalString("dtype", "bfloat16"));
-        if (!dtype.toLowerCase(Locale.ROOT).equals("bfloat16")) {
-            throw new ModelFileException(file + ": torch_dtype is '" + dtype
-                    + "'; this engine runs bfloat16 weights only (save the model with torch_dtype=torch.bfloat16)");
+        if (!LOADABLE_DTYPES.contains(dtype.toLowerCase(Locale.ROOT))) {
+            throw new ModelFileException(file + ": torch_dtype is '" + dtype + "'; this engine runs bfloat16 weights, "
+                    + "loading float16 and float32 checkpoints converted to bfloat16 (torch_dtype one of "
+                    + LOADABLE_DTYPES + ")");
         }
         try {
             return new LlamaConfig(hidden, f.requiredInt("intermediate_size"), f.requiredInt("num_hidden_layers"),

@@ -16,7 +16,8 @@ package dev.ar4j.examples.llama.config;
  * @param ropeTheta             {@code rope_theta}
  * @param ropeScaling           the Llama-3 {@code rope_scaling}, or {@code null} for none
  * @param tieWordEmbeddings     {@code tie_word_embeddings}: the LM head is the embedding table
- * @param torchDtype            {@code torch_dtype} as written ({@code bfloat16} is what the engine runs)
+ * @param torchDtype            {@code torch_dtype} as written (the engine runs {@code bfloat16}; float16
+ *                              and float32 checkpoints are converted to it while loading)
  */
 public record LlamaConfig(int hiddenSize, int intermediateSize, int numHiddenLayers, int numAttentionHeads,
                           int numKeyValueHeads, int headDim, int vocabSize, int maxPositionEmbeddings,

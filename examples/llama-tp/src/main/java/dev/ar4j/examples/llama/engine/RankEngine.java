@@ -14,6 +14,7 @@ import dev.ar4j.examples.llama.weights.ShardPlan;
 import dev.ar4j.examples.llama.weights.TensorParallelLayout;
 
 import java.io.PrintStream;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -109,7 +110,9 @@ public final class RankEngine implements AutoCloseable {
      *
      * @param comm     this rank's communicator (its GPU current on the calling thread); not owned
      * @param settings the engine's sizes
-     * @param folder   the checked model folder, or {@code null} for synthetic weights
+     * @param folder   the model folder (checked against the config here, {@code LlamaTensors.check}: a
+     *                 needed tensor missing, of another shape or of a dtype the engine cannot read is refused
+     *                 before anything is copied), or {@code null} for synthetic weights
      * @param progress where rank 0 draws its progress bar, or {@code null}
      * @return the engine
      */
@@ -223,6 +226,7 @@ public final class RankEngine implements AutoCloseable {
      */
     public int prefill(int[] prompt) {
         refuseShardAlone("prefill");
+        checkTokenIds("prefill", prompt, prompt.length, settings.layout().config().vocabSize());
         runPrefill(prompt, null);
         return io.argmax(prefillLogitRows - 1);
     }
@@ -275,6 +279,7 @@ public final class RankEngine implements AutoCloseable {
      */
     public int decode(int id, int position) {
         refuseShardAlone("decode");
+        checkTokenId("decode", 0, id, settings.layout().config().vocabSize());
         checkPosition(position, 1);
         io.setInput(0, id, position);
         decode.replay();
@@ -294,6 +299,7 @@ public final class RankEngine implements AutoCloseable {
         if (verify == null || ids.length != settings.draft() || next.length < ids.length) {
             throw new IllegalArgumentException("verify takes exactly --draft " + settings.draft() + " tokens");
         }
+        checkTokenIds("verify", ids, ids.length, settings.layout().config().vocabSize());
         checkPosition(position, ids.length);
         for (int i = 0; i < ids.length; i++) {
             io.setInput(i, ids[i], position + i);
@@ -324,13 +330,42 @@ public final class RankEngine implements AutoCloseable {
         }
     }
 
-    /** Waits for the step and throws if a kernel reported a device-side error. */
+    /**
+     * Refuses token ids outside the vocabulary before anything is launched, naming the first (the
+     * embedding kernel would report it through the status word and embed zeros).
+     *
+     * @throws IllegalArgumentException naming the step, the index and the id
+     */
+    static void checkTokenIds(String step, int[] ids, int count, int vocab) {
+        for (int i = 0; i < count; i++) {
+            checkTokenId(step, i, ids[i], vocab);
+        }
+    }
+
+    /** One id of {@link #checkTokenIds} (no allocation: decode runs it every step). */
+    static void checkTokenId(String step, int index, int id, int vocab) {
+        if (id < 0 || id >= vocab) {
+            throw new IllegalArgumentException(step + ": token " + index + " is id " + id
+                    + ", outside the vocabulary 0.." + (vocab - 1) + " (vocab_size " + vocab + ")");
+        }
+    }
+
+    /**
+     * Waits for the step and throws if a kernel reported a device-side error. The status word is
+     * zeroed first (on the device and in the host copy), so the error fails this step only: the
+     * next step reports its own errors, if any. What the failed step wrote (its KV-cache rows,
+     * zeros for a bad token's embedding) stays; the caller decides whether to go on.
+     */
     private void finish(String step) {
         stream.synchronize();
         int word = io.statusWord();
         if (word != 0) {
+            status.fillAsync(0, stream);
+            stream.synchronize();
+            io.status().set(ValueLayout.JAVA_INT, 0, 0);
             throw new EngineException(step + " step on rank " + comm.rank() + ": a kernel reported "
-                    + LlamaKernels.errorString(word) + " (" + word + ") for an index in device memory");
+                    + LlamaKernels.errorString(word) + " (" + word + ") for an index in device memory (the status "
+                    + "word is reset; later steps run)");
         }
     }
 

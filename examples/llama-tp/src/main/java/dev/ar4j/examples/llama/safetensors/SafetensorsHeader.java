@@ -16,9 +16,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Parses and checks the JSON header of a safetensors file: every tensor's dtype is one of the
- * format's, its shape is non-negative, its {@code data_offsets} hold exactly
- * {@code product(shape) * dtype size} bytes inside the data section, and the tensors tile the
+ * Parses and checks the JSON header of a safetensors file: every tensor's shape is non-negative,
+ * its {@code data_offsets} lie inside the data section and hold exactly
+ * {@code product(shape) * dtype bits / 8} bytes (unchecked for a dtype this reader does not
+ * know, kept as {@link TensorDType#UNKNOWN} with its name), and the tensors tile the
  * data section with no overlap, no hole and nothing after the last. {@code __metadata__} (a map
  * of strings) is allowed and kept.
  */
@@ -116,11 +117,8 @@ public final class SafetensorsHeader {
             }
         }
         String dtypeName = JsonValues.string(require(m, "dtype", where), where + ": dtype");
-        TensorDType dtype = TensorDType.byName(dtypeName);
-        if (dtype == null) {
-            throw new ModelFileException(where + ": unknown dtype '" + dtypeName + "'; the format's dtypes are "
-                    + TensorDType.accepted());
-        }
+        TensorDType known = TensorDType.byName(dtypeName);
+        TensorDType dtype = known == null ? TensorDType.UNKNOWN : known;
         List<?> dims = JsonValues.array(require(m, "shape", where), where + ": shape");
         long[] shape = new long[dims.size()];
         long elements = 1;
@@ -131,7 +129,12 @@ public final class SafetensorsHeader {
             }
             elements = multiply(elements, shape[i], where);
         }
-        long bytes = multiply(elements, dtype.byteSize(), where);
+        long bits = dtype == TensorDType.UNKNOWN ? -1 : multiply(elements, dtype.bits(), where);
+        if (dtype != TensorDType.UNKNOWN && bits % 8 != 0) {
+            throw new ModelFileException(where + ": " + elements + " elements of " + dtype + " (" + dtype.bits()
+                    + " bits each) are not a whole number of bytes");
+        }
+        long bytes = bits / 8;
         List<?> offsets = JsonValues.array(require(m, "data_offsets", where), where + ": data_offsets");
         if (offsets.size() != 2) {
             throw new ModelFileException(where + ": data_offsets has " + offsets.size()
@@ -143,7 +146,7 @@ public final class SafetensorsHeader {
             throw new ModelFileException(where + ": data_offsets [" + begin + ", " + end
                     + "] is not a range (0 <= begin <= end)");
         }
-        if (end - begin != bytes) {
+        if (dtype != TensorDType.UNKNOWN && end - begin != bytes) {
             throw new ModelFileException(where + ": data_offsets [" + begin + ", " + end + "] hold " + (end - begin)
                     + " bytes, but " + dtype + " of shape " + java.util.Arrays.toString(shape) + " is " + bytes
                     + " bytes");
@@ -152,7 +155,7 @@ public final class SafetensorsHeader {
             throw new ModelFileException(where + ": data_offsets end " + end + " is past the data section's "
                     + dataBytes + " bytes (the file is truncated or the header is wrong)");
         }
-        return new TensorEntry(name, dtype, shape, begin, end);
+        return new TensorEntry(name, dtype, shape, begin, end, dtypeName);
     }
 
     private static Object require(Map<String, Object> m, String key, String where) {

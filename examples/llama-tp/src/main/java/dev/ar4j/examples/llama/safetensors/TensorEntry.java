@@ -10,14 +10,32 @@ import java.util.Arrays;
  * @param shape  its dimensions (empty for a scalar)
  * @param begin  the first byte of its data, from the start of the data section
  * @param end    one past its last byte, from the start of the data section
+ * @param dtypeName the header's dtype string (the only record of it when {@code dtype} is
+ *                  {@link TensorDType#UNKNOWN})
  */
-public record TensorEntry(String name, TensorDType dtype, long[] shape, long begin, long end) {
+public record TensorEntry(String name, TensorDType dtype, long[] shape, long begin, long end, String dtypeName) {
 
     /**
      * Copies the shape.
      */
     public TensorEntry {
         shape = shape.clone();
+        if (dtypeName == null) {
+            dtypeName = dtype.name();
+        }
+    }
+
+    /**
+     * An entry of a dtype this reader knows.
+     *
+     * @param name  the tensor's name
+     * @param dtype its element type
+     * @param shape its dimensions
+     * @param begin the first byte of its data
+     * @param end   one past its last byte
+     */
+    public TensorEntry(String name, TensorDType dtype, long[] shape, long begin, long end) {
+        this(name, dtype, shape, begin, end, dtype.name());
     }
 
     /**
@@ -60,7 +78,8 @@ public record TensorEntry(String name, TensorDType dtype, long[] shape, long beg
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof TensorEntry t && name.equals(t.name) && dtype == t.dtype && Arrays.equals(shape, t.shape)
+        return o instanceof TensorEntry t && name.equals(t.name) && dtype == t.dtype
+                && dtypeName.equals(t.dtypeName) && Arrays.equals(shape, t.shape)
                 && begin == t.begin && end == t.end;
     }
 
@@ -71,6 +90,6 @@ public record TensorEntry(String name, TensorDType dtype, long[] shape, long beg
 
     @Override
     public String toString() {
-        return name + " " + dtype + shapeText() + " bytes [" + begin + ", " + end + ")";
+        return name + " " + dtypeName + shapeText() + " bytes [" + begin + ", " + end + ")";
     }
 }

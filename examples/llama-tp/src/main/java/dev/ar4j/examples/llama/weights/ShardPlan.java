@@ -48,6 +48,8 @@ public final class ShardPlan {
         long q = layout.queryWidthPerRank();
         long kv = layout.keyValueWidthPerRank();
         long inter = layout.intermediatePerRank();
+        // The rank's KV heads (replicated ones included): the rows of k_proj and v_proj its query heads read.
+        long kvRow = (long) layout.firstKvHead(rank) * c.headDim();
         for (int l = 0; l < c.numHiddenLayers(); l++) {
             WeightName inNorm = WeightName.of(Kind.INPUT_NORM, l);
             shapes.put(inNorm, new long[] {h});
@@ -56,8 +58,8 @@ public final class ShardPlan {
             WeightName qkv = WeightName.of(Kind.QKV, l);
             shapes.put(qkv, new long[] {layout.qkvWidthPerRank(), h});
             pieces.add(new ShardPiece(LlamaTensors.layer(l, "self_attn.q_proj.weight"), qkv, rank * q, q, 0, h, h, 0));
-            pieces.add(new ShardPiece(LlamaTensors.layer(l, "self_attn.k_proj.weight"), qkv, rank * kv, kv, 0, h, h, q));
-            pieces.add(new ShardPiece(LlamaTensors.layer(l, "self_attn.v_proj.weight"), qkv, rank * kv, kv, 0, h, h,
+            pieces.add(new ShardPiece(LlamaTensors.layer(l, "self_attn.k_proj.weight"), qkv, kvRow, kv, 0, h, h, q));
+            pieces.add(new ShardPiece(LlamaTensors.layer(l, "self_attn.v_proj.weight"), qkv, kvRow, kv, 0, h, h,
                     q + kv));
 
             WeightName out = WeightName.of(Kind.OUT_PROJ, l);

@@ -10,6 +10,16 @@ import dev.ar4j.examples.llama.config.LlamaConfig;
  * (each rank holds {@link #vocabPerRank()} rows of the padded vocabulary; partial embeddings and
  * partial logits are all-reduced). Norm weights are replicated.
  *
+ * <p>With more ranks than KV heads ({@code tp} a multiple of {@code num_key_value_heads}), each
+ * KV head is replicated on {@link #kvReplicas()} consecutive ranks, as vLLM's
+ * {@code QKVParallelLinear} does: each rank holds the one KV head its query heads read (a rank's
+ * query heads lie in one group, since {@code heads / tp} divides {@code heads / kv}).
+ *
+ * <p>A vocabulary that {@code tp} does not divide is padded: each rank holds
+ * {@link #vocabPerRank()} rows, the real ones first and zero rows after the last id; the logits
+ * of the padding columns are zero after the all-reduce and are never read (the argmax and
+ * {@code RankEngine.logits} stop at {@code vocab_size}). A rank must hold at least one real row.
+ *
  * @param config the model
  * @param tp     the tensor-parallel degree
  */
@@ -31,10 +41,11 @@ public record TensorParallelLayout(LlamaConfig config, int tp) {
             throw new IllegalArgumentException("--tp " + tp + " does not divide num_attention_heads "
                     + config.numAttentionHeads() + ": each rank computes whole attention heads");
         }
-        if (config.numKeyValueHeads() % tp != 0) {
-            throw new IllegalArgumentException("--tp " + tp + " does not divide num_key_value_heads "
-                    + config.numKeyValueHeads() + ": each rank holds whole KV heads (with their query group), "
-                    + "so the degree can be at most " + config.numKeyValueHeads() + " and must divide it");
+        int kv = config.numKeyValueHeads();
+        if (kv % tp != 0 && tp % kv != 0) {
+            throw new IllegalArgumentException("--tp " + tp + " and num_key_value_heads " + kv + ": the degree must "
+                    + "divide the KV heads (each rank holds whole KV heads with their query groups) or be a multiple "
+                    + "of them (each KV head replicated on tp / " + kv + " ranks, as vLLM does)");
         }
         if (config.intermediateSize() % tp != 0) {
             throw new IllegalArgumentException("--tp " + tp + " does not divide intermediate_size "
@@ -54,10 +65,19 @@ public record TensorParallelLayout(LlamaConfig config, int tp) {
     /**
      * Key/value heads per rank.
      *
-     * @return {@code num_key_value_heads / tp}
+     * @return {@code num_key_value_heads / tp}, or 1 when the heads are replicated
      */
     public int kvHeadsPerRank() {
-        return config.numKeyValueHeads() / tp;
+        return Math.max(1, config.numKeyValueHeads() / tp);
+    }
+
+    /**
+     * Ranks that hold each KV head.
+     *
+     * @return 1, or {@code tp / num_key_value_heads} when the degree is larger than the KV heads
+     */
+    public int kvReplicas() {
+        return Math.max(1, tp / config.numKeyValueHeads());
     }
 
     /**
@@ -158,14 +178,14 @@ public record TensorParallelLayout(LlamaConfig config, int tp) {
     }
 
     /**
-     * The first KV head of a rank.
+     * The first KV head of a rank: the KV head of its first query head.
      *
      * @param rank the rank
-     * @return {@code rank * kvHeadsPerRank}
+     * @return {@code rank * kvHeadsPerRank}, or {@code rank / kvReplicas} when the heads are replicated
      */
     public int firstKvHead(int rank) {
         checkRank(rank);
-        return rank * kvHeadsPerRank();
+        return rank / kvReplicas() * kvHeadsPerRank();
     }
 
     /**

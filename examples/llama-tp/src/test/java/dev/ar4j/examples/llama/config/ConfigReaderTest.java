@@ -32,6 +32,13 @@ class ConfigReaderTest {
         }
     }
 
+    /** Issue 29: float16 and float32 checkpoints load (converted to bfloat16 by the loader). */
+    @Test
+    void halfAndSingleCheckpointsAreRead() {
+        assertEquals("float16", ConfigReader.parse(SMALL.replace("\"bfloat16\"", "\"float16\""), "cfg.json").torchDtype());
+        assertEquals("float32", ConfigReader.parse(SMALL.replace("\"bfloat16\"", "\"float32\""), "cfg.json").torchDtype());
+    }
+
     @Test
     void readsEveryField() {
         LlamaConfig c = ConfigReader.parse(SMALL, "cfg.json");
@@ -101,7 +108,8 @@ class ConfigReaderTest {
 
     @Test
     void refusesWhatTheEngineDoesNotImplement() {
-        mentions(refused(SMALL.replace("\"bfloat16\"", "\"float32\"")), "cfg.json", "torch_dtype is 'float32'");
+        mentions(refused(SMALL.replace("\"bfloat16\"", "\"float64\"")), "cfg.json", "torch_dtype is 'float64'",
+                "float16 and float32 checkpoints converted");
         mentions(refused(SMALL.replace("LlamaForCausalLM", "MistralForCausalLM")), "LlamaForCausalLM only");
         mentions(refused(SMALL.replace("\"silu\"", "\"gelu\"")), "hidden_act is 'gelu'");
         mentions(refused(SMALL.replace("\"attention_bias\": false", "\"attention_bias\": true")), "biases");

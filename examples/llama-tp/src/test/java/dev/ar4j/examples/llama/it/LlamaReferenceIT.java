@@ -2,6 +2,7 @@ package dev.ar4j.examples.llama.it;
 
 import dev.ar4j.examples.llama.config.ConfigReader;
 import dev.ar4j.examples.llama.config.LlamaConfig;
+import dev.ar4j.examples.llama.config.RopeScaling;
 import dev.ar4j.examples.llama.config.RotaryFrequencies;
 import dev.ar4j.examples.llama.engine.EngineSettings;
 import dev.ar4j.examples.llama.engine.RankEngine;
@@ -26,16 +27,19 @@ import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * The engine against Hugging Face transformers: the folders {@code reference/make_reference.py}
  * writes (path: {@code -Dar4j.llama.reference=DIR} or {@code AR4J_LLAMA_REFERENCE}), loaded at
- * TP 1, 2 and 4 with every rank on GPU 0 (ar4j's custom kernels without NCCL; TP 1 runs NCCL's
- * one-rank all-reduce). For each model and degree:
+ * TP 1, 2, 4 and 8 (those its config splits into; KV heads replicated and the vocabulary padded
+ * where the degree needs it) with every rank on GPU 0 (ar4j's custom kernels without NCCL; TP 1
+ * runs NCCL's one-rank all-reduce); fp16 and fp32 checkpoints converted to bf16 while loading.
+ * For each model and degree:
  * <ul>
- *   <li>the rotary inverse frequencies equal the model's buffer (within 1 fp32 ulp);</li>
+ *   <li>the rotary inverse frequencies equal the model's buffer ({@link #checkFrequencies});</li>
  *   <li>the 33 greedy tokens (prefill, then 32 decode steps fed the reference's tokens) equal
  *       transformers' exactly;</li>
  *   <li>every logit of every recorded prompt position (format 2: the last 8, the rows the engine's
@@ -44,6 +48,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  *   <li>every rank's logits (every prompt position's included) are bitwise the same;</li>
  *   <li>verify steps of 3 draft tokens give the logits of the 3 decode steps within the same tolerance
  *       and the same greedy tokens;</li>
+ *   <li>a token id outside the vocabulary is refused and the engine goes on (the last decode step
+ *       again matches the reference);</li>
  *   <li>at TP 1, the run with every all-reduce forced to NCCL ({@code --comm nccl}) gives bitwise
  *       the logits of the default run.</li>
  * </ul>
@@ -74,14 +80,36 @@ class LlamaReferenceIT {
         return Path.of(dir);
     }
 
+    /** The degrees each model runs at. */
+    static final int[] DEGREES = {1, 2, 4, 8};
+
+    /**
+     * Every model at every degree of {@link #DEGREES} its config splits into (TP divides the heads and the MLP,
+     * divides the KV heads or is a multiple of them; every rank holds some of the vocabulary): TP 4 and 8
+     * replicate the {@code kvrep} model's 2 KV heads and pad its vocabulary of 4001.
+     */
     static Stream<Arguments> cases() throws IOException {
         List<Arguments> out = new ArrayList<>();
         for (String name : ReferenceModel.names(root())) {
-            for (int tp : new int[] {1, 2, 4}) {
-                out.add(Arguments.of(name, tp));
+            LlamaConfig c = ConfigReader.read(ReferenceModel.read(root(), name).modelDir());
+            for (int tp : DEGREES) {
+                if (splits(c, tp)) {
+                    out.add(Arguments.of(name, tp));
+                } else {
+                    System.out.println(name + ": TP " + tp + " does not split this model; not run");
+                }
             }
         }
         return out.stream();
+    }
+
+    static boolean splits(LlamaConfig c, int tp) {
+        try {
+            TensorParallelLayout l = new TensorParallelLayout(c, tp);
+            return l.vocabEnd(tp - 1) > l.vocabStart(tp - 1);
+        } catch (IllegalArgumentException e) {
+            return false;
+        }
     }
 
     @ParameterizedTest(name = "{0} at TP {1}")
@@ -89,11 +117,7 @@ class LlamaReferenceIT {
     void matchesTransformers(String name, int tp) throws IOException {
         ReferenceModel ref = ReferenceModel.read(root(), name);
         LlamaConfig c = ConfigReader.read(ref.modelDir());
-        float[] inv = RotaryFrequencies.of(c);
-        assertEquals(ref.invFreq().length, inv.length, "inv_freq length");
-        for (int i = 0; i < inv.length; i++) {
-            assertEquals(ref.invFreq()[i], inv[i], Math.ulp(ref.invFreq()[i]), name + " inv_freq[" + i + "]");
-        }
+        checkFrequencies(ref, c);
         if (!ref.marginOk()) {
             System.out.println(name + ": the reference says margin_ok=false: a near tie may flip a greedy token");
         }
@@ -140,6 +164,68 @@ class LlamaReferenceIT {
                 assertArrayEquals(r0.decode()[s], nccl.decode()[s], label + " --comm nccl decode step " + s + " bits");
             }
         }
+    }
+
+    /**
+     * The rotary frequencies. Format 3 records transformers' unscaled frequencies as the script computed them on
+     * the CPU (where transformers computes the buffer when it builds the model). When they are the buffer's inputs
+     * (they equal it wherever the buffer is unscaled: every element without rope scaling, the high-frequency band
+     * with it), the engine's llama3 scaling of them must give the buffer bit for bit (the medium band in
+     * transformers' order of operations, issue 29), and the engine's own frequencies must equal the buffer bit for
+     * bit wherever its unscaled ones equal transformers' (the power is another pow: torch's CPU pow is Sleef's
+     * 1-ulp powf, the engine's correctly rounded; where they differ by an ulp the final value may differ by 2,
+     * counted). Otherwise (the buffer computed elsewhere, or a format before 3): within 2 ulps, and the reason
+     * printed.
+     */
+    static void checkFrequencies(ReferenceModel ref, LlamaConfig c) {
+        String name = ref.name();
+        float[] inv = RotaryFrequencies.of(c);
+        float[] buffer = ref.invFreq();
+        assertEquals(buffer.length, inv.length, "inv_freq length");
+        float[] theirs = ref.defaultInvFreq();
+        boolean inputs = theirs != null && theirs.length == inv.length;
+        if (inputs) {
+            RopeScaling s = c.ropeScaling();
+            float high = s == null ? Float.POSITIVE_INFINITY
+                    : (float) (s.originalMaxPositionEmbeddings() / s.highFreqFactor());
+            for (int i = 0; i < theirs.length; i++) {
+                float wavelen = (1.0f / theirs[i]) * (float) (2 * Math.PI);
+                if (wavelen < high && Float.floatToIntBits(theirs[i]) != Float.floatToIntBits(buffer[i])) {
+                    inputs = false;
+                }
+            }
+        }
+        if (!inputs) {
+            System.out.println(name + ": " + (theirs == null ? "no default_inv_freq (format < 3)"
+                    : "the recorded default_inv_freq is not the buffer's input (computed on another device?)")
+                    + ": inv_freq checked within 2 ulps");
+            for (int i = 0; i < inv.length; i++) {
+                assertEquals(buffer[i], inv[i], 2 * Math.ulp(buffer[i]), name + " inv_freq[" + i + "]");
+            }
+            return;
+        }
+        if (c.ropeScaling() != null) {
+            float[] scaled = RotaryFrequencies.llama3(theirs, c.ropeScaling());
+            for (int i = 0; i < scaled.length; i++) {
+                assertEquals(Float.floatToIntBits(buffer[i]), Float.floatToIntBits(scaled[i]), name
+                        + " llama3 scaling of transformers' default inv_freq[" + i + "]: " + scaled[i] + " vs "
+                        + buffer[i]);
+            }
+        }
+        float[] ours = RotaryFrequencies.defaults(c.headDim(), c.ropeTheta());
+        int powDiffers = 0;
+        for (int i = 0; i < inv.length; i++) {
+            assertEquals(theirs[i], ours[i], Math.ulp(theirs[i]), name + " default inv_freq[" + i + "]");
+            if (Float.floatToIntBits(theirs[i]) != Float.floatToIntBits(ours[i])) {
+                powDiffers++;
+                assertEquals(buffer[i], inv[i], 2 * Math.ulp(buffer[i]), name + " inv_freq[" + i + "]");
+            } else {
+                assertEquals(Float.floatToIntBits(buffer[i]), Float.floatToIntBits(inv[i]), name + " inv_freq[" + i
+                        + "]: " + inv[i] + " vs " + buffer[i]);
+            }
+        }
+        System.out.printf(Locale.ROOT, "%s: inv_freq bit-exact where the unscaled powers agree (%d of %d differ by an "
+                + "ulp)%n", name, powDiffers, inv.length);
     }
 
     /** Prints and checks one row; returns its relative error. */
@@ -220,6 +306,15 @@ class LlamaReferenceIT {
                 verifyTokens[j + i] = next[i];
             }
         }
+        // Issue 29: a token outside the vocabulary fails its step only (refused on the host, named); the engine goes
+        // on: the last decode step again gives the reference's logits and token.
+        int vocab = e.settings().layout().config().vocabSize();
+        IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> e.decode(vocab, p + steps - 1));
+        assertTrue(bad.getMessage().contains("id " + vocab), bad.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> e.verify(new int[] {0, -1, 0}, p, new int[DRAFT]));
+        int again = e.decode(ref.tokens()[steps - 1], p + steps - 1);
+        assertEquals(ref.tokens()[steps], again, ref.name() + ": the last decode step after a refused token");
+        compare(ref.name() + ": the last decode step after a refused token", ref.decodeLogits()[steps - 1], e.logits(0));
         return new RankRun(tokens, prefill, decode, verify, verifyTokens);
     }
 }

@@ -16,16 +16,18 @@ import java.util.Map;
  * folder, the prompt, the 33 greedy tokens, the rotary inverse frequencies, the logits of the
  * recorded prompt positions and of the 32 decode steps (decode step i feeds {@code tokens[i]} at
  * position {@code prompt.length + i}). Reads format versions 1 (the logits of every prompt
- * position) and 2 (the logits of the last prompt positions, from
- * {@code prefill_logits.first_position}; the checkpoint may be sharded).
+ * position), 2 (the logits of the last prompt positions, from
+ * {@code prefill_logits.first_position}; the checkpoint may be sharded) and 3 (also
+ * {@code rope.default_inv_freq}, transformers' unscaled frequencies; the checkpoint may be fp16 or fp32).
  *
- * @param prefillFirst the prompt position of {@code prefillLogits[0]} (0 in version 1)
+ * @param prefillFirst   the prompt position of {@code prefillLogits[0]} (0 in version 1)
+ * @param defaultInvFreq transformers' unscaled rotary frequencies, or {@code null} before version 3
  */
 record ReferenceModel(String name, Path modelDir, int[] prompt, int[] tokens, float[] invFreq, float[][] prefillLogits,
-                      int prefillFirst, float[][] decodeLogits, boolean marginOk) {
+                      int prefillFirst, float[][] decodeLogits, boolean marginOk, float[] defaultInvFreq) {
 
     /** The format versions this reader takes. */
-    static final List<Integer> FORMAT_VERSIONS = List.of(1, 2);
+    static final List<Integer> FORMAT_VERSIONS = List.of(1, 2, 3);
 
     /** The model names of {@code OUT_DIR/index.json}. */
     @SuppressWarnings("unchecked")
@@ -46,11 +48,9 @@ record ReferenceModel(String name, Path modelDir, int[] prompt, int[] tokens, fl
         int[] prompt = ints((List<Object>) ref.get("prompt"));
         int[] tokens = ints((List<Object>) ref.get("tokens"));
         Map<String, Object> rope = (Map<String, Object>) ref.get("rope");
-        List<Object> inv = (List<Object>) rope.get("inv_freq");
-        float[] invFreq = new float[inv.size()];
-        for (int i = 0; i < invFreq.length; i++) {
-            invFreq[i] = ((Number) inv.get(i)).floatValue();
-        }
+        float[] invFreq = floats((List<Object>) rope.get("inv_freq"));
+        List<Object> defaults = (List<Object>) rope.get("default_inv_freq");
+        float[] defaultInvFreq = defaults == null ? null : floats(defaults);
         Map<String, Object> prefillMeta = (Map<String, Object>) ref.get("prefill_logits");
         float[][] prefill = matrix(dir, prefillMeta);
         int first = ((Number) prefillMeta.getOrDefault("first_position", 0)).intValue();
@@ -62,7 +62,16 @@ record ReferenceModel(String name, Path modelDir, int[] prompt, int[] tokens, fl
         float[][] decode = matrix(dir, (Map<String, Object>) ref.get("decode_logits"));
         Object ok = ref.get("margin_ok");
         return new ReferenceModel(name, dir.resolve((String) ref.getOrDefault("model_dir", "model")), prompt, tokens,
-                invFreq, prefill, first, decode, Boolean.TRUE.equals(ok));
+                invFreq, prefill, first, decode, Boolean.TRUE.equals(ok), defaultInvFreq);
+    }
+
+    /** JSON numbers as fp32 (the script writes each fp32 value as the double it is, so this is exact). */
+    private static float[] floats(List<Object> values) {
+        float[] out = new float[values.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = ((Number) values.get(i)).floatValue();
+        }
+        return out;
     }
 
     private static int[] ints(List<Object> values) {

@@ -47,14 +47,14 @@ class ReferenceModelTest {
         writeRows(dir.resolve("decode_logits.f32"), prompt, 2);
         Files.writeString(dir.resolve("reference.json"), """
                 {"format_version": %d, "name": "%s", "model_dir": "model",
-                 "rope": {"inv_freq": [1.0, 0.5]},
+                 "rope": {"inv_freq": [1.0, 0.5]%s},
                  "prompt": [%s], "tokens": [2, 1, 0],
                  "prefill_logits": {"file": "prefill_logits.f32", "shape": [%d, %d]%s,
                                     "dtype": "float32", "byte_order": "little"},
                  "decode_logits": {"file": "decode_logits.f32", "shape": [2, %d], "dtype": "float32",
                                    "byte_order": "little"},
                  "margin_ok": true}
-                """.formatted(version, name, ids, rows, VOCAB,
+                """.formatted(version, name, version >= 3 ? ", \"default_inv_freq\": [1.0, 0.8]" : "", ids, rows, VOCAB,
                 firstPosition == null ? "" : ", \"first_position\": " + firstPosition, VOCAB));
         return dir;
     }
@@ -90,6 +90,15 @@ class ReferenceModelTest {
     }
 
     @Test
+    void readsVersion3WithTheDefaultFrequencies() throws IOException {
+        write("rope64", 3, 8, 8, 0);
+        ReferenceModel m = ReferenceModel.read(root, "rope64");
+        assertArrayEquals(new float[] {1f, 0.8f}, m.defaultInvFreq());
+        assertArrayEquals(new float[] {1f, 0.5f}, m.invFreq());
+        assertEquals(null, ReferenceModel.read(root, write("v2", 2, 8, 8, 0).getFileName().toString()).defaultInvFreq());
+    }
+
+    @Test
     void refusesRowsThatDoNotEndAtThePromptsLastPosition() throws IOException {
         write("short", 2, 20, 8, 10);
         IOException e = assertThrows(IOException.class, () -> ReferenceModel.read(root, "short"));
@@ -100,9 +109,9 @@ class ReferenceModelTest {
 
     @Test
     void refusesAnUnknownFormatVersion() throws IOException {
-        write("v3", 3, 4, 4, 0);
-        IOException e = assertThrows(IOException.class, () -> ReferenceModel.read(root, "v3"));
-        assertTrue(e.getMessage().contains("format_version 3"), e.getMessage());
+        write("v4", 4, 4, 4, 0);
+        IOException e = assertThrows(IOException.class, () -> ReferenceModel.read(root, "v4"));
+        assertTrue(e.getMessage().contains("format_version 4"), e.getMessage());
     }
 
     @Test

@@ -108,11 +108,66 @@ class ModelFolderTest {
         }
         List<TestFiles.Tensor> typed = new ArrayList<>(tensorsOf(C));
         TestFiles.Tensor n = typed.get(1);
-        typed.set(1, new TestFiles.Tensor(n.name(), "F16", n.shape(), n.data()));
+        // Right shape, a dtype the engine cannot read (an int16 tensor of the same bytes).
+        typed.set(1, new TestFiles.Tensor(n.name(), "I16", n.shape(), n.data()));
         TestFiles.write(dir.resolve("model.safetensors"), typed);
         try (ModelFolder f = ModelFolder.open(dir)) {
             mentions(assertThrows(ModelFileException.class, () -> LlamaTensors.check(f, C)),
-                    "model.layers.0.input_layernorm.weight", "is F16", "BF16");
+                    "model.layers.0.input_layernorm.weight", "is I16", "BF16", "F16 or F32");
+        }
+    }
+
+    /** Issue 29: unused tensors of newer or unknown dtypes are ignored with a warning, needed ones refused by name. */
+    @Test
+    void unusedTensorsOfNewerDtypesAreIgnoredNeededOnesRefused() throws IOException {
+        List<TestFiles.Tensor> all = new ArrayList<>(tensorsOf(C));
+        all.add(new TestFiles.Tensor("model.layers.0.mlp.down_proj.weight_scale", "F8_E8M0", new long[] {8, 1},
+                new byte[8]));
+        all.add(new TestFiles.Tensor("model.layers.0.mlp.down_proj.weight_packed", "F4", new long[] {8, 4},
+                new byte[16]));
+        all.add(new TestFiles.Tensor("model.future", "F3_E1M1", new long[] {5}, new byte[7]));
+        all.add(new TestFiles.Tensor("model.layers.0.self_attn.rotary_emb.inv_freq", "F32", new long[] {2},
+                new byte[8]));
+        TestFiles.write(dir.resolve("model.safetensors"), all);
+        try (ModelFolder f = ModelFolder.open(dir)) {
+            LlamaTensors.Checked checked = LlamaTensors.check(f, C);
+            assertEquals(List.of("model.layers.0.mlp.down_proj.weight_scale (F8_E8M0)",
+                    "model.layers.0.mlp.down_proj.weight_packed (F4)", "model.future (F3_E1M1)"), checked.ignored());
+            assertEquals(java.util.Set.of(TensorDType.BF16), checked.dtypes());
+            assertTrue(!checked.converts());
+        }
+        // A needed tensor of such a dtype is refused, named, with its dtype.
+        List<TestFiles.Tensor> needed = new ArrayList<>(tensorsOf(C));
+        TestFiles.Tensor down = needed.get(9);
+        assertEquals("model.layers.0.mlp.down_proj.weight", down.name());
+        needed.set(9, new TestFiles.Tensor(down.name(), "F8_E8M0", down.shape(), new byte[down.data().length / 2]));
+        TestFiles.write(dir.resolve("model.safetensors"), needed);
+        try (ModelFolder f = ModelFolder.open(dir)) {
+            mentions(assertThrows(ModelFileException.class, () -> LlamaTensors.check(f, C)),
+                    "model.layers.0.mlp.down_proj.weight", "is F8_E8M0", "BF16");
+        }
+        needed.set(9, new TestFiles.Tensor(down.name(), "F3_E1M1", down.shape(), down.data()));
+        TestFiles.write(dir.resolve("model.safetensors"), needed);
+        try (ModelFolder f = ModelFolder.open(dir)) {
+            mentions(assertThrows(ModelFileException.class, () -> LlamaTensors.check(f, C)),
+                    "model.layers.0.mlp.down_proj.weight", "is F3_E1M1");
+        }
+    }
+
+    /** float16 and float32 tensors pass the check (converted while loading); the check says which dtypes it read. */
+    @Test
+    void halfAndSingleTensorsPassAndAreReported() throws IOException {
+        List<TestFiles.Tensor> all = new ArrayList<>(tensorsOf(C));
+        TestFiles.Tensor q = all.get(2);
+        all.set(2, new TestFiles.Tensor(q.name(), "F32", q.shape(), new byte[q.data().length * 2]));
+        TestFiles.Tensor n = all.get(1);
+        all.set(1, new TestFiles.Tensor(n.name(), "F16", n.shape(), n.data()));
+        TestFiles.write(dir.resolve("model.safetensors"), all);
+        try (ModelFolder f = ModelFolder.open(dir)) {
+            LlamaTensors.Checked checked = LlamaTensors.check(f, C);
+            assertEquals(java.util.Set.of(TensorDType.BF16, TensorDType.F16, TensorDType.F32), checked.dtypes());
+            assertTrue(checked.converts());
+            assertEquals(List.of(), checked.ignored());
         }
     }
 

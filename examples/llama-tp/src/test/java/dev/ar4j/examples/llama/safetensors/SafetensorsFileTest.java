@@ -98,11 +98,34 @@ class SafetensorsFileTest {
         mentions(refused(tail), tail.toString(), "5 bytes after the last tensor");
     }
 
+    /** A dtype this reader does not know opens (its bytes unchecked against its shape); newer ones are sized. */
+    @Test
+    void unknownAndNewerDtypesOpen() throws IOException {
+        Path f = TestFiles.raw(dir.resolve("d.safetensors"), "{\"w\":{\"dtype\":\"BF17\",\"shape\":[1],"
+                + "\"data_offsets\":[0,3]},\"s\":{\"dtype\":\"F8_E8M0\",\"shape\":[2,2],\"data_offsets\":[3,7]},"
+                + "\"b\":{\"dtype\":\"F4\",\"shape\":[2,3],\"data_offsets\":[7,10]},"
+                + "\"c\":{\"dtype\":\"C64\",\"shape\":[1],\"data_offsets\":[10,18]}}", List.of(new byte[18]));
+        try (SafetensorsFile file = SafetensorsFile.open(f)) {
+            TensorEntry w = file.tensors().get("w");
+            assertEquals(TensorDType.UNKNOWN, w.dtype());
+            assertEquals("BF17", w.dtypeName());
+            assertEquals(3, file.data(w).byteSize());
+            assertEquals(TensorDType.F8_E8M0, file.tensors().get("s").dtype());
+            assertEquals(TensorDType.F4, file.tensors().get("b").dtype());
+            assertEquals(TensorDType.C64, file.tensors().get("c").dtype());
+            assertEquals("F8_E8M0", file.tensors().get("s").dtypeName());
+        }
+        // A known newer dtype is still sized: 4 F8_E8M0 elements are 4 bytes, not 5.
+        Path wrong = TestFiles.raw(dir.resolve("w.safetensors"),
+                "{\"s\":{\"dtype\":\"F8_E8M0\",\"shape\":[4],\"data_offsets\":[0,5]}}", List.of(new byte[5]));
+        mentions(refused(wrong), "tensor 's'", "hold 5 bytes", "is 4 bytes");
+    }
+
     @Test
     void misTypedHeaders() throws IOException {
-        Path unknown = TestFiles.raw(dir.resolve("d.safetensors"),
-                "{\"w\":{\"dtype\":\"BF17\",\"shape\":[1],\"data_offsets\":[0,2]}}", List.of(new byte[2]));
-        mentions(refused(unknown), unknown.toString(), "tensor 'w'", "unknown dtype 'BF17'", "BF16");
+        Path f4 = TestFiles.raw(dir.resolve("f4.safetensors"),
+                "{\"w\":{\"dtype\":\"F4\",\"shape\":[3],\"data_offsets\":[0,2]}}", List.of(new byte[2]));
+        mentions(refused(f4), "tensor 'w'", "3 elements of F4", "not a whole number of bytes");
         Path sizeMismatch = TestFiles.raw(dir.resolve("s.safetensors"),
                 "{\"w\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,6]}}", List.of(new byte[6]));
         mentions(refused(sizeMismatch), "tensor 'w'", "hold 6 bytes", "is 12 bytes");

@@ -10,17 +10,17 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** Writes safetensors files for the tests: the real layout, or deliberately broken ones. */
-final class TestFiles {
+public final class TestFiles {
 
     private TestFiles() {
     }
 
     /** A tensor to write: its name, dtype, shape and bytes. */
-    record Tensor(String name, String dtype, long[] shape, byte[] data) {
+    public record Tensor(String name, String dtype, long[] shape, byte[] data) {
     }
 
     /** A well-formed file holding the tensors back to back, in order. */
-    static Path write(Path file, List<Tensor> tensors) throws IOException {
+    public static Path write(Path file, List<Tensor> tensors) throws IOException {
         StringBuilder json = new StringBuilder("{\"__metadata__\":{\"format\":\"pt\"}");
         long at = 0;
         for (Tensor t : tensors) {
@@ -63,7 +63,7 @@ final class TestFiles {
     }
 
     /** {@code n} bytes 0, 1, 2, ... */
-    static byte[] counting(int n) {
+    public static byte[] counting(int n) {
         byte[] b = new byte[n];
         for (int i = 0; i < n; i++) {
             b[i] = (byte) i;

@@ -45,16 +45,18 @@ class ShardPlanTest {
 
     @Test
     void columnParallelQkvHoldsTheRanksHeads() {
-        for (int tp : new int[] {1, 2}) {
+        // TP 4 replicates C's 2 KV heads: ranks 0 and 1 hold KV head 0, ranks 2 and 3 KV head 1.
+        for (int tp : new int[] {1, 2, 4}) {
             TensorParallelLayout l = new TensorParallelLayout(C, tp);
             for (int rank = 0; rank < tp; rank++) {
                 long[] qkv = materialise(ShardPlan.forRank(l, rank)).get(WeightName.of(Kind.QKV, 1));
                 int h = C.hiddenSize();
                 int q = l.queryWidthPerRank();
                 int kv = l.keyValueWidthPerRank();
+                int kvFirst = (tp <= C.numKeyValueHeads() ? rank * l.kvHeadsPerRank() : rank / (tp / 2)) * C.headDim();
                 for (int row = 0; row < l.qkvWidthPerRank(); row++) {
                     long expectedRow = row < q ? rank * q + row
-                            : row < q + kv ? rank * kv + (row - q) : rank * kv + (row - q - kv);
+                            : row < q + kv ? kvFirst + (row - q) : kvFirst + (row - q - kv);
                     for (int c = 0; c < h; c++) {
                         assertEquals(expectedRow * h + c, qkv[row * h + c], "tp " + tp + " rank " + rank + " row " + row);
                     }
@@ -96,7 +98,8 @@ class ShardPlanTest {
 
     @Test
     void vocabularyShardsCoverEveryRowOnceAndPadWithZeros() {
-        for (int tp : new int[] {1, 2}) {
+        // 37 rows: TP 2 pads 3 rows (2 x 24 = 48), TP 4 has a last rank of padding only (16 rows a rank).
+        for (int tp : new int[] {1, 2, 4}) {
             TensorParallelLayout l = new TensorParallelLayout(C, tp);
             boolean[] seen = new boolean[C.vocabSize()];
             for (int rank = 0; rank < tp; rank++) {

@@ -55,10 +55,11 @@ class TensorParallelLayoutTest {
                 () -> new TensorParallelLayout(small(6, 6, 12, 10), 4));
         assertTrue(heads.getMessage().contains("num_attention_heads 6"), heads.getMessage());
         assertTrue(heads.getMessage().contains("whole attention heads"), heads.getMessage());
+        // 6 divides the 12 heads but neither divides nor is a multiple of the 4 KV heads.
         IllegalArgumentException kv = assertThrows(IllegalArgumentException.class,
-                () -> new TensorParallelLayout(SyntheticModels.byName("llama3-8b"), 16));
-        assertTrue(kv.getMessage().contains("num_key_value_heads 8"), kv.getMessage());
-        assertTrue(kv.getMessage().contains("at most 8"), kv.getMessage());
+                () -> new TensorParallelLayout(small(12, 4, 12, 10), 6));
+        assertTrue(kv.getMessage().contains("num_key_value_heads 4"), kv.getMessage());
+        assertTrue(kv.getMessage().contains("replicated"), kv.getMessage());
         IllegalArgumentException mlp = assertThrows(IllegalArgumentException.class,
                 () -> new TensorParallelLayout(small(4, 4, 18, 10), 4));
         assertTrue(mlp.getMessage().contains("intermediate_size 18"), mlp.getMessage());
@@ -68,7 +69,7 @@ class TensorParallelLayoutTest {
     @Test
     void everyRanksQueryHeadsReadItsOwnKvHeads() {
         LlamaConfig c = small(16, 4, 16, 10);
-        for (int tp : new int[] {1, 2, 4}) {
+        for (int tp : new int[] {1, 2, 4, 8, 16}) {
             TensorParallelLayout l = new TensorParallelLayout(c, tp);
             int group = l.headsPerRank() / l.kvHeadsPerRank();
             for (int rank = 0; rank < tp; rank++) {
@@ -78,6 +79,58 @@ class TensorParallelLayoutTest {
                 }
             }
         }
+    }
+
+    @Test
+    void replicatesKvHeadsWhenTheDegreeIsAMultipleOfThem() {
+        // llama3-8b (32 heads, 8 KV heads) at TP 16: each KV head on 2 ranks, each rank 2 query heads of one group.
+        TensorParallelLayout l = new TensorParallelLayout(SyntheticModels.byName("llama3-8b"), 16);
+        assertEquals(2, l.headsPerRank());
+        assertEquals(1, l.kvHeadsPerRank());
+        assertEquals(2, l.kvReplicas());
+        assertEquals(128, l.keyValueWidthPerRank());
+        assertEquals(2 * 128 + 2 * 128, l.qkvWidthPerRank());
+        for (int rank = 0; rank < 16; rank++) {
+            assertEquals(rank / 2, l.firstKvHead(rank), "rank " + rank);
+        }
+        // vLLM's rule: 4 KV heads at TP 8 (8 heads): ranks 2k and 2k + 1 hold KV head k.
+        TensorParallelLayout small = new TensorParallelLayout(small(8, 4, 16, 4001), 8);
+        assertEquals(1, small.headsPerRank());
+        assertEquals(1, small.kvHeadsPerRank());
+        assertEquals(2, small.kvReplicas());
+        assertEquals(3, small.firstKvHead(7));
+        // Without replication nothing changes.
+        TensorParallelLayout four = new TensorParallelLayout(small(8, 4, 16, 4001), 4);
+        assertEquals(1, four.kvReplicas());
+        assertEquals(3, four.firstKvHead(3));
+        // MHA (KV heads = heads) at any degree that divides the heads.
+        TensorParallelLayout mha = new TensorParallelLayout(small(8, 8, 16, 10), 8);
+        assertEquals(1, mha.kvHeadsPerRank());
+        assertEquals(1, mha.kvReplicas());
+        assertEquals(5, mha.firstKvHead(5));
+    }
+
+    @Test
+    void padsAVocabularyTheDegreeDoesNotDivide() {
+        // 4001 = 4 * 1000 + 1 = 8 * 500 + 1: every rank holds real rows, the last ones fewer, padding zero rows.
+        for (int tp : new int[] {4, 8}) {
+            TensorParallelLayout l = new TensorParallelLayout(small(8, 2, 16, 4001), tp);
+            assertEquals(0, l.vocabPerRank() % TensorParallelLayout.VOCAB_ALIGNMENT);
+            assertTrue((long) l.vocabPerRank() * tp >= 4001);
+            int covered = 0;
+            for (int rank = 0; rank < tp; rank++) {
+                assertEquals(covered, l.vocabStart(rank), "tp " + tp + " rank " + rank + " starts where the last ended");
+                assertTrue(l.vocabEnd(rank) > l.vocabStart(rank), "tp " + tp + " rank " + rank + " holds real rows");
+                covered = l.vocabEnd(rank);
+                if (rank < tp - 1) {
+                    assertEquals(l.vocabStart(rank) + l.vocabPerRank(), l.vocabEnd(rank));
+                }
+            }
+            assertEquals(4001, covered);
+            assertTrue(l.paddedVocab() > 4001, "tp " + tp + " pads");
+        }
+        assertEquals(1008, new TensorParallelLayout(small(8, 2, 16, 4001), 4).vocabPerRank());
+        assertEquals(504, new TensorParallelLayout(small(8, 2, 16, 4001), 8).vocabPerRank());
     }
 
     @Test
