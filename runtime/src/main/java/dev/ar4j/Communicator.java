@@ -824,20 +824,6 @@ public final class Communicator implements AutoCloseable {
         }
 
         /**
-         * The algorithm policy by name, as configuration writes it ({@link Algorithm#parse}).
-         *
-         * @param policy a policy's name, case-insensitive
-         * @return this builder
-         * @throws NullPointerException if {@code policy} is {@code null}
-         * @throws IllegalArgumentException if {@code policy} names no policy (the message lists those accepted)
-         * @deprecated pass the {@link Algorithm} instead ({@link #algorithmPolicy(Algorithm)}); to be removed
-         */
-        @Deprecated(forRemoval = true)
-        public Builder algorithmPolicy(String policy) {
-            return algorithmPolicy(Algorithm.parse(Objects.requireNonNull(policy, "policy"), "algorithmPolicy(..)"));
-        }
-
-        /**
          * Lifts (true) or keeps (false) the PCIe gate for more than two GPUs without full NVLink.
          *
          * @param force {@code true} to allow the custom kernels on PCIe-only groups of more than two GPUs,

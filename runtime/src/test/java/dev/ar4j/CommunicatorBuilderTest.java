@@ -23,7 +23,7 @@ class CommunicatorBuilderTest {
     @Test
     void unknownAlgorithmPolicyIsRejectedWithTheAcceptedValues() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> Communicator.builder().algorithmPolicy("fastest").rank(0).worldSize(2).build());
+                () -> Algorithm.parse("fastest", "AR4J_ALGORITHM"));
         assertTrue(e.getMessage().contains("fastest"), e.getMessage());
         assertTrue(e.getMessage().contains("auto, 1stage, oneshot, force_1stage, 2stage, twoshot, force_2stage, push, lamport, nccl"), e.getMessage());
     }

@@ -1,5 +1,6 @@
 package dev.ar4j.examples.llama.it;
 
+import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.examples.llama.config.ConfigReader;
 import dev.ar4j.examples.llama.config.LlamaConfig;
 import dev.ar4j.examples.llama.config.RopeScaling;
@@ -121,7 +122,7 @@ class LlamaReferenceIT {
         if (!ref.marginOk()) {
             System.out.println(name + ": the reference says margin_ok=false: a near tie may flip a greedy token");
         }
-        List<RankRun> ranks = run(ref, c, tp, "auto");
+        List<RankRun> ranks = run(ref, c, tp, Algorithm.AUTO);
         RankRun r0 = ranks.get(0);
         for (int r = 1; r < ranks.size(); r++) {
             RankRun other = ranks.get(r);
@@ -158,7 +159,7 @@ class LlamaReferenceIT {
         System.out.printf(Locale.ROOT, "%s: worst relative logit error %.5f (tolerance %.3f)%n", label, worst, TOLERANCE);
         assertArrayEquals(ref.tokens(), r0.tokens(), label + " greedy tokens (prefill + 32 decode steps)");
         if (tp == 1) {
-            RankRun nccl = run(ref, c, 1, "nccl").get(0);
+            RankRun nccl = run(ref, c, 1, Algorithm.NCCL).get(0);
             assertArrayEquals(r0.tokens(), nccl.tokens(), label + " --comm nccl tokens");
             for (int s = 0; s < r0.decode().length; s++) {
                 assertArrayEquals(r0.decode()[s], nccl.decode()[s], label + " --comm nccl decode step " + s + " bits");
@@ -257,7 +258,7 @@ class LlamaReferenceIT {
         return Math.max(CONTEXT, need);
     }
 
-    static List<RankRun> run(ReferenceModel ref, LlamaConfig c, int tp, String policy) {
+    static List<RankRun> run(ReferenceModel ref, LlamaConfig c, int tp, Algorithm policy) {
         TensorParallelLayout layout = new TensorParallelLayout(c, tp);
         int p = ref.prompt().length;
         int steps = ref.decodeLogits().length;
