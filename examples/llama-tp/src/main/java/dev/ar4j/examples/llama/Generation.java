@@ -1,7 +1,6 @@
 package dev.ar4j.examples.llama;
 
 import dev.ar4j.examples.llama.engine.RankEngine;
-import dev.ar4j.examples.llama.generate.GreedySteps;
 
 /** A rank's engine as the greedy loop's steps, and the check of verify steps against decode steps. */
 final class Generation {

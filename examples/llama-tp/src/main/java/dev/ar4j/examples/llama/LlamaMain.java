@@ -3,12 +3,12 @@ package dev.ar4j.examples.llama;
 import dev.ar4j.examples.llama.cli.LlamaCommand;
 import dev.ar4j.examples.llama.cli.LlamaOptions;
 import dev.ar4j.examples.llama.cli.RunMode;
-import dev.ar4j.examples.llama.config.ConfigReader;
-import dev.ar4j.examples.llama.config.LlamaConfig;
-import dev.ar4j.examples.llama.config.ModelFileException;
-import dev.ar4j.examples.llama.config.SyntheticModels;
+import dev.ar4j.examples.llama.model.ConfigReader;
+import dev.ar4j.examples.llama.model.LlamaConfig;
+import dev.ar4j.examples.llama.model.ModelFileException;
+import dev.ar4j.examples.llama.model.SyntheticModels;
 import dev.ar4j.examples.llama.text.Tokenizer;
-import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
 import picocli.CommandLine;
 
 import java.io.InputStream;

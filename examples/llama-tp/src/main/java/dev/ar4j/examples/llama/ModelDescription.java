@@ -1,9 +1,9 @@
 package dev.ar4j.examples.llama;
 
 import dev.ar4j.examples.llama.cli.LlamaOptions;
-import dev.ar4j.examples.llama.config.LlamaConfig;
-import dev.ar4j.examples.llama.weights.ShardPlan;
-import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import dev.ar4j.examples.llama.model.LlamaConfig;
+import dev.ar4j.examples.llama.model.ShardPlan;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
 
 import java.util.Locale;
 

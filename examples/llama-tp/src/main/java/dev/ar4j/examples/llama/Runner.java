@@ -2,7 +2,6 @@ package dev.ar4j.examples.llama;
 
 import dev.ar4j.Communicator;
 import dev.ar4j.dispatch.Algorithm;
-import dev.ar4j.examples.llama.bench.BenchTable;
 import dev.ar4j.examples.llama.cli.AnswerFormat;
 import dev.ar4j.examples.llama.cli.CommMode;
 import dev.ar4j.examples.llama.cli.LlamaOptions;
@@ -13,14 +12,11 @@ import dev.ar4j.examples.llama.engine.RankGroup;
 import dev.ar4j.examples.llama.engine.StepKind;
 import dev.ar4j.examples.llama.engine.StepTiming;
 import dev.ar4j.examples.llama.engine.StepTiming.Figures;
-import dev.ar4j.examples.llama.generate.AnswerPrinter;
-import dev.ar4j.examples.llama.generate.Generated;
-import dev.ar4j.examples.llama.generate.GreedyLoop;
-import dev.ar4j.examples.llama.safetensors.ModelFolder;
+import dev.ar4j.examples.llama.model.ModelFolder;
 import dev.ar4j.examples.llama.text.TextStream;
 import dev.ar4j.examples.llama.text.Tokenizer;
-import dev.ar4j.examples.llama.weights.LlamaTensors;
-import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import dev.ar4j.examples.llama.model.LlamaTensors;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
 
 import java.io.PrintStream;
 import java.time.Duration;

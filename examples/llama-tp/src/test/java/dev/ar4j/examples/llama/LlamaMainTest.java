@@ -2,8 +2,8 @@ package dev.ar4j.examples.llama;
 
 import dev.ar4j.examples.llama.cli.LlamaOptions;
 import dev.ar4j.examples.llama.cli.LlamaCommand;
-import dev.ar4j.examples.llama.config.SyntheticModels;
-import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import dev.ar4j.examples.llama.model.SyntheticModels;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -3,7 +3,6 @@ package dev.ar4j.examples.llama;
 import dev.ar4j.examples.llama.cli.AnswerFormat;
 import dev.ar4j.examples.llama.cli.LlamaCommand;
 import dev.ar4j.examples.llama.cli.LlamaOptions;
-import dev.ar4j.examples.llama.generate.AnswerPrinter;
 import dev.ar4j.examples.llama.text.Tokenizer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

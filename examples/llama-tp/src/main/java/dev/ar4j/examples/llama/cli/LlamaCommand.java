@@ -1,6 +1,6 @@
 package dev.ar4j.examples.llama.cli;
 
-import dev.ar4j.examples.llama.config.SyntheticModels;
+import dev.ar4j.examples.llama.model.SyntheticModels;
 import picocli.AutoComplete;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;

@@ -1,6 +1,6 @@
 package dev.ar4j.examples.llama.cli;
 
-import dev.ar4j.examples.llama.config.LlamaConfig;
+import dev.ar4j.examples.llama.model.LlamaConfig;
 
 import java.nio.file.Path;
 import java.util.List;

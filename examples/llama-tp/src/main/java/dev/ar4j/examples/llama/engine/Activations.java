@@ -1,7 +1,7 @@
 package dev.ar4j.examples.llama.engine;
 
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
 
 import java.util.ArrayList;
 import java.util.List;

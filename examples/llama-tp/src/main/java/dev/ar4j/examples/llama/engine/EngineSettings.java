@@ -1,6 +1,6 @@
 package dev.ar4j.examples.llama.engine;
 
-import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
 
 /**
  * How one rank's engine is set up.

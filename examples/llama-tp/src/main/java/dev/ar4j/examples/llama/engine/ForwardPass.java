@@ -4,11 +4,10 @@ import dev.ar4j.Communicator;
 import dev.ar4j.DType;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.examples.llama.config.LlamaConfig;
-import dev.ar4j.examples.llama.cublas.Cublas;
-import dev.ar4j.examples.llama.weights.TensorParallelLayout;
-import dev.ar4j.examples.llama.weights.WeightName;
-import dev.ar4j.examples.llama.weights.WeightName.Kind;
+import dev.ar4j.examples.llama.model.LlamaConfig;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
+import dev.ar4j.examples.llama.model.WeightName;
+import dev.ar4j.examples.llama.model.WeightName.Kind;
 
 /**
  * Enqueues one step of the decoder on a rank's stream for {@code t} tokens whose ids and

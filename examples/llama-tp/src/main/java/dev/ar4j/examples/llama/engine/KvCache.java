@@ -1,7 +1,7 @@
 package dev.ar4j.examples.llama.engine;
 
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
 
 /**
  * One rank's key and value caches: per layer, {@code positions x kvHeadsPerRank x head_dim} bf16

@@ -1,6 +1,5 @@
 package dev.ar4j.examples.llama.engine;
 
-import dev.ar4j.examples.llama.kernels.LlamaKernelsLibrary;
 import dev.ar4j.examples.llama.kernels.bindings.kernels_h;
 
 import java.lang.foreign.MemorySegment;

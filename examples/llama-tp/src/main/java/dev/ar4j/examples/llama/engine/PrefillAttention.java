@@ -1,8 +1,7 @@
 package dev.ar4j.examples.llama.engine;
 
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.examples.llama.cublas.Cublas;
-import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -7,11 +7,10 @@ import dev.ar4j.cuda.Cuda;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceAttribute;
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.examples.llama.cublas.Cublas;
 import dev.ar4j.examples.llama.kernels.bindings.kernels_h;
-import dev.ar4j.examples.llama.safetensors.ModelFolder;
-import dev.ar4j.examples.llama.weights.ShardPlan;
-import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import dev.ar4j.examples.llama.model.ModelFolder;
+import dev.ar4j.examples.llama.model.ShardPlan;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
 
 import java.io.PrintStream;
 import java.lang.foreign.ValueLayout;

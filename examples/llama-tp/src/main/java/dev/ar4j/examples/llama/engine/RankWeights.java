@@ -1,9 +1,9 @@
 package dev.ar4j.examples.llama.engine;
 
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.examples.llama.config.RotaryFrequencies;
-import dev.ar4j.examples.llama.weights.ShardPlan;
-import dev.ar4j.examples.llama.weights.WeightName;
+import dev.ar4j.examples.llama.model.RotaryFrequencies;
+import dev.ar4j.examples.llama.model.ShardPlan;
+import dev.ar4j.examples.llama.model.WeightName;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

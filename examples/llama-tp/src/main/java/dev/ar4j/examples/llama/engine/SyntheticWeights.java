@@ -1,9 +1,9 @@
 package dev.ar4j.examples.llama.engine;
 
 import dev.ar4j.cuda.CudaStream;
-import dev.ar4j.examples.llama.weights.ShardPiece;
-import dev.ar4j.examples.llama.weights.ShardPlan;
-import dev.ar4j.examples.llama.weights.WeightName.Kind;
+import dev.ar4j.examples.llama.model.ShardPiece;
+import dev.ar4j.examples.llama.model.ShardPlan;
+import dev.ar4j.examples.llama.model.WeightName.Kind;
 
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;

@@ -2,12 +2,12 @@ package dev.ar4j.examples.llama.engine;
 
 import dev.ar4j.cuda.DeviceBuffer;
 import dev.ar4j.cuda.PinnedHostBuffer;
-import dev.ar4j.examples.llama.safetensors.ModelFolder;
-import dev.ar4j.examples.llama.safetensors.TensorDType;
-import dev.ar4j.examples.llama.weights.BFloat16;
-import dev.ar4j.examples.llama.weights.LlamaTensors;
-import dev.ar4j.examples.llama.weights.ShardPiece;
-import dev.ar4j.examples.llama.weights.ShardPlan;
+import dev.ar4j.examples.llama.model.ModelFolder;
+import dev.ar4j.examples.llama.model.TensorDType;
+import dev.ar4j.examples.llama.model.BFloat16;
+import dev.ar4j.examples.llama.model.LlamaTensors;
+import dev.ar4j.examples.llama.model.ShardPiece;
+import dev.ar4j.examples.llama.model.ShardPlan;
 
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;

@@ -1,6 +1,6 @@
 package dev.ar4j.examples.llama.text;
 
-import dev.ar4j.examples.llama.config.ModelFileException;
+import dev.ar4j.examples.llama.model.ModelFileException;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;

@@ -1,8 +1,8 @@
 package dev.ar4j.examples.llama.text;
 
 import com.fasterxml.jackson.jr.ob.JSON;
-import dev.ar4j.examples.llama.config.JsonValues;
-import dev.ar4j.examples.llama.config.ModelFileException;
+import dev.ar4j.examples.llama.model.JsonValues;
+import dev.ar4j.examples.llama.model.ModelFileException;
 
 import java.io.IOException;
 import java.nio.file.Files;

@@ -1,7 +1,7 @@
 package dev.ar4j.examples.llama.text;
 
-import dev.ar4j.examples.llama.config.JsonValues;
-import dev.ar4j.examples.llama.config.ModelFileException;
+import dev.ar4j.examples.llama.model.JsonValues;
+import dev.ar4j.examples.llama.model.ModelFileException;
 
 import java.nio.file.Path;
 import java.util.List;

@@ -1,6 +1,6 @@
 package dev.ar4j.examples.llama.cli;
 
-import dev.ar4j.examples.llama.config.SyntheticModels;
+import dev.ar4j.examples.llama.model.SyntheticModels;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;
@@ -214,7 +214,7 @@ class LlamaCommandTest {
         LlamaOptions unset = LlamaCommand.parse("--synthetic", "tiny");
         assertEquals(0, unset.context());
         assertEquals(2048, unset.forModel(tiny).context());
-        var small = new dev.ar4j.examples.llama.config.LlamaConfig(tiny.hiddenSize(), tiny.intermediateSize(),
+        var small = new dev.ar4j.examples.llama.model.LlamaConfig(tiny.hiddenSize(), tiny.intermediateSize(),
                 tiny.numHiddenLayers(), tiny.numAttentionHeads(), tiny.numKeyValueHeads(), tiny.headDim(),
                 tiny.vocabSize(), 256, tiny.rmsNormEps(), tiny.ropeTheta(), tiny.ropeScaling(),
                 tiny.tieWordEmbeddings(), tiny.torchDtype());

@@ -1,8 +1,8 @@
 package dev.ar4j.examples.llama.engine;
 
 import dev.ar4j.Communicator;
-import dev.ar4j.examples.llama.config.SyntheticModels;
-import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import dev.ar4j.examples.llama.model.SyntheticModels;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,7 +1,7 @@
 package dev.ar4j.examples.llama.engine;
 
-import dev.ar4j.examples.llama.config.SyntheticModels;
-import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import dev.ar4j.examples.llama.model.SyntheticModels;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;

@@ -1,15 +1,15 @@
 package dev.ar4j.examples.llama.engine;
 
-import dev.ar4j.examples.llama.config.LlamaConfig;
-import dev.ar4j.examples.llama.config.ModelFileException;
-import dev.ar4j.examples.llama.safetensors.ModelFolder;
-import dev.ar4j.examples.llama.safetensors.TensorDType;
-import dev.ar4j.examples.llama.safetensors.TestFiles;
-import dev.ar4j.examples.llama.weights.BFloat16;
-import dev.ar4j.examples.llama.weights.LlamaTensors;
-import dev.ar4j.examples.llama.weights.ShardPiece;
-import dev.ar4j.examples.llama.weights.ShardPlan;
-import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import dev.ar4j.examples.llama.model.LlamaConfig;
+import dev.ar4j.examples.llama.model.ModelFileException;
+import dev.ar4j.examples.llama.model.ModelFolder;
+import dev.ar4j.examples.llama.model.TensorDType;
+import dev.ar4j.examples.llama.model.TestFiles;
+import dev.ar4j.examples.llama.model.BFloat16;
+import dev.ar4j.examples.llama.model.LlamaTensors;
+import dev.ar4j.examples.llama.model.ShardPiece;
+import dev.ar4j.examples.llama.model.ShardPlan;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

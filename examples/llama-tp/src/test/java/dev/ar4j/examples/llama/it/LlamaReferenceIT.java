@@ -1,16 +1,16 @@
 package dev.ar4j.examples.llama.it;
 
 import dev.ar4j.dispatch.Algorithm;
-import dev.ar4j.examples.llama.config.ConfigReader;
-import dev.ar4j.examples.llama.config.LlamaConfig;
-import dev.ar4j.examples.llama.config.RopeScaling;
-import dev.ar4j.examples.llama.config.RotaryFrequencies;
+import dev.ar4j.examples.llama.model.ConfigReader;
+import dev.ar4j.examples.llama.model.LlamaConfig;
+import dev.ar4j.examples.llama.model.RopeScaling;
+import dev.ar4j.examples.llama.model.RotaryFrequencies;
 import dev.ar4j.examples.llama.engine.EngineSettings;
 import dev.ar4j.examples.llama.engine.RankEngine;
 import dev.ar4j.examples.llama.engine.RankGroup;
-import dev.ar4j.examples.llama.safetensors.ModelFolder;
-import dev.ar4j.examples.llama.weights.LlamaTensors;
-import dev.ar4j.examples.llama.weights.TensorParallelLayout;
+import dev.ar4j.examples.llama.model.ModelFolder;
+import dev.ar4j.examples.llama.model.LlamaTensors;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;

@@ -1,0 +1,75 @@
+package dev.ar4j.examples.llama;
+
+import dev.ar4j.examples.llama.engine.StepTiming.Figures;
+import dev.ar4j.examples.llama.engine.StepTiming.Profile;
+import dev.ar4j.examples.llama.engine.StepTiming.ProfileRow;
+
+import java.io.PrintStream;
+import java.util.Locale;
+
+/**
+ * Prints bench results in the manner of nccl-tests: a commented header, one row per step kind and
+ * communication mode, fixed-width columns.
+ */
+public final class BenchTable {
+
+    private final PrintStream out;
+
+    /**
+     * A table on a stream; prints the header.
+     *
+     * @param out    where to print
+     * @param header the run's description (model, TP, devices), printed as a comment
+     */
+    public BenchTable(PrintStream out, String header) {
+        this.out = out;
+        out.println("# " + header);
+        out.printf(Locale.ROOT, "# %-10s %-8s %7s %12s %12s %10s %16s%n", "comm", "step", "tokens", "median_ms",
+                "tokens/s", "comm_%", "alloc_B/steps");
+    }
+
+    /**
+     * One row.
+     *
+     * @param comm the communication mode
+     * @param f    the figures
+     */
+    public void row(String comm, Figures f) {
+        String share = Double.isNaN(f.commShare()) ? "n/a" : String.format(Locale.ROOT, "%.1f", 100 * f.commShare());
+        String alloc = f.allocatedBytes() < 0 ? "n/a" : f.allocatedBytes() + "/" + f.loopSteps();
+        out.printf(Locale.ROOT, "  %-10s %-8s %7d %12.4f %12.1f %10s %16s%n", comm,
+                f.kind().name().toLowerCase(Locale.ROOT), f.tokens(), f.medianMillis(), f.tokensPerSecond(), share,
+                alloc);
+    }
+
+    /**
+     * A row for a mode that was not run, with the reason.
+     *
+     * @param comm   the communication mode
+     * @param reason why it was not run
+     */
+    public void skipped(String comm, String reason) {
+        out.printf(Locale.ROOT, "  %-10s not run: %s%n", comm, reason);
+    }
+
+    /**
+     * A profile of one step: a commented table, one row per kind of kernel.
+     *
+     * @param comm the communication mode
+     * @param p    the profile
+     */
+    public void profile(String comm, Profile p) {
+        double sum = p.rows().stream().mapToDouble(ProfileRow::millis).sum();
+        out.printf(Locale.ROOT, "# profile (%s): one eager %s step of %d token(s), %d keys per token; CUDA events "
+                + "around each kind of kernel (they add their own time and stop a kernel from starting early, so "
+                + "the eager step, %.4f ms, is longer than a graph replay)%n", comm,
+                p.kind().name().toLowerCase(Locale.ROOT), p.tokens(), p.contextKeys(), p.eagerMillis());
+        out.printf(Locale.ROOT, "# %-34s %6s %10s %7s %10s %8s%n", "kernels", "calls", "ms", "share", "MB", "TB/s");
+        for (ProfileRow r : p.rows()) {
+            out.printf(Locale.ROOT, "  %-34s %6d %10.4f %6.1f%% %10.2f %8.2f%n", r.section().label(), r.calls(),
+                    r.millis(), 100 * r.millis() / p.eagerMillis(), r.bytes() / 1e6, r.terabytesPerSecond());
+        }
+        out.printf(Locale.ROOT, "  %-34s %6s %10.4f %6.1f%%%n", "between the sections (events, gaps)", "",
+                p.eagerMillis() - sum, 100 * (p.eagerMillis() - sum) / p.eagerMillis());
+    }
+}
