@@ -242,7 +242,7 @@ public final class RankEngine implements AutoCloseable {
     private int lastPromptLength;
 
     /** The chunked prefill (collective), each chunk waited for; timer events around every chunk's sections. */
-    void runPrefill(int[] prompt, SectionTimer timer) {
+    private void runPrefill(int[] prompt, SectionTimer timer) {
         if (prompt.length < 1 || prompt.length > settings.prefillMax()) {
             throw new IllegalArgumentException("a prompt of " + prompt.length + " tokens; this engine takes 1.."
                     + settings.prefillMax());
@@ -384,33 +384,51 @@ public final class RankEngine implements AutoCloseable {
         return HostData.decode(io.logits().asSlice(row * rowBytes, 2L * l.config().vocabSize()), DType.BFLOAT16);
     }
 
-    StepRunner decodeStep() {
-        return decode;
+    /** The timing entry: what {@link StepTiming} (and the engine's GPU tests) measure and drive through. */
+    Timing timing() {
+        return new Timing();
     }
 
-    StepRunner verifyStep() {
-        return verify;
-    }
+    /**
+     * This engine's stream, host buffers and steps, for {@link StepTiming}: the captured steps, fresh eager
+     * steps, the chunked prefill, and the check that ends each step. Nothing else reaches into the engine.
+     */
+    final class Timing {
 
-    ForwardPass forwardPass() {
-        return forward;
-    }
+        private Timing() {
+        }
 
-    CudaStream stream() {
-        return stream;
-    }
+        CudaStream stream() {
+            return stream;
+        }
 
-    HostIo io() {
-        return io;
-    }
+        HostIo io() {
+            return io;
+        }
 
-    /** An eager step of {@code tokens} tokens with logits of the last {@code logitRows}. */
-    StepRunner eagerStep(int tokens, int logitRows) {
-        return new StepRunner(forward, stream, act, status, io, tokens, splits(tokens), logitRows);
-    }
+        /** The captured step of {@code kind} ({@link StepKind#DECODE} or {@link StepKind#VERIFY}). */
+        StepRunner captured(StepKind kind) {
+            return switch (kind) {
+                case DECODE -> decode;
+                case VERIFY -> verify;
+                case PREFILL -> throw new IllegalArgumentException("prefill is not captured: " + kind);
+            };
+        }
 
-    void finishStep(String step) {
-        finish(step);
+        /** An eager step of {@code tokens} tokens with logits of the last {@code logitRows}. */
+        StepRunner eager(int tokens, int logitRows) {
+            return new StepRunner(forward, stream, act, status, io, tokens, splits(tokens), logitRows);
+        }
+
+        /** The whole chunked prefill of {@code prompt}, timer events around each chunk's sections. */
+        void prefill(int[] prompt, SectionTimer timer) {
+            runPrefill(prompt, timer);
+        }
+
+        /** Waits for the step and checks its status word, as every public step does. */
+        void finish(String step) {
+            RankEngine.this.finish(step);
+        }
     }
 
     /** Frees everything this rank allocated, in reverse order; the communicator stays open. */

@@ -88,24 +88,24 @@ public final class StepTiming {
         if (kind == StepKind.PREFILL) {
             throw new IllegalArgumentException("profile: decode or verify steps only");
         }
-        int tokens = kind == StepKind.DECODE ? 1 : e.verifyStep().tokens();
-        HostIo io = e.io();
+        int tokens = kind == StepKind.DECODE ? 1 : e.timing().captured(StepKind.VERIFY).tokens();
+        HostIo io = e.timing().io();
         for (int i = 0; i < tokens; i++) {
             io.setInput(i, (i * 7 + 1) % e.settings().layout().config().vocabSize(), position + i);
         }
         Map<StepSection, double[][]> samples = new EnumMap<>(StepSection.class);
         double[] steps = new double[runs];
-        try (StepRunner eagerStep = e.eagerStep(tokens, tokens);
+        try (StepRunner eagerStep = e.timing().eager(tokens, tokens);
              SectionTimer timer = new SectionTimer(true);
              CudaEvent start = CudaEvent.create();
              CudaEvent end = CudaEvent.create()) {
             timer.contextKeys(position + 1);
             for (int r = 0; r < runs; r++) {
                 timer.reset();
-                start.record(e.stream());
+                start.record(e.timing().stream());
                 eagerStep.runEager(timer);
-                end.record(e.stream());
-                e.finishStep(kind + " (profile)");
+                end.record(e.timing().stream());
+                e.timing().finish(kind + " (profile)");
                 steps[r] = end.elapsedMillisSince(start);
                 for (Map.Entry<StepSection, double[]> t : timer.totals().entrySet()) {
                     double[][] s = samples.computeIfAbsent(t.getKey(), k -> new double[3][runs]);
@@ -144,41 +144,41 @@ public final class StepTiming {
             return measurePrefill(e, position, timed, eager);
         }
         StepRunner graph = switch (kind) {
-            case DECODE -> e.decodeStep();
-            case VERIFY -> e.verifyStep();
+            case DECODE -> e.timing().captured(StepKind.DECODE);
+            case VERIFY -> e.timing().captured(StepKind.VERIFY);
             case PREFILL -> null;
         };
         int tokens = kind == StepKind.PREFILL ? position : graph.tokens();
         int first = kind == StepKind.PREFILL ? 0 : position;
-        HostIo io = e.io();
+        HostIo io = e.timing().io();
         for (int i = 0; i < tokens; i++) {
             io.setInput(i, (i * 7 + 1) % e.settings().layout().config().vocabSize(), first + i);
         }
-        try (StepRunner eagerStep = e.eagerStep(tokens, graph == null ? 1 : tokens);
+        try (StepRunner eagerStep = e.timing().eager(tokens, graph == null ? 1 : tokens);
              SectionTimer timer = new SectionTimer(false);
              CudaEvent start = CudaEvent.create();
              CudaEvent end = CudaEvent.create()) {
             double[] shares = new double[eager];
             for (int i = 0; i < eager; i++) {
                 timer.reset();
-                start.record(e.stream());
+                start.record(e.timing().stream());
                 eagerStep.runEager(timer);
-                end.record(e.stream());
-                e.finishStep(kind + " (eager)");
+                end.record(e.timing().stream());
+                e.timing().finish(kind + " (eager)");
                 shares[i] = e.settings().layout().tp() > 1 ? timer.communicationMillis() / end.elapsedMillisSince(start)
                         : Double.NaN;
             }
             int runs = kind == StepKind.PREFILL ? Math.min(timed, 20) : timed;
             double[] times = new double[runs];
             for (int i = 0; i < runs; i++) {
-                start.record(e.stream());
+                start.record(e.timing().stream());
                 if (graph != null) {
                     graph.replay();
                 } else {
                     eagerStep.runEager(null);
                 }
-                end.record(e.stream());
-                e.finishStep(kind.name());
+                end.record(e.timing().stream());
+                e.timing().finish(kind.name());
                 times[i] = end.elapsedMillisSince(start);
             }
             long allocated = graph == null ? -1 : allocatedByReplays(e, graph, tokens, first, timed);
@@ -187,7 +187,7 @@ public final class StepTiming {
     }
 
     /**
-     * Times the whole chunked prefill of a prompt of {@code tokens} ids ({@link RankEngine#runPrefill}: every
+     * Times the whole chunked prefill of a prompt of {@code tokens} ids ({@link RankEngine.Timing#prefill}: every
      * chunk, with the host's wait between chunks), from the first chunk's input copy to the last chunk's argmax.
      */
     private static Figures measurePrefill(RankEngine e, int tokens, int timed, int eager) {
@@ -201,20 +201,20 @@ public final class StepTiming {
             double[] shares = new double[eager];
             for (int i = 0; i < eager; i++) {
                 timer.reset();
-                start.record(e.stream());
-                e.runPrefill(prompt, timer);
-                end.record(e.stream());
-                e.finishStep("prefill (eager)");
+                start.record(e.timing().stream());
+                e.timing().prefill(prompt, timer);
+                end.record(e.timing().stream());
+                e.timing().finish("prefill (eager)");
                 shares[i] = e.settings().layout().tp() > 1 ? timer.communicationMillis() / end.elapsedMillisSince(start)
                         : Double.NaN;
             }
             int runs = Math.min(timed, 20);
             double[] times = new double[runs];
             for (int i = 0; i < runs; i++) {
-                start.record(e.stream());
-                e.runPrefill(prompt, null);
-                end.record(e.stream());
-                e.finishStep("prefill");
+                start.record(e.timing().stream());
+                e.timing().prefill(prompt, null);
+                end.record(e.timing().stream());
+                e.timing().finish("prefill");
                 times[i] = end.elapsedMillisSince(start);
             }
             return new Figures(StepKind.PREFILL, tokens, median(times), eager == 0 ? Double.NaN : median(shares), -1,
@@ -228,7 +228,7 @@ public final class StepTiming {
      */
     static long allocatedByReplays(RankEngine e, StepRunner graph, int tokens, int first, int steps) {
         com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-        HostIo io = e.io();
+        HostIo io = e.timing().io();
         int sink = 0;
         long before = mx.getCurrentThreadAllocatedBytes();
         for (int s = 0; s < steps; s++) {
@@ -236,7 +236,7 @@ public final class StepTiming {
                 io.setInput(i, sink & 1023, first + i);
             }
             graph.replay();
-            e.finishStep("replay");
+            e.timing().finish("replay");
             for (int i = 0; i < tokens; i++) {
                 sink += io.argmax(i);
             }

@@ -50,11 +50,11 @@ class StatusWordIT {
                     assertTrue(host.getMessage().contains("id " + vocab), host.getMessage());
 
                     // Past the host check: the kernel reports it, this step fails, the word is reset.
-                    e.io().setInput(0, vocab + 5, 5);
-                    e.decodeStep().replay();
-                    EngineException device = assertThrows(EngineException.class, () -> e.finishStep("decode"));
+                    e.timing().io().setInput(0, vocab + 5, 5);
+                    e.timing().captured(StepKind.DECODE).replay();
+                    EngineException device = assertThrows(EngineException.class, () -> e.timing().finish("decode"));
                     assertTrue(device.getMessage().contains("token id is outside"), device.getMessage());
-                    assertEquals(0, e.io().statusWord(), "the host copy of the status word is reset");
+                    assertEquals(0, e.timing().io().statusWord(), "the host copy of the status word is reset");
 
                     // The same step again: it runs, and (position 5 rewritten with token 7) gives the same logits.
                     assertEquals(before, e.decode(7, 5), "rank " + i + " token after the error");
