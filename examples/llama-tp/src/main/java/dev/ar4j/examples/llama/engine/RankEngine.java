@@ -60,7 +60,9 @@ public final class RankEngine implements AutoCloseable {
                     + ", " + layout.vocabPerRank() + " rows per rank): use fewer ranks");
         }
         try {
-            long attentionWs = attentionWorkspaceBytes(s);
+            // One SM count for the workspace's size and every launch's split count: the communicator's GPU.
+            smCount = Cuda.deviceAttribute(DeviceAttribute.MULTI_PROCESSOR_COUNT, comm.device());
+            long attentionWs = attentionWorkspaceBytes(s, smCount);
             checkFits(s, attentionWs, comm.rank());
             // Non-blocking: no implicit order with the legacy stream, which another thread (a watchdog, a
             // synchronous copy) may use while this stream is being captured.
@@ -78,7 +80,6 @@ public final class RankEngine implements AutoCloseable {
                 SyntheticWeights.make(weights, kernels, stream, s.seed(), comm.rank() == 0 ? progress : null);
             }
             KvCache cache = own(new KvCache(layout, s.context()));
-            smCount = Cuda.deviceAttribute(DeviceAttribute.MULTI_PROCESSOR_COUNT, comm.device());
             act = own(new Activations(layout, s.maxTokens(), s.logitRows(), attentionWs));
             io = own(new HostIo(s.maxTokens(), 2L * s.logitRows() * layout.paddedVocab(), s.keepLogits()));
             int chunkRows = Math.min(s.prefillMax(), s.prefillChunk());
@@ -125,9 +126,8 @@ public final class RankEngine implements AutoCloseable {
      * {@code AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS} tokens, decode and verify (longer chunks go
      * through {@link PrefillAttention}). Not monotonic in the tokens (scores are kept up to that many).
      */
-    private static long attentionWorkspaceBytes(EngineSettings s) {
+    private static long attentionWorkspaceBytes(EngineSettings s, int sm) {
         TensorParallelLayout layout = s.layout();
-        int sm = Cuda.deviceAttribute(DeviceAttribute.MULTI_PROCESSOR_COUNT, Cuda.currentDevice());
         long ws = 0;
         int most = Math.max(Math.min(s.maxTokens(), LlamaKernels.MAX_ATTENTION_STORED_TOKENS), s.draft());
         for (int t = 1; t <= most; t++) {
