@@ -7,9 +7,10 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
-#include "test_support.h"
+#include "graph_timing.h"
 
 namespace test {
 
@@ -31,40 +32,8 @@ inline void bench_attention(int sm_count) {
     TEST_CUDA(cudaMemset(status.get(), 0, 4));
     const float scale = 0.08838834764831845f;
 
-    // Times `enqueue(layer)` for every layer in one graph; returns microseconds per layer.
-    auto time_graph = [&](auto enqueue) -> double {
-        cudaGraph_t graph;
-        cudaGraphExec_t exec;
-        int rc = 0;
-        TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        for (int32_t l = 0; l < layers; ++l) rc |= enqueue(l);
-        TEST_CUDA(cudaStreamEndCapture(stream, &graph));
-        if (rc != 0) {
-            printf("  launch failed: %s (%d)\n", ar4j_llama_error_string(rc), rc);
-            cudaGraphDestroy(graph);
-            return -1.0;
-        }
-        TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-        cudaEvent_t a, b;
-        TEST_CUDA(cudaEventCreate(&a));
-        TEST_CUDA(cudaEventCreate(&b));
-        std::vector<float> ms;
-        for (int rep = 0; rep < 17; ++rep) {
-            TEST_CUDA(cudaEventRecord(a, stream));
-            TEST_CUDA(cudaGraphLaunch(exec, stream));
-            TEST_CUDA(cudaEventRecord(b, stream));
-            TEST_CUDA(cudaEventSynchronize(b));
-            float t = 0;
-            TEST_CUDA(cudaEventElapsedTime(&t, a, b));
-            if (rep >= 2) ms.push_back(t);
-        }
-        std::sort(ms.begin(), ms.end());
-        TEST_CUDA(cudaEventDestroy(a));
-        TEST_CUDA(cudaEventDestroy(b));
-        TEST_CUDA(cudaGraphExecDestroy(exec));
-        TEST_CUDA(cudaGraphDestroy(graph));
-        return ms[ms.size() / 2] * 1000.0 / layers;
-    };
+    // Microseconds per layer of `enqueue(layer)` for every layer in one graph.
+    auto time_graph = [&](const std::function<int(int)> &enqueue) { return graph_median_us(stream, layers, enqueue); };
 
     for (int32_t n : {1, 3}) {
         const int32_t heuristic = ar4j_llama_attention_splits(n, heads, kv, max_positions, sm_count);

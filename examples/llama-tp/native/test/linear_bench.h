@@ -5,42 +5,12 @@
 #pragma once
 
 #include <algorithm>
-#include <functional>
 #include <string>
 #include <vector>
 
-#include "test_support.h"
+#include "graph_timing.h"
 
 namespace test {
-
-// Median time of one launch (us) of `enqueue(i)` for i in [0, launches), captured in one graph.
-inline double graph_median_us(cudaStream_t stream, int launches, const std::function<void(int)> &enqueue) {
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < launches; ++i) enqueue(i);
-    TEST_CUDA(cudaStreamEndCapture(stream, &graph));
-    TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    cudaEvent_t a, b;
-    TEST_CUDA(cudaEventCreate(&a));
-    TEST_CUDA(cudaEventCreate(&b));
-    std::vector<float> ms;
-    for (int rep = 0; rep < 17; ++rep) {
-        TEST_CUDA(cudaEventRecord(a, stream));
-        TEST_CUDA(cudaGraphLaunch(exec, stream));
-        TEST_CUDA(cudaEventRecord(b, stream));
-        TEST_CUDA(cudaEventSynchronize(b));
-        float t = 0;
-        TEST_CUDA(cudaEventElapsedTime(&t, a, b));
-        if (rep >= 2) ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    TEST_CUDA(cudaEventDestroy(a));
-    TEST_CUDA(cudaEventDestroy(b));
-    TEST_CUDA(cudaGraphExecDestroy(exec));
-    TEST_CUDA(cudaGraphDestroy(graph));
-    return ms[ms.size() / 2] * 1000.0 / launches;
-}
 
 // The floor the rows kernel is measured against: a read-only stream of the same bytes (16-byte
 // non-coherent loads, 8 in flight per thread, a grid of 4 blocks of 256 per SM), its XOR kept so
@@ -76,6 +46,7 @@ inline void bench_read_floor(cudaStream_t stream) {
             read_stream_kernel<<<4 * sms, 256, 0, stream>>>(
                 reinterpret_cast<const uint4 *>(static_cast<const char *>(w.get()) + bytes * size_t(i % copies)),
                 bytes / 16, sink.as<uint32_t>());
+            return int(cudaGetLastError());
         });
         printf("  %-10s %7s %6s %5s %7s %10.2f %8.0f   (read-only stream of %zu MiB: the floor)\n", "stream", "-", "-",
                "-", "-", us, double(bytes) / (us * 1e3), bytes >> 20);
@@ -111,7 +82,7 @@ inline void bench_linear_rows() {
             for (int32_t splits : {0, 1, 2, 4, 8}) {
                 if (rows != 1 && splits != 0) continue;
                 const double us = graph_median_us(stream, launches, [&](int i) {
-                    ar4j_llama_linear_rows_split(weight(i), x.get(), s.k, y.get(), s.n, rows, s.n, s.k, splits, 1, stream);
+                    return ar4j_llama_linear_rows_split(weight(i), x.get(), s.k, y.get(), s.n, rows, s.n, s.k, splits, 1, stream);
                 });
                 printf("  %-10s %7d %6d %5d %7s %10.2f %8.0f\n", s.name, s.n, s.k, rows,
                        splits == 0 ? "auto" : std::to_string(splits).c_str(), us, double(bytes) / (us * 1e3));
@@ -120,7 +91,7 @@ inline void bench_linear_rows() {
         if (strncmp(s.name, "gate_up", 7) == 0) {
             for (int32_t rows : {1, 3}) {
                 const double us = graph_median_us(stream, launches, [&](int i) {
-                    ar4j_llama_linear_rows_silu_mul(weight(i), x.get(), s.k, y.get(), s.n / 2, rows, s.n / 2, s.k, 0, 1,
+                    return ar4j_llama_linear_rows_silu_mul(weight(i), x.get(), s.k, y.get(), s.n / 2, rows, s.n / 2, s.k, 0, 1,
                                                     stream);
                 });
                 printf("  %-10s %7d %6d %5d %7s %10.2f %8.0f   (+ SwiGLU epilogue)\n", s.name, s.n, s.k, rows, "auto",
@@ -132,7 +103,7 @@ inline void bench_linear_rows() {
             TEST_CUDA(cudaMemset(ws.get(), 0, ws.bytes()));
             for (int32_t rows : {1, 3}) {
                 const double us = graph_median_us(stream, launches, [&](int i) {
-                    ar4j_llama_linear_rows_argmax(weight(i), x.get(), s.k, y.get(), s.n, rows, s.n, s.k, s.n, 0,
+                    return ar4j_llama_linear_rows_argmax(weight(i), x.get(), s.k, y.get(), s.n, rows, s.n, s.k, s.n, 0,
                                                   index.as<int32_t>(), value.as<float>(), ws.get(), ws.bytes(), 1,
                                                   stream);
                 });
