@@ -96,8 +96,7 @@ public final class RankEngine implements AutoCloseable {
             // No rank launches a collective before every rank's setup (allocations, weight copies,
             // cuBLAS) is done: on ranks sharing one GPU, a setup step that waits for the device (a
             // copy through the driver's staging buffer, a free) would otherwise wait behind a peer's
-            // kernel that waits for this rank, until the kernel timeout (seen once in four runs of
-            // LlamaReferenceIT at TP 4 on one H200).
+            // kernel that waits for this rank, until the kernel timeout.
             comm.barrier();
         } catch (RuntimeException e) {
             closeOwned(e);
