@@ -506,7 +506,10 @@ def build_eager(torch, transformers, spec):
     memory on the GPU with eager attention: the seed search's candidate, without a save and a load."""
     torch.manual_seed(spec["seed"])
     config = make_config(transformers, spec)
-    config._attn_implementation = "eager"
+    try:
+        config._attn_implementation = "eager"
+    except AttributeError:  # a version whose config does not take it: the model's setter below
+        pass
     model = transformers.LlamaForCausalLM(config).to(torch.bfloat16)
     if model.config._attn_implementation != "eager" and hasattr(model, "set_attn_implementation"):
         model.set_attn_implementation("eager")
@@ -645,6 +648,13 @@ def make_one(torch, transformers, name, spec, out_dir, threshold, max_seconds, f
         seed, margin_ok, search = choose_seed(torch, transformers, spec, text_ids, threshold, max_seconds)
         spec = dict(spec, seed=seed)
     checkpoint = save_model(torch, transformers, spec, model_dir)
+    if text and not os.path.isfile(os.path.join(model_dir, "generation_config.json")):
+        # save_pretrained writes it from the config's bos/eos ids; should a version not, write what it would.
+        print(f"note: {name}: save_pretrained wrote no generation_config.json; writing one with the config's bos and "
+              "eos ids", file=sys.stderr)
+        transformers.GenerationConfig(
+            bos_token_id=spec["config"]["bos_token_id"], eos_token_id=spec["config"]["eos_token_id"]
+        ).save_pretrained(model_dir)
     model = load_model(torch, transformers, model_dir)
     prompt_length = spec["prompt_length"]
     if text:
