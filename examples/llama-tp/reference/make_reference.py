@@ -573,6 +573,9 @@ def encode_text(tokenizer, text):
     ids = [int(x) for x in tokenizer(text, add_special_tokens=True)["input_ids"]]
     backend = getattr(tokenizer, "backend_tokenizer", None)
     raw = [int(x) for x in backend.encode(text, add_special_tokens=True).ids] if backend is not None else None
+    if raw is not None and raw != ids:
+        print(f"warning: {type(tokenizer).__name__} encodes the prompt to {ids}, the tokenizers library alone to {raw}; "
+              "the reference keeps transformers' ids", file=sys.stderr)
     return ids, raw
 
 
