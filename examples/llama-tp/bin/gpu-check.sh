@@ -4,7 +4,7 @@
 #   0. the kernels: native/test's program against a CPU reference, and reference/compare_kernels.py
 #      against the transformers functions they stand in for;
 #   1. reference/make_reference.py writes the transformers reference (PyTorch + transformers of the
-#      host's Python; nothing is downloaded; nine models: base, tied, llama3, long (head_dim 128,
+#      host's Python; nothing is downloaded; ten models: base, tied, llama3, long (head_dim 128,
 #      8 KV heads, a prompt of 1024 tokens), sharded (a sharded checkpoint), fp16 and fp32 (saved in
 #      float16/float32), kvrep (2 KV heads, vocab 4001), rope64 (issue 29's llama3 rope), text (vocab
 #      128256, saved with the real Llama-3 tokenizer files of .gpu/tokenizers/llama3, a text prompt and
@@ -207,7 +207,7 @@ index = json.load(open(sys.argv[1]))
 base = ["base", "tied", "llama3", "long", "sharded", "fp16", "fp32", "kvrep", "rope64"]
 sys.exit(0 if index.get("format_version") == 3 and all(m in index.get("models", []) for m in base) else 1)' \
           "$reference/index.json"; then
-        echo "== reference: $reference/index.json (format version 3, the nine models) exists (kept)"
+        echo "== reference: $reference/index.json (format version 3, the nine models before text) exists (kept)"
         # A reference made before the text model: add it, so that LlamaReferenceIT checks it too.
         if [[ ! -f "$reference/text/reference.json" ]]; then
           step reference-text make_reference "$reference" --models text --add
