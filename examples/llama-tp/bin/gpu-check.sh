@@ -4,12 +4,23 @@
 #   0. the kernels: native/test's program against a CPU reference, and reference/compare_kernels.py
 #      against the transformers functions they stand in for;
 #   1. reference/make_reference.py writes the transformers reference (PyTorch + transformers of the
-#      host's Python; nothing is downloaded; nine models: base, tied, llama3, long (head_dim 128,
+#      host's Python; nothing is downloaded; ten models: base, tied, llama3, long (head_dim 128,
 #      8 KV heads, a prompt of 1024 tokens), sharded (a sharded checkpoint), fp16 and fp32 (saved in
-#      float16/float32), kvrep (2 KV heads, vocab 4001), rope64 (issue 29's llama3 rope)), unless the
-#      reference folder (AR4J_LLAMA_REFERENCE, else $OUT/reference) already holds one of format version 3;
+#      float16/float32), kvrep (2 KV heads, vocab 4001), rope64 (issue 29's llama3 rope), text (vocab
+#      128256, saved with the real Llama-3 tokenizer files of .gpu/tokenizers/llama3, a text prompt and
+#      transformers' generate)), unless the reference folder (AR4J_LLAMA_REFERENCE, else $OUT/reference)
+#      already holds one of format version 3 with the first nine; without the tokenizer files the text
+#      model is skipped (make_reference.py's exit code 4, which passes here) and the text step fails;
 #   2. LlamaReferenceIT compares the engine with it at TP 1, 2, 4, 8 (those each model splits into;
 #      ranks sharing GPU 0), and StatusWordIT checks that a bad token id fails its own step only;
+#   text: text in, text out (issue 29) on the reference's text model (made first, with
+#      make_reference.py --models text --add, where the reference lacks it): ar4j-llama --model
+#      REFERENCE/text/model --prompt "<its prompt text>" --max-new-tokens 24 --output ids at TP 1 and at
+#      --tp 2 --share-gpu, each checked by reference/check_text.py (the 'prompt ids:' line equal to the ids
+#      of transformers' tokenizer, the 'tokens:' line equal to transformers' generate, stopping where it
+#      stopped at an eos id), then --output text at TP 1 (the streamed text equal to transformers' decode of
+#      the new ids); the runs' locale is a UTF-8 one (the JVM decodes its arguments and encodes its standard
+#      output by the locale); standard output and error in $OUT/text-*.out and .err;
 #   3. ar4j-llama generate runs: tiny (generate, verify check), the reference's base model and its
 #      sharded model (loaded from its shards) at TP 2;
 #   4. bench: llama3-8b at TP 1, decode at each context of CONTEXTS (prompt of that many tokens, so
@@ -26,7 +37,7 @@
 #      of TP N alone: the per-rank compute of a TP N step, a projection), beside TP 1 at 512.
 # Logs go to $OUT (or examples/llama-tp/.gpu/out). Exit 0 only when every step passed.
 #   PYTHON    the Python with torch and transformers (default /opt/torch/.venv/bin/python3, else python3)
-#   STEPS     which steps to run (default "kernels reference it generate bench"; also: shard)
+#   STEPS     which steps to run (default "kernels reference it text generate bench"; also: shard)
 #   CONTEXTS  the bench's decode contexts (default "512 4096 8000"; each at most 8183 for llama3-8b)
 #   FORMS     the PyTorch forms the bench runs (default "plain compile")
 #   BENCH_TP2 0: the bench step leaves out its two TP 2 runs (to fit one call's time limit)
@@ -44,7 +55,7 @@ fi
 logs="${OUT:-.gpu/out}"
 mkdir -p "$logs"
 reference="${AR4J_LLAMA_REFERENCE:-$logs/reference}"
-steps="${STEPS:-kernels reference it generate bench}"
+steps="${STEPS:-kernels reference it text generate bench}"
 contexts="${CONTEXTS:-512 4096 8000}"
 forms="${FORMS:-plain compile}"
 failed=()
@@ -64,6 +75,60 @@ step() {  # name, command...
 
 llama() {
   JAVA_HOME="$PWD/.gpu/jre" AR4J_LLAMA_JAR="$PWD/.gpu/lib/ar4j-llama.jar" bin/ar4j-llama "$@"
+}
+
+# make_reference.py with its arguments; its exit code 4 (the text model skipped for want of the tokenizer files,
+# everything else made) passes here: the text step then fails, saying so.
+make_reference() {
+  "$python" reference/make_reference.py "$@"
+  local rc=$?
+  if (( rc == 4 )); then
+    echo "make_reference.py: the text model was skipped (exit code 4: no tokenizer files; run bin/gpu-prepare.sh or" \
+      "bin/gpu-tokenizers.sh on the build machine and carry .gpu); the other models were made; the text step will fail"
+    return 0
+  fi
+  return "$rc"
+}
+
+# A locale whose charmap is UTF-8 (the current one if it is), for the text step's runs: the JVM decodes its
+# arguments (sun.jnu.encoding) and encodes standard output (stdout.encoding) by the locale.
+utf8_locale() {
+  local l
+  for l in "${LC_ALL:-}" "${LC_CTYPE:-}" "${LANG:-}" C.UTF-8 C.utf8 en_US.UTF-8; do
+    [[ -n "$l" && "$(LC_ALL="$l" locale charmap 2>/dev/null)" == UTF-8 ]] && { echo "$l"; return; }
+  done
+  echo C.UTF-8
+}
+
+# One text-step run of ar4j-llama on the reference's text model, then reference/check_text.py on what it printed.
+text_run() {  # name, output format (ids|text), more ar4j-llama options...
+  local name="$1" format="$2"; shift 2
+  local ref="$reference/text/reference.json" prompt locale
+  prompt="$("$python" reference/check_text.py "$ref" prompt)" || return 2
+  locale="$(utf8_locale)"
+  echo "LC_ALL=$locale (charmap $(LC_ALL="$locale" locale charmap 2>/dev/null || echo unknown)) ar4j-llama --model" \
+    "$reference/text/model --prompt '$prompt' --max-new-tokens 24 --output $format $*"
+  LC_ALL="$locale" llama --model "$reference/text/model" --prompt "$prompt" --max-new-tokens 24 --output "$format" "$@" \
+    >"$logs/$name.out" 2>"$logs/$name.err"
+  local rc=$?
+  echo "-- standard error:"; cat "$logs/$name.err"
+  echo "-- standard output:"; cat "$logs/$name.out"
+  if (( rc != 0 )); then
+    echo "ar4j-llama exited with $rc"
+    return 1
+  fi
+  echo "-- check_text.py $format:"
+  if [[ "$format" == ids ]]; then
+    "$python" reference/check_text.py "$ref" ids "$logs/$name.out" "$logs/$name.err"
+  else
+    "$python" reference/check_text.py "$ref" text "$logs/$name.out"
+  fi
+}
+
+text_missing() {
+  echo "no $reference/text/reference.json: make_reference.py did not make the text model (its log, reference or" \
+    "reference-text, says why: without .gpu/tokenizers/llama3 it is skipped)"
+  return 1
 }
 
 # The engine's bench at decode context $1: a prompt of $1 tokens (ids 1..$1), so decode and verify run at
@@ -138,10 +203,28 @@ for s in $steps; do
       step kernels-transformers "$python" reference/compare_kernels.py .gpu/native/libar4j_llama_kernels.so ;;
     reference)
       if [[ -f "$reference/index.json" ]] && "$python" -c 'import json, sys
-sys.exit(0 if json.load(open(sys.argv[1])).get("format_version") == 3 else 1)' "$reference/index.json"; then
-        echo "== reference: $reference/index.json (format version 3) exists (kept)"
+index = json.load(open(sys.argv[1]))
+base = ["base", "tied", "llama3", "long", "sharded", "fp16", "fp32", "kvrep", "rope64"]
+sys.exit(0 if index.get("format_version") == 3 and all(m in index.get("models", []) for m in base) else 1)' \
+          "$reference/index.json"; then
+        echo "== reference: $reference/index.json (format version 3, the nine models before text) exists (kept)"
+        # A reference made before the text model: add it, so that LlamaReferenceIT checks it too.
+        if [[ ! -f "$reference/text/reference.json" ]]; then
+          step reference-text make_reference "$reference" --models text --add
+        fi
       else
-        step reference "$python" reference/make_reference.py "$reference"
+        step reference make_reference "$reference"
+      fi ;;
+    text)
+      if [[ ! -f "$reference/text/reference.json" ]]; then
+        step reference-text make_reference "$reference" --models text --add
+      fi
+      if [[ -f "$reference/text/reference.json" ]]; then
+        step text-ids-tp1 text_run text-ids-tp1 ids --tp 1
+        step text-ids-tp2 text_run text-ids-tp2 ids --tp 2 --share-gpu
+        step text-text-tp1 text_run text-text-tp1 text --tp 1
+      else
+        step text text_missing
       fi ;;
     it)
       launchers=(.gpu/lib/junit-platform-console-standalone-*.jar)
@@ -177,7 +260,7 @@ sys.exit(0 if json.load(open(sys.argv[1])).get("format_version") == 3 else 1)' "
       for n in 2 4 8; do
         step "shard-llama3-8b-of-tp$n" llama --synthetic llama3-8b --mode bench --tp-shard-of "$n"
       done ;;
-    *) echo "gpu-check: unknown step '$s' (kernels, reference, it, generate, bench, shard)" >&2; exit 2 ;;
+    *) echo "gpu-check: unknown step '$s' (kernels, reference, it, text, generate, bench, shard)" >&2; exit 2 ;;
   esac
 done
 for f in "$logs"/bench-*.log "$logs"/shard-*.log; do [[ -f "$f" ]] && { echo "== $f"; grep -v '^rank .* \[' "$f" | tail -n 12; }; done

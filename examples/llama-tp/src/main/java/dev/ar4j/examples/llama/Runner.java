@@ -202,6 +202,9 @@ final class Runner {
         AnswerPrinter printer = printer(o, tokenizer, out);
         int[] stopTokens = stopTokens(tokenizer);
         int[] prompt = o.prompt();
+        if (o.output() != AnswerFormat.TEXT) {
+            info.println(AnswerPrinter.promptIdsLine(prompt));
+        }
         List<Generated> made = group.onEveryRank("generating", STEP_TIMEOUT, (i, c) -> new GreedyLoop(
                 Generation.steps(engines.get(i)), stopTokens, i == 0 ? printer : t -> { }, System::nanoTime)
                 .run(prompt, o.steps()));

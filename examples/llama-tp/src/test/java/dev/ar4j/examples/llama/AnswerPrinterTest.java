@@ -85,4 +85,10 @@ class AnswerPrinterTest {
         p.finish();
         assertEquals("tokens: 5,6,2" + System.lineSeparator(), printed());
     }
+
+    @Test
+    void thePromptIdsLineListsTheIds() {
+        assertEquals("prompt ids: 128000,791,6864", AnswerPrinter.promptIdsLine(new int[] {128000, 791, 6864}));
+        assertEquals("prompt ids: 7", AnswerPrinter.promptIdsLine(new int[] {7}));
+    }
 }
