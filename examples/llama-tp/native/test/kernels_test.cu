@@ -17,6 +17,7 @@
 #include "linear_bench.h"
 #include "linear_checks.h"
 #include "prefill_checks.h"
+#include "sample_checks.h"
 
 int main(int argc, char **argv) {
     using namespace test;
@@ -136,6 +137,11 @@ int main(int argc, char **argv) {
     check_linear_rows_argmax(8, 1000, 256, 999, true);
     check_argmax(AR4J_LLAMA_DTYPE_BFLOAT16);
     check_argmax(AR4J_LLAMA_DTYPE_FLOAT32);
+
+    printf("sampling\n");
+    check_sample_errors();
+    check_sample_determinism();
+    check_sample_distributions();
 
     printf("fills and conversions\n");
     check_fill_random();
