@@ -86,7 +86,8 @@ public final class RankEngine implements AutoCloseable {
                     ? own(new PrefillAttention(cublas, kernels, layout, cache, act.qkv.address(),
                             act.attention.address(), chunkRows))
                     : null;
-            forward = new ForwardPass(comm, stream, cublas, kernels, weights, act, cache, prefillAttention);
+            forward = new ForwardPass(comm, stream, cublas, kernels, weights, act, cache, prefillAttention,
+                    s.sampling());
             decode = own(new StepRunner(forward, stream, act, status, io, 1, splits(1), 1));
             verify = s.draft() > 0
                     ? own(new StepRunner(forward, stream, act, status, io, s.draft(), splits(s.draft()), s.draft()))
