@@ -216,9 +216,10 @@ public final class RankEngine implements AutoCloseable {
 
     /**
      * Runs the prompt eagerly at positions {@code 0 .. n-1}, in chunks of at most
-     * {@link EngineSettings#prefillChunk()} tokens, and returns the greedy next token. Only the last chunk computes
-     * logits: of its last {@link EngineSettings#KEPT_PROMPT_LOGIT_ROWS} positions when the engine keeps logits
-     * ({@link #logits}{@code (r)} is then prompt position {@link #prefillLogitsFirst()}{@code + r}), of the last
+     * {@link EngineSettings#prefillChunk()} tokens, and returns the next token (the argmax, or a draw with
+     * {@link EngineSettings#sampling()}). Only the last chunk computes logits: of its last
+     * {@link EngineSettings#KEPT_PROMPT_LOGIT_ROWS} positions when the engine keeps logits ({@link #logits}{@code (r)}
+     * is then prompt position {@link #prefillLogitsFirst()}{@code + r}), of the last
      * position otherwise.
      *
      * @param prompt the token ids, 1 to {@code prefillMax} of them
@@ -275,7 +276,7 @@ public final class RankEngine implements AutoCloseable {
      *
      * @param id       the input token
      * @param position its position, below the context
-     * @return the greedy next token
+     * @return the next token: the argmax, or a draw with {@link EngineSettings#sampling()}
      */
     public int decode(int id, int position) {
         refuseShardAlone("decode");
