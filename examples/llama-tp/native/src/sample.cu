@@ -111,13 +111,15 @@ sample_kernel(const uint16_t *logits, int64_t row_stride, int32_t n, float tempe
             report(device_status, AR4J_LLAMA_ERROR_LOGITS);
         }
     } else {
-        // 2. Count and weight per high byte of the key.
+        // 2. Count (for top-k only) and weight per high byte of the key; a weight of 0 adds nothing, so the
+        //    shared atomics (contended: most logits share a few high bytes) are skipped for it.
         for (int32_t i = tid; i < n; i += blockDim.x) {
             const uint16_t h = row[i];
             if (!finite_bf16(h)) continue;
             const uint32_t key = key_of(h);
-            atomicAdd(&s.count1[key >> 8], 1u);
-            atomicAdd(&s.weight1[key >> 8], (unsigned long long)weight_of(key, max, temperature));
+            if (top_k > 0) atomicAdd(&s.count1[key >> 8], 1u);
+            const uint64_t w = weight_of(key, max, temperature);
+            if (w != 0) atomicAdd(&s.weight1[key >> 8], (unsigned long long)w);
         }
         __syncthreads();
 
@@ -278,7 +280,7 @@ AR4J_LLAMA_API int ar4j_llama_sample(const void *logits, int64_t row_stride, int
                                      int32_t index_offset, int32_t *out_index, int32_t *device_status,
                                      int32_t pdl, void *stream) {
     if (logits == nullptr || state == nullptr || out_index == nullptr) return AR4J_LLAMA_ERROR_NULL_POINTER;
-    if (rows < 1 || n < 1) return AR4J_LLAMA_ERROR_SIZE;
+    if (rows < 1 || n < 1 || n > (1 << 30)) return AR4J_LLAMA_ERROR_SIZE;
     if (row_stride < n) return AR4J_LLAMA_ERROR_STRIDE;
     if (!aligned(logits, 2) || !aligned(state, 8) || !aligned(out_index, 4)) return AR4J_LLAMA_ERROR_MISALIGNED;
     if (!(temperature > 0.0f) || !std::isfinite(temperature) || top_k < 0 || !(top_p > 0.0f) || !(top_p <= 1.0f) ||

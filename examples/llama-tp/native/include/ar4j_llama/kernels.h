@@ -419,9 +419,9 @@ int ar4j_llama_argmax(int32_t dtype, const void *logits, int64_t row_stride, int
  * One block of 1024 threads per row, six reads of the row (max, a histogram of the high bytes of
  * the values' 16-bit order keys, a histogram of the low bytes within one high byte for each of
  * top-k, top-p and the draw, and a search for the drawn value's occurrence), no workspace.
- * 1 <= rows; 1 <= n; row_stride >= n; temperature finite > 0; top_k >= 0; 0 < top_p <= 1;
- * 0 <= index_offset, index_offset + n <= INT32_MAX (AR4J_LLAMA_ERROR_INVALID_ARGUMENT otherwise);
- * logits 2-byte and out_index 4-byte aligned.
+ * 1 <= rows; 1 <= n <= 2^30 (AR4J_LLAMA_ERROR_SIZE); row_stride >= n; temperature finite > 0;
+ * top_k >= 0; 0 < top_p <= 1; 0 <= index_offset, index_offset + n <= INT32_MAX
+ * (AR4J_LLAMA_ERROR_INVALID_ARGUMENT otherwise); logits 2-byte and out_index 4-byte aligned.
  * Device-side: a row without a finite logit yields index_offset and AR4J_LLAMA_ERROR_LOGITS.
  */
 int ar4j_llama_sample(const void *logits, int64_t row_stride, int32_t rows, int32_t n, float temperature,
