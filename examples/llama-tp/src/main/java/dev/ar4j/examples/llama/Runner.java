@@ -194,7 +194,7 @@ final class Runner {
     }
 
     /**
-     * Greedy generation on every rank, local rank 0's tokens printed as they come; the ranks' tokens compared;
+     * Generation on every rank (greedy, or sampled on the GPU), local rank 0's tokens printed as they come; the ranks' tokens compared;
      * with a draft, the verify steps checked against them; the summary line.
      */
     private static void generate(LlamaOptions o, RankGroup group, List<RankEngine> engines, Tokenizer tokenizer,

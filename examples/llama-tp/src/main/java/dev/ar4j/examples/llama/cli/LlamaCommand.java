@@ -24,8 +24,8 @@ import java.util.Set;
         sortOptions = false, usageHelpAutoWidth = true,
         subcommands = AutoComplete.GenerateCompletion.class,
         customSynopsis = "ar4j-llama (--model DIR | --synthetic tiny|llama3-8b|verify-7168) [options]",
-        description = {"A tensor-parallel Llama decoder on ar4j: generate greedy tokens from a prompt, or bench the "
-                + "prefill, decode and verify steps.",
+        description = {"A tensor-parallel Llama decoder on ar4j: generate tokens from a prompt (greedy, or "
+                + "drawn with --temperature), or bench the prefill, decode and verify steps.",
             "generate streams the answer to standard output as the tokens come (text where the model has a "
                 + "tokenizer, else token ids), stops at the tokenizer's end-of-sequence tokens or after --steps, and "
                 + "ends with a one-line summary on standard error (prompt tokens, generated tokens, time to first "
