@@ -6,6 +6,7 @@
 //   build.sh OUT_DIR test && OUT_DIR/ar4j_llama_kernels_test [seed]
 //   OUT_DIR/ar4j_llama_kernels_test --bench-linear     (timing of the rows kernel only)
 //   OUT_DIR/ar4j_llama_kernels_test --bench-attention  (timing of the attention only)
+//   OUT_DIR/ar4j_llama_kernels_test --bench-sample     (timing of the sampling kernel only)
 //
 // Exits 0 when every check passed, 1 when one failed, 2 when the test itself could not run.
 #include <chrono>
@@ -17,6 +18,8 @@
 #include "linear_bench.h"
 #include "linear_checks.h"
 #include "prefill_checks.h"
+#include "sample_bench.h"
+#include "sample_checks.h"
 
 int main(int argc, char **argv) {
     using namespace test;
@@ -29,6 +32,10 @@ int main(int argc, char **argv) {
     TEST_CUDA(cudaGetDeviceProperties(&prop, 0));
     if (argc > 1 && strcmp(argv[1], "--bench-linear") == 0) {
         bench_linear_rows();
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--bench-sample") == 0) {
+        bench_sample();
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--bench-attention") == 0) {
@@ -136,6 +143,11 @@ int main(int argc, char **argv) {
     check_linear_rows_argmax(8, 1000, 256, 999, true);
     check_argmax(AR4J_LLAMA_DTYPE_BFLOAT16);
     check_argmax(AR4J_LLAMA_DTYPE_FLOAT32);
+
+    printf("sampling\n");
+    check_sample_errors();
+    check_sample_determinism();
+    check_sample_distributions();
 
     printf("fills and conversions\n");
     check_fill_random();

@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 /* The ABI version of this header; ar4j_llama_abi_version() returns the library's. */
-#define AR4J_LLAMA_ABI_VERSION 4
+#define AR4J_LLAMA_ABI_VERSION 5
 
 /* Named status codes (cudaError_t values are below 10000). */
 enum ar4j_llama_status {
@@ -64,7 +64,8 @@ enum ar4j_llama_status {
     AR4J_LLAMA_ERROR_SPLITS = 10010,         /* num_splits outside 1 .. AR4J_LLAMA_MAX_SPLITS */
     AR4J_LLAMA_ERROR_STRIDE = 10011,         /* a row stride smaller than the row it must hold */
     AR4J_LLAMA_ERROR_MISALIGNED = 10012,     /* a pointer not aligned to its element size (4 bytes for workspace) */
-    AR4J_LLAMA_ERROR_INVALID_ARGUMENT = 10013 /* another argument outside its documented range (e.g. a non-finite scale) */
+    AR4J_LLAMA_ERROR_INVALID_ARGUMENT = 10013, /* another argument outside its documented range (e.g. a non-finite scale) */
+    AR4J_LLAMA_ERROR_LOGITS = 10014          /* sampling: a row of logits without a finite value */
 };
 
 /* dtype values (the numbering of ar4j's own ar4j_dtype). */
@@ -80,7 +81,8 @@ enum ar4j_llama_limits {
     AR4J_LLAMA_MAX_LINEAR_ROWS = 8,          /* ar4j_llama_linear_rows: rows of X per call */
     AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS = 8, /* attention: up to this many query tokens keep their
                                                 scores in the workspace (K read once); more read K twice */
-    AR4J_LLAMA_MAX_HIDDEN = 1 << 20          /* embedding: hidden elements per row */
+    AR4J_LLAMA_MAX_HIDDEN = 1 << 20,         /* embedding: hidden elements per row */
+    AR4J_LLAMA_SAMPLE_STATE_BYTES = 16       /* ar4j_llama_sample: bytes of its state */
 };
 
 /* The library's ABI version (AR4J_LLAMA_ABI_VERSION of the header it was built from). */
@@ -385,6 +387,46 @@ int ar4j_llama_silu_mul(const void *gate, int64_t gate_row_stride, const void *u
 int ar4j_llama_argmax(int32_t dtype, const void *logits, int64_t row_stride, int32_t rows,
                       int32_t cols, int32_t index_offset, int32_t *out_index, float *out_value,
                       int32_t pdl, void *stream);
+
+/*
+ * Sampling: for each of rows rows of bf16 logits (row r at logits + r * row_stride, its first n
+ * columns valid), one index drawn from softmax(logits / temperature) restricted to the top-k
+ * values and then to the top-p nucleus, written where ar4j_llama_argmax writes its index:
+ *   out_index[r] = index_offset + the drawn column
+ * The distribution, exactly (every sum below is an integer sum, hence exact and order-free):
+ *   w_j   = floor(2^32 * expf((x_j - max) / temperature))   fp32 expf and division; max = the
+ *           largest finite logit of the row; a logit whose w_j is 0 (about 22 T below the max) is
+ *           never drawn. NaN and +-inf logits are never drawn (weight 0); -0 equals +0.
+ *   top-k: with v_k the k-th largest logit value (counting repeats), keep x_j >= v_k, so every
+ *          logit equal to v_k is kept (as transformers' TopKLogitsWarper); top_k 0 or >= the
+ *          finite logits of the row keeps all. K = the kept weight.
+ *   top-p: keep x_j >= v_p, v_p the largest kept value such that the kept weights of x >= v_p
+ *          sum to at least ceil(top_p * K) (fp64); all logits equal to v_p stay; top_p 1 keeps the
+ *          top-k set. This is the exact nucleus (no cap on its size): the smallest set of values,
+ *          from the largest down, whose probability is at least top_p.
+ *   draw:  z = mix(mix(mix(seed) ^ counter) ^ r) (mix as in ar4j_llama_fill_random_bf16, counter
+ *          the state's step counter), R = floor(z * W / 2^64) with W the nucleus weight; the keys
+ *          are laid out from the largest value down, each value's occurrences in index order, each
+ *          occurrence an interval of its weight; the index whose interval holds R is drawn.
+ * So the draw is a function of (logits, n, temperature, top_k, top_p, seed, counter, r) alone: the
+ * same on every GPU that runs this binary, on every rank given the same logits, at every replay of
+ * a graph with the same counter. Greedy decoding is not a limit of this (use ar4j_llama_argmax).
+ * state: AR4J_LLAMA_SAMPLE_STATE_BYTES of device memory, 8-byte aligned: a uint64 step counter
+ * at offset 0, then a uint32 that must be 0 before the first launch (zero the whole state, or set
+ * the counter to a start value and the rest to 0). Every launch reads the counter (all rows of
+ * one launch use the same value) and the last block of the launch to finish advances it by one,
+ * so consecutive launches and graph replays draw fresh numbers; one launch at a time per state.
+ * One block of 1024 threads per row, six reads of the row (max, a histogram of the high bytes of
+ * the values' 16-bit order keys, a histogram of the low bytes within one high byte for each of
+ * top-k, top-p and the draw, and a search for the drawn value's occurrence), no workspace.
+ * 1 <= rows; 1 <= n <= 2^30 (AR4J_LLAMA_ERROR_SIZE); row_stride >= n; temperature finite > 0;
+ * top_k >= 0; 0 < top_p <= 1; 0 <= index_offset, index_offset + n <= INT32_MAX
+ * (AR4J_LLAMA_ERROR_INVALID_ARGUMENT otherwise); logits 2-byte and out_index 4-byte aligned.
+ * Device-side: a row without a finite logit yields index_offset and AR4J_LLAMA_ERROR_LOGITS.
+ */
+int ar4j_llama_sample(const void *logits, int64_t row_stride, int32_t rows, int32_t n, float temperature,
+                      int32_t top_k, float top_p, uint64_t seed, void *state, int32_t index_offset,
+                      int32_t *out_index, int32_t *device_status, int32_t pdl, void *stream);
 
 /*
  * Seeded random bf16 fill (synthetic weights), deterministic across runs and TP degrees:

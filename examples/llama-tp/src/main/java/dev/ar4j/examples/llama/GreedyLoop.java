@@ -5,10 +5,10 @@ import java.util.function.IntConsumer;
 import java.util.function.LongSupplier;
 
 /**
- * Greedy generation on one rank: the prefill, then a decode step per token until an end-of-sequence
- * token comes or the token limit is reached; every new token (the stopping one included) goes to
- * the listener as soon as its step returns. Each rank of a group runs its own loop: the ranks' tokens
- * are the same, so they stop at the same step.
+ * Generation on one rank (each token the engine's choice: the argmax, or a draw on the GPU): the prefill,
+ * then a decode step per token until an end-of-sequence token comes or the token limit is reached; every
+ * new token (the stopping one included) goes to the listener as soon as its step returns. Each rank of a
+ * group runs its own loop: the ranks' tokens are the same, so they stop at the same step.
  */
 public final class GreedyLoop {
 

@@ -30,6 +30,7 @@ final class ModelDescription {
                         ShardPlan.forRank(layout, 0).bf16Bytes() / (double) (1L << 30));
         return String.format(Locale.ROOT, "%s: %d layers, hidden %d, %d/%d heads of %d, intermediate %d, vocab %d; %s",
                 name, c.numHiddenLayers(), c.hiddenSize(), c.numAttentionHeads(), c.numKeyValueHeads(), c.headDim(),
-                c.intermediateSize(), c.vocabSize(), split);
+                c.intermediateSize(), c.vocabSize(), split)
+                + (options.sampling().greedy() ? "" : "; " + options.sampling().describe());
     }
 }

@@ -73,7 +73,7 @@ final class Runner {
                 LlamaTensors.check(folder, layout.config());
             }
             EngineSettings s = new EngineSettings(layout, o.context(), o.prompt().length, o.draft(), false, true,
-                    o.seed(), o.shardAlone(), prefillChunk());
+                    o.seed(), o.shardAlone(), prefillChunk(), o.sampling());
             BenchTable table = o.mode() == RunMode.BENCH ? new BenchTable(out, ModelDescription.of(o, layout)
                     + (launched ? "; one JVM per rank" : "; GPUs " + Arrays.toString(o.deviceOfRank()))) : null;
             if (table != null && o.shardAlone()) {
@@ -194,7 +194,7 @@ final class Runner {
     }
 
     /**
-     * Greedy generation on every rank, local rank 0's tokens printed as they come; the ranks' tokens compared;
+     * Generation on every rank (greedy, or sampled on the GPU), local rank 0's tokens printed as they come; the ranks' tokens compared;
      * with a draft, the verify steps checked against them; the summary line.
      */
     private static void generate(LlamaOptions o, RankGroup group, List<RankEngine> engines, Tokenizer tokenizer,

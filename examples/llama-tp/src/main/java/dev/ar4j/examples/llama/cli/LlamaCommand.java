@@ -1,5 +1,6 @@
 package dev.ar4j.examples.llama.cli;
 
+import dev.ar4j.examples.llama.engine.Sampling;
 import dev.ar4j.examples.llama.model.SyntheticModels;
 import picocli.AutoComplete;
 import picocli.CommandLine;
@@ -23,8 +24,8 @@ import java.util.Set;
         sortOptions = false, usageHelpAutoWidth = true,
         subcommands = AutoComplete.GenerateCompletion.class,
         customSynopsis = "ar4j-llama (--model DIR | --synthetic tiny|llama3-8b|verify-7168) [options]",
-        description = {"A tensor-parallel Llama decoder on ar4j: generate greedy tokens from a prompt, or bench the "
-                + "prefill, decode and verify steps.",
+        description = {"A tensor-parallel Llama decoder on ar4j: generate tokens from a prompt (greedy, or "
+                + "drawn with --temperature), or bench the prefill, decode and verify steps.",
             "generate streams the answer to standard output as the tokens come (text where the model has a "
                 + "tokenizer, else token ids), stops at the tokenizer's end-of-sequence tokens or after --steps, and "
                 + "ends with a one-line summary on standard error (prompt tokens, generated tokens, time to first "
@@ -93,8 +94,22 @@ public final class LlamaCommand {
             + "max_position_embeddings if smaller)")
     private String context;
 
-    @Option(names = "--seed", paramLabel = "S", description = "seed of the synthetic weights (default 1234)")
+    @Option(names = "--seed", paramLabel = "S", description = "seed of the synthetic weights and of generate's "
+            + "draws with --temperature > 0 (default 1234): the same seed, prompt and options give the same tokens")
     private String seed;
+
+    @Option(names = "--temperature", paramLabel = "T", description = "generate: 0 (default) takes the most likely "
+            + "token (greedy); T > 0 draws each token from softmax(logits / T) on the GPU, inside the captured step")
+    private String temperature;
+
+    @Option(names = "--top-k", paramLabel = "K", description = "generate, with --temperature: draw only among the K "
+            + "largest logits (every logit equal to the K-th stays); 0 (default): all")
+    private String topK;
+
+    @Option(names = "--top-p", paramLabel = "P", description = "generate, with --temperature: draw only from the "
+            + "smallest set of most likely tokens whose probability (after --top-k) reaches P, 0 < P <= 1; 1 "
+            + "(default): all")
+    private String topP;
 
     @Option(names = "--tp-shard-of", paramLabel = "N", description = "bench rank 0's shard of a TP N split alone, as "
             + "one rank (world size 1) on one GPU: the per-rank compute of a TP N step, a projection with no "
@@ -211,10 +226,48 @@ public final class LlamaCommand {
         if (profile && !bench) {
             throw new UsageException("--profile: it profiles the steps of --mode bench; add --mode bench");
         }
+        Sampling sampling = sampling(bench, weightSeed, draftTokens);
         LlamaOptions options = new LlamaOptions(model == null ? null : folder(model), synthetic, ranks, runMode, given,
                 ids, stepCount, draftTokens, comms, shareGpu, deviceList, positions, weightSeed, shardOf, profile,
-                answerFormat(bench));
+                answerFormat(bench), sampling);
         return synthetic != null ? options.withPrompt(ids, false) : options;
+    }
+
+    /** --temperature, --top-k and --top-p (with --seed): greedy unless a temperature above 0 is given. */
+    private Sampling sampling(boolean bench, long seedValue, int draftTokens) {
+        if (temperature == null && topK == null && topP == null) {
+            return Sampling.GREEDY;
+        }
+        if (bench) {
+            throw new UsageException("--temperature, --top-k and --top-p choose generate's tokens; bench times the "
+                    + "greedy steps: leave them out");
+        }
+        double t = temperature == null ? 0 : OptionValues.doubleValue("--temperature", temperature);
+        if (!(t >= 0) || !Double.isFinite(t)) {
+            throw new UsageException("--temperature must be a finite number >= 0 (0: greedy), got " + temperature);
+        }
+        int k = topK == null ? 0 : OptionValues.intValue("--top-k", topK, 0, Integer.MAX_VALUE);
+        double p = topP == null ? 1 : OptionValues.doubleValue("--top-p", topP);
+        if (!(p > 0 && p <= 1)) {
+            throw new UsageException("--top-p must be a number in (0, 1] (1: every token), got " + topP);
+        }
+        if (t == 0) {
+            if (topK != null || topP != null) {
+                throw new UsageException((topK != null ? "--top-k" : "--top-p") + " narrows the draw of --temperature "
+                        + "T > 0; with temperature 0 (the default) generate takes the most likely token: give "
+                        + "--temperature");
+            }
+            return Sampling.GREEDY;
+        }
+        if (draftTokens > 0) {
+            throw new UsageException("--draft " + draftTokens + " checks the verify step against greedy decoding; "
+                    + "leave it out with --temperature " + temperature);
+        }
+        try {
+            return new Sampling(t, k, p, seedValue);
+        } catch (IllegalArgumentException e) {
+            throw new UsageException("--temperature " + temperature + ": " + e.getMessage());
+        }
     }
 
     private PromptInput promptInput() {

@@ -1,5 +1,6 @@
 package dev.ar4j.examples.llama.cli;
 
+import dev.ar4j.examples.llama.engine.Sampling;
 import dev.ar4j.examples.llama.model.LlamaConfig;
 
 import java.nio.file.Path;
@@ -31,10 +32,12 @@ import java.util.List;
  * @param profile   {@code --profile}: in bench mode, also the time of each kind of kernel in one step
  * @param output    {@code --output}: how generate prints the answer; {@code null} in bench, and in generate until
  *                  {@link #withPrompt} picks the default
+ * @param sampling  {@code --temperature}, {@code --top-k}, {@code --top-p} with {@code --seed}: how generate chooses
+ *                  its tokens ({@link Sampling#GREEDY} by default and in bench)
  */
 public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, PromptInput promptInput, int[] prompt,
                            int steps, int draft, List<CommMode> comms, boolean shareGpu, int[] devices, int context,
-                           long seed, int tpShardOf, boolean profile, AnswerFormat output) {
+                           long seed, int tpShardOf, boolean profile, AnswerFormat output, Sampling sampling) {
 
     /** The KV-cache positions when {@code --context} is not given (fewer if the model allows fewer). */
     public static final int DEFAULT_CONTEXT = 2048;
@@ -52,6 +55,13 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, P
         }
         if (output != null && mode != RunMode.GENERATE) {
             throw new IllegalArgumentException("--output in " + mode + " mode: it is how generate prints the answer");
+        }
+        if (sampling == null) {
+            throw new IllegalArgumentException("no sampling settings: Sampling.GREEDY takes the most likely token");
+        }
+        if (!sampling.greedy() && (mode != RunMode.GENERATE || draft > 0)) {
+            throw new IllegalArgumentException(sampling.describe() + " in " + mode + " mode with --draft " + draft
+                    + ": sampling chooses generate's tokens, without a verify step");
         }
         prompt = prompt == null ? null : prompt.clone();
         devices = devices == null ? null : devices.clone();
@@ -85,7 +95,7 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, P
         AnswerFormat format = mode != RunMode.GENERATE ? null : output != null ? output
                 : tokenizer ? AnswerFormat.TEXT : AnswerFormat.IDS;
         return new LlamaOptions(model, synthetic, tp, mode, promptInput, ids, steps, draft, comms, shareGpu, devices,
-                context, seed, tpShardOf, profile, format);
+                context, seed, tpShardOf, profile, format, sampling);
     }
 
     /**
@@ -155,7 +165,7 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, P
             return this;
         }
         return new LlamaOptions(model, synthetic, tp, mode, promptInput, prompt, steps, draft, comms, shareGpu, devices,
-                Math.min(DEFAULT_CONTEXT, c.maxPositionEmbeddings()), seed, tpShardOf, profile, output);
+                Math.min(DEFAULT_CONTEXT, c.maxPositionEmbeddings()), seed, tpShardOf, profile, output, sampling);
     }
 
     /**

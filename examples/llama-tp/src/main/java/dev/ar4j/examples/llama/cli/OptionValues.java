@@ -1,7 +1,7 @@
 package dev.ar4j.examples.llama.cli;
 
 /**
- * The values of {@code ar4j-llama}'s options as text: whole numbers in a range and comma-separated
+ * The values of {@code ar4j-llama}'s options as text: whole numbers in a range, decimal numbers and comma-separated
  * lists of them. Every failure is a {@link UsageException} naming the option, what was given and
  * what is accepted.
  */
@@ -41,6 +41,22 @@ final class OptionValues {
             return Long.parseLong(text.trim());
         } catch (NumberFormatException e) {
             throw new UsageException(option + ": '" + text + "' is not a whole number");
+        }
+    }
+
+    /**
+     * A decimal number (the range is the caller's to check).
+     *
+     * @param option the option, for the message
+     * @param text   the value
+     * @return the number
+     * @throws UsageException when it is not a number
+     */
+    static double doubleValue(String option, String text) {
+        try {
+            return Double.parseDouble(text.trim());
+        } catch (NumberFormatException e) {
+            throw new UsageException(option + ": '" + text + "' is not a number");
         }
     }
 

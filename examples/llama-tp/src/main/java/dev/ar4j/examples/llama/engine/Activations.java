@@ -34,6 +34,8 @@ final class Activations implements AutoCloseable {
     final DeviceBuffer attentionWorkspace;
     /** The LM head's argmax candidates and counter (zeroed here, once, as the kernel needs). */
     final DeviceBuffer argmaxWorkspace;
+    /** The sampling kernel's state: its step counter (from 0) and completion word (zeroed here, once). */
+    final DeviceBuffer sampleState;
     private final List<DeviceBuffer> owned = new ArrayList<>();
 
     Activations(TensorParallelLayout layout, int maxTokens, int logitRows, long attentionWorkspaceBytes) {
@@ -56,6 +58,7 @@ final class Activations implements AutoCloseable {
             attentionWorkspace = own(Math.max(16, attentionWorkspaceBytes));
             argmaxWorkspace = own(Math.max(16, LlamaKernels.linearRowsArgmaxWorkspaceBytes(
                     Math.min(logitRows, LlamaKernels.MAX_LINEAR_ROWS), layout.vocabPerRank())));
+            sampleState = own(LlamaKernels.SAMPLE_STATE_BYTES);
             for (DeviceBuffer b : owned) {
                 b.fill(0);
             }
@@ -74,7 +77,7 @@ final class Activations implements AutoCloseable {
         long h = layout.config().hiddenSize();
         long bf16 = 2 * (4 * t * h + t * layout.qkvWidthPerRank() + t * layout.queryWidthPerRank()
                 + t * layout.gateUpWidthPerRank() + (long) logitRows * layout.paddedVocab());
-        return bf16 + 16 * t + Math.max(16, attentionWorkspaceBytes) + 16 * 16 + Math.max(16,
+        return bf16 + 16 * t + Math.max(16, attentionWorkspaceBytes) + 16 * 16 + 16 + Math.max(16,
                 LlamaKernels.linearRowsArgmaxWorkspaceBytes(Math.min(logitRows, LlamaKernels.MAX_LINEAR_ROWS),
                         layout.vocabPerRank()));
     }

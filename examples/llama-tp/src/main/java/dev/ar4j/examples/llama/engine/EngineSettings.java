@@ -18,9 +18,10 @@ import dev.ar4j.examples.llama.model.TensorParallelLayout;
  * @param prefillChunk the most prompt tokens of one prefill step: a longer prompt runs in chunks of about equal
  *                   size, each appending to the KV cache and attending every earlier position, so that the
  *                   activations (and the attention's scores) are sized by the chunk, not by the prompt
+ * @param sampling   how each step chooses its tokens: {@link Sampling#GREEDY} (the argmax) or a draw on the GPU
  */
 public record EngineSettings(TensorParallelLayout layout, int context, int prefillMax, int draft, boolean keepLogits,
-                             boolean pdl, long seed, boolean shardAlone, int prefillChunk) {
+                             boolean pdl, long seed, boolean shardAlone, int prefillChunk, Sampling sampling) {
 
     /**
      * The default {@link #prefillChunk}: 1024 tokens. The dense products of llama3-8b are GEMMs of
@@ -50,6 +51,14 @@ public record EngineSettings(TensorParallelLayout layout, int context, int prefi
             throw new IllegalArgumentException("a prefill chunk of " + prefillChunk + " tokens; need at least "
                     + 2 * KEPT_PROMPT_LOGIT_ROWS);
         }
+        if (sampling == null) {
+            throw new IllegalArgumentException("no sampling settings: give Sampling.GREEDY for the argmax");
+        }
+        if (!sampling.greedy() && draft > 0) {
+            throw new IllegalArgumentException("a verify step of " + draft + " draft tokens with " + sampling.describe()
+                    + ": the verify step checks drafts against the greedy choice; sampled drafts need rejection "
+                    + "sampling, which this engine does not do (use draft 0)");
+        }
         if (shardAlone && layout.tp() < 2) {
             throw new IllegalArgumentException("a shard of a split over " + layout.tp()
                     + " rank is the whole model: shardAlone needs a layout of at least 2 ranks");
@@ -69,7 +78,7 @@ public record EngineSettings(TensorParallelLayout layout, int context, int prefi
      */
     public EngineSettings(TensorParallelLayout layout, int context, int prefillMax, int draft, boolean keepLogits,
                           boolean pdl, long seed) {
-        this(layout, context, prefillMax, draft, keepLogits, pdl, seed, false, DEFAULT_PREFILL_CHUNK);
+        this(layout, context, prefillMax, draft, keepLogits, pdl, seed, false, DEFAULT_PREFILL_CHUNK, Sampling.GREEDY);
     }
 
     /**
@@ -86,7 +95,26 @@ public record EngineSettings(TensorParallelLayout layout, int context, int prefi
      */
     public EngineSettings(TensorParallelLayout layout, int context, int prefillMax, int draft, boolean keepLogits,
                           boolean pdl, long seed, boolean shardAlone) {
-        this(layout, context, prefillMax, draft, keepLogits, pdl, seed, shardAlone, DEFAULT_PREFILL_CHUNK);
+        this(layout, context, prefillMax, draft, keepLogits, pdl, seed, shardAlone, DEFAULT_PREFILL_CHUNK,
+                Sampling.GREEDY);
+    }
+
+    /**
+     * Greedy settings with a chosen prefill chunk.
+     *
+     * @param layout       the model and its split
+     * @param context      KV-cache positions
+     * @param prefillMax   the longest prompt
+     * @param draft        draft tokens of the verify step
+     * @param keepLogits   copy the logits out
+     * @param pdl          programmatic dependent launch
+     * @param seed         the synthetic weights' seed
+     * @param shardAlone   rank 0's shard alone
+     * @param prefillChunk the most prompt tokens of one prefill step
+     */
+    public EngineSettings(TensorParallelLayout layout, int context, int prefillMax, int draft, boolean keepLogits,
+                          boolean pdl, long seed, boolean shardAlone, int prefillChunk) {
+        this(layout, context, prefillMax, draft, keepLogits, pdl, seed, shardAlone, prefillChunk, Sampling.GREEDY);
     }
 
     /**

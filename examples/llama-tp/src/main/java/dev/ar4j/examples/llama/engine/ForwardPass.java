@@ -23,8 +23,15 @@ import dev.ar4j.examples.llama.model.WeightName.Kind;
  *   gate_up = normed · Wgate_upᵀ;  act = silu(gate) * up;  partial = act · Wdownᵀ
  *   residual += allreduce(partial);  normed = rmsnorm(residual) * next input_norm | final norm  (fused)
  * logits[:, this rank's vocabulary] = normed[last rows] · Wlm_headᵀ (zero elsewhere);  allreduce(logits)
- * argmax = argmax(logits[:, :vocab])        (the last rows: all of a decode or verify step, a prompt's last)
+ * token  = argmax(logits[:, :vocab])        (the last rows: all of a decode or verify step, a prompt's last)
+ *        | sample(logits[:, :vocab])        (temperature &gt; 0: {@link Sampling}, after the logits' all-reduce)
  * </pre>
+ *
+ * <p>Sampling at TP &gt; 1: every rank draws the same token without exchanging it. The logits' all-reduce gives
+ * every rank the same bits (ar4j's reductions are exact and in a fixed order, and each rank's partial row is zero
+ * outside its vocabulary); the sampling kernel's draw is a function of (logits, settings, seed, step counter, row)
+ * only, with integer sums; every rank's counter starts at 0 and advances once per sampling launch, and the ranks
+ * launch the same steps in the same order (the generation loop compares their tokens at the end).
  *
  * Every row-parallel all-reduce is ar4j's {@code allReduceResidualRmsNorm}; the logits'
  * all-reduce is a plain one. The products ({@code ·}) of one-token steps (decode) go through the
@@ -52,6 +59,8 @@ final class ForwardPass {
     private final int rowsKernelMaxTokens;
     /** Prefill chunks' attention through cuBLAS batched GEMMs (steps of more than 8 tokens), or {@code null}. */
     private final PrefillAttention prefill;
+    /** Greedy (the argmax, fused into the LM head where it can be) or a draw on the GPU. */
+    private final Sampling sampling;
 
     /**
      * The system property that chooses the products' library: {@code auto} (default: the rows
@@ -61,8 +70,9 @@ final class ForwardPass {
     static final String LINEAR_PROPERTY = "ar4j.llama.linear";
 
     ForwardPass(Communicator comm, CudaStream stream, Cublas cublas, LlamaKernels kernels, RankWeights weights,
-                Activations activations, KvCache cache, PrefillAttention prefill) {
+                Activations activations, KvCache cache, PrefillAttention prefill, Sampling sampling) {
         this.comm = comm;
+        this.sampling = sampling;
         this.prefill = prefill;
         this.stream = stream;
         this.cublas = cublas;
@@ -217,7 +227,7 @@ final class ForwardPass {
         long lastNormed = act.normed.address() + 2L * h * (t - rows);
         long lmHead = w.get(w.plan().lmHead()).address();
         begin(timer, StepSection.LM_HEAD, 2L * layout.vocabPerRank() * h);
-        if (layout.tp() == 1 && rowsKernel(lmHead, lastNormed, rows, h, h)) {
+        if (layout.tp() == 1 && sampling.greedy() && rowsKernel(lmHead, lastNormed, rows, h, h)) {
             // The greedy choice in the LM head's epilogue: no pass over the logits after it.
             kernels.linearRowsArgmax(lmHead, lastNormed, h, logits, vocabPad, rows, layout.vocabPerRank(), h,
                     c.vocabSize(), 0, act.argmax.address(), act.argmaxValue.address(),
@@ -232,8 +242,13 @@ final class ForwardPass {
             comm.allReduce(logits, logits, (long) rows * vocabPad, DType.BFLOAT16, stream.handle());
             end(timer);
         }
-        begin(timer, StepSection.ARGMAX, 2L * rows * vocabPad);
-        kernels.argmax(logits, vocabPad, rows, c.vocabSize(), act.argmax.address(), act.argmaxValue.address());
+        begin(timer, StepSection.ARGMAX, 2L * rows * vocabPad);  // the token's choice, greedy or sampled
+        if (sampling.greedy()) {
+            kernels.argmax(logits, vocabPad, rows, c.vocabSize(), act.argmax.address(), act.argmaxValue.address());
+        } else {
+            kernels.sample(logits, vocabPad, rows, c.vocabSize(), sampling, act.sampleState.address(),
+                    act.argmax.address());
+        }
         end(timer);
     }
 

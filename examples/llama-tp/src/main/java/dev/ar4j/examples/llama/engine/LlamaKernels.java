@@ -196,6 +196,20 @@ final class LlamaKernels {
                 stream), "ar4j_llama_argmax");
     }
 
+    /** Bytes of the sampling kernel's state (its step counter and completion word). */
+    static final int SAMPLE_STATE_BYTES = kernels_h.AR4J_LLAMA_SAMPLE_STATE_BYTES();
+
+    /**
+     * One token per row of bf16 logits drawn from {@code softmax(logits / temperature)} cut to the top-k and the
+     * top-p nucleus ({@code ar4j_llama_sample}), written to {@code outIndex} as {@link #argmax} writes it; the
+     * state's step counter advances once per launch. A row without a finite logit sets the status word.
+     */
+    void sample(long logits, long rowStride, int rows, int cols, Sampling sampling, long state, long outIndex) {
+        check(kernels_h.ar4j_llama_sample(at(logits), rowStride, rows, cols, (float) sampling.temperature(),
+                sampling.topK(), (float) sampling.topP(), sampling.seed(), at(state), 0, at(outIndex), status, pdl,
+                stream), "ar4j_llama_sample");
+    }
+
     /** Seeded random bf16 block of a global tensor. */
     void fillRandom(long dst, long rows, long cols, long ld, long rowOffset, long colOffset, long globalCols, long seed,
                     float std) {

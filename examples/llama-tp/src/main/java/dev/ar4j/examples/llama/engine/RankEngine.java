@@ -87,7 +87,8 @@ public final class RankEngine implements AutoCloseable {
                     ? own(new PrefillAttention(cublas, kernels, layout, cache, act.qkv.address(),
                             act.attention.address(), chunkRows))
                     : null;
-            forward = new ForwardPass(comm, stream, cublas, kernels, weights, act, cache, prefillAttention);
+            forward = new ForwardPass(comm, stream, cublas, kernels, weights, act, cache, prefillAttention,
+                    s.sampling());
             decode = own(new StepRunner(forward, stream, act, status, io, 1, splits(1), 1));
             verify = s.draft() > 0
                     ? own(new StepRunner(forward, stream, act, status, io, s.draft(), splits(s.draft()), s.draft()))
@@ -214,9 +215,10 @@ public final class RankEngine implements AutoCloseable {
 
     /**
      * Runs the prompt eagerly at positions {@code 0 .. n-1}, in chunks of at most
-     * {@link EngineSettings#prefillChunk()} tokens, and returns the greedy next token. Only the last chunk computes
-     * logits: of its last {@link EngineSettings#KEPT_PROMPT_LOGIT_ROWS} positions when the engine keeps logits
-     * ({@link #logits}{@code (r)} is then prompt position {@link #prefillLogitsFirst()}{@code + r}), of the last
+     * {@link EngineSettings#prefillChunk()} tokens, and returns the next token (the argmax, or a draw with
+     * {@link EngineSettings#sampling()}). Only the last chunk computes logits: of its last
+     * {@link EngineSettings#KEPT_PROMPT_LOGIT_ROWS} positions when the engine keeps logits ({@link #logits}{@code (r)}
+     * is then prompt position {@link #prefillLogitsFirst()}{@code + r}), of the last
      * position otherwise.
      *
      * @param prompt the token ids, 1 to {@code prefillMax} of them
@@ -273,7 +275,7 @@ public final class RankEngine implements AutoCloseable {
      *
      * @param id       the input token
      * @param position its position, below the context
-     * @return the greedy next token
+     * @return the next token: the argmax, or a draw with {@link EngineSettings#sampling()}
      */
     public int decode(int id, int position) {
         refuseShardAlone("decode");

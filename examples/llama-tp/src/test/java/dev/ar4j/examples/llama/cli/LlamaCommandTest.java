@@ -1,5 +1,6 @@
 package dev.ar4j.examples.llama.cli;
 
+import dev.ar4j.examples.llama.engine.Sampling;
 import dev.ar4j.examples.llama.model.SyntheticModels;
 import org.junit.jupiter.api.Test;
 
@@ -150,11 +151,11 @@ class LlamaCommandTest {
                 "--devices", "0,1");
         // The record itself refuses what the parser refuses.
         assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 2, RunMode.BENCH, DEFAULT,
-                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, 2, false, null));
+                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, 2, false, null, Sampling.GREEDY));
         assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.GENERATE, DEFAULT,
-                new int[] {1}, 1, 0, List.of(CommMode.AR4J), false, null, 0, 0, 2, false, null));
+                new int[] {1}, 1, 0, List.of(CommMode.AR4J), false, null, 0, 0, 2, false, null, Sampling.GREEDY));
         assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.BENCH, DEFAULT,
-                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, 1, false, null));
+                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, 1, false, null, Sampling.GREEDY));
     }
 
     @Test
@@ -228,5 +229,49 @@ class LlamaCommandTest {
                 "--prompt", "1,4096").forModel(tiny).checkAgainst(tiny));
         assertTrue(vocab.getMessage().contains("--prompt: token 1 is 4096, outside the vocabulary of 4096"),
                 vocab.getMessage());
+    }
+
+    @Test
+    void samplingOptions() {
+        assertEquals(Sampling.GREEDY, LlamaCommand.parse("--synthetic", "tiny").sampling());
+        assertEquals(Sampling.GREEDY, LlamaCommand.parse("--synthetic", "tiny", "--temperature", "0").sampling());
+        assertEquals(new Sampling(0.7, 50, 0.9, 99), LlamaCommand.parse("--synthetic", "tiny", "--temperature", "0.7",
+                "--top-k", "50", "--top-p", "0.9", "--seed", "99").sampling());
+        // The seed defaults to --seed's default; top-k and top-p to every token.
+        assertEquals(new Sampling(1.5, 0, 1, 1234), LlamaCommand.parse("--synthetic", "tiny", "--temperature=1.5")
+                .sampling());
+        assertEquals(new Sampling(1, 0, 0.5, 1234), LlamaCommand.parse("--synthetic", "tiny", "--temperature", "1",
+                "--top-p", "0.5").sampling());
+    }
+
+    @Test
+    void samplingRefusals() {
+        refused("--temperature must be a finite number >= 0 (0: greedy), got -1", "--synthetic", "tiny",
+                "--temperature", "-1");
+        refused("--temperature must be a finite number >= 0 (0: greedy), got NaN", "--synthetic", "tiny",
+                "--temperature", "NaN");
+        refused("--temperature must be a finite number >= 0 (0: greedy), got Infinity", "--synthetic", "tiny",
+                "--temperature", "Infinity");
+        refused("--temperature: 'warm' is not a number", "--synthetic", "tiny", "--temperature", "warm");
+        refused("--temperature 1e-300: temperature 1.0E-300: outside the range of a float", "--synthetic", "tiny",
+                "--temperature", "1e-300");
+        refused("--top-k must be 0..2147483647, got -5", "--synthetic", "tiny", "--temperature", "1", "--top-k", "-5");
+        refused("--top-p must be a number in (0, 1] (1: every token), got 0", "--synthetic", "tiny", "--temperature",
+                "1", "--top-p", "0");
+        refused("--top-p must be a number in (0, 1] (1: every token), got 1.01", "--synthetic", "tiny",
+                "--temperature", "1", "--top-p", "1.01");
+        refused("--top-k narrows the draw of --temperature T > 0", "--synthetic", "tiny", "--top-k", "5");
+        refused("--top-p narrows the draw of --temperature T > 0", "--synthetic", "tiny", "--temperature", "0",
+                "--top-p", "0.9");
+        refused("bench times the greedy steps: leave them out", "--synthetic", "tiny", "--mode", "bench",
+                "--temperature", "0.8");
+        refused("--draft 2 checks the verify step against greedy decoding", "--synthetic", "tiny", "--temperature",
+                "0.8", "--draft", "2");
+        // The record itself refuses sampling outside generate or with a verify step.
+        Sampling warm = new Sampling(0.8, 0, 1, 1);
+        assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.BENCH, DEFAULT,
+                new int[] {1}, 1, 1, List.of(CommMode.AR4J), false, null, 0, 0, 0, false, null, warm));
+        assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.GENERATE, DEFAULT,
+                new int[] {1}, 1, 2, List.of(CommMode.AR4J), false, null, 0, 0, 0, false, null, warm));
     }
 }

@@ -23,10 +23,10 @@ public class kernels_h extends kernels_h$shared {
     static final SymbolLookup SYMBOL_LOOKUP = SymbolLookup.loaderLookup()
             .or(Linker.nativeLinker().defaultLookup());
 
-    private static final int AR4J_LLAMA_ABI_VERSION = (int)4L;
+    private static final int AR4J_LLAMA_ABI_VERSION = (int)5L;
     /**
      * {@snippet lang=c :
-     * #define AR4J_LLAMA_ABI_VERSION 4
+     * #define AR4J_LLAMA_ABI_VERSION 5
      * }
      */
     public static int AR4J_LLAMA_ABI_VERSION() {
@@ -158,6 +158,15 @@ public class kernels_h extends kernels_h$shared {
     public static int AR4J_LLAMA_ERROR_INVALID_ARGUMENT() {
         return AR4J_LLAMA_ERROR_INVALID_ARGUMENT;
     }
+    private static final int AR4J_LLAMA_ERROR_LOGITS = (int)10014L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_llama_status.AR4J_LLAMA_ERROR_LOGITS = 10014
+     * }
+     */
+    public static int AR4J_LLAMA_ERROR_LOGITS() {
+        return AR4J_LLAMA_ERROR_LOGITS;
+    }
     private static final int AR4J_LLAMA_DTYPE_FLOAT32 = (int)0L;
     /**
      * {@snippet lang=c :
@@ -220,6 +229,15 @@ public class kernels_h extends kernels_h$shared {
      */
     public static int AR4J_LLAMA_MAX_HIDDEN() {
         return AR4J_LLAMA_MAX_HIDDEN;
+    }
+    private static final int AR4J_LLAMA_SAMPLE_STATE_BYTES = (int)16L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_llama_limits.AR4J_LLAMA_SAMPLE_STATE_BYTES = 16
+     * }
+     */
+    public static int AR4J_LLAMA_SAMPLE_STATE_BYTES() {
+        return AR4J_LLAMA_SAMPLE_STATE_BYTES;
     }
 
     private static class ar4j_llama_abi_version {
@@ -1451,6 +1469,79 @@ public class kernels_h extends kernels_h$shared {
                 traceDowncall("ar4j_llama_argmax", dtype, logits, row_stride, rows, cols, index_offset, out_index, out_value, pdl, stream);
             }
             return (int)mh$.invokeExact(dtype, logits, row_stride, rows, cols, index_offset, out_index, out_value, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_sample {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_FLOAT,
+            kernels_h.C_INT,
+            kernels_h.C_FLOAT,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_sample");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_sample(const void *logits, int64_t row_stride, int32_t rows, int32_t n, float temperature, int32_t top_k, float top_p, uint64_t seed, void *state, int32_t index_offset, int32_t *out_index, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_sample$descriptor() {
+        return ar4j_llama_sample.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_sample(const void *logits, int64_t row_stride, int32_t rows, int32_t n, float temperature, int32_t top_k, float top_p, uint64_t seed, void *state, int32_t index_offset, int32_t *out_index, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_llama_sample$handle() {
+        return ar4j_llama_sample.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_sample(const void *logits, int64_t row_stride, int32_t rows, int32_t n, float temperature, int32_t top_k, float top_p, uint64_t seed, void *state, int32_t index_offset, int32_t *out_index, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_llama_sample$address() {
+        return ar4j_llama_sample.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_sample(const void *logits, int64_t row_stride, int32_t rows, int32_t n, float temperature, int32_t top_k, float top_p, uint64_t seed, void *state, int32_t index_offset, int32_t *out_index, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static int ar4j_llama_sample(MemorySegment logits, long row_stride, int rows, int n, float temperature, int top_k, float top_p, long seed, MemorySegment state, int index_offset, MemorySegment out_index, MemorySegment device_status, int pdl, MemorySegment stream) {
+        var mh$ = ar4j_llama_sample.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_sample", logits, row_stride, rows, n, temperature, top_k, top_p, seed, state, index_offset, out_index, device_status, pdl, stream);
+            }
+            return (int)mh$.invokeExact(logits, row_stride, rows, n, temperature, top_k, top_p, seed, state, index_offset, out_index, device_status, pdl, stream);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
