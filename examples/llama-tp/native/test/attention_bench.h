@@ -38,7 +38,7 @@ inline void bench_attention(int sm_count) {
     for (int32_t n : {1, 3}) {
         const int32_t heuristic = ar4j_llama_attention_splits(n, heads, kv, max_positions, sm_count);
         std::vector<int32_t> split_counts = {heuristic};
-        for (int32_t s : {16, 64, 128}) {
+        for (int32_t s : {1, 16, 64, 128}) {
             if (s != heuristic) split_counts.push_back(s);
         }
         size_t ws_bytes = 0;
