@@ -44,6 +44,32 @@ __device__ __forceinline__ void pdl_trigger() {
 #endif
 }
 
+// A running softmax pair (m, l): the max of the scores seen and the sum of exp(s - m) over them;
+// (any, 0) is the empty pair. The decode attention and the prefill softmax fold scores and merge
+// pairs with these, so both round alike.
+__device__ __forceinline__ void softmax_add(float &m, float &l, float s) {
+    if (s > m) {
+        l = __fadd_rn(__fmul_rn(l, expf(m - s)), 1.0f);  // from the empty pair (-inf, 0): exp(-inf) = 0, so 1
+        m = s;
+    } else if (s != -INFINITY) {  // a -inf score weighs 0 (expf(-inf - -inf) would be NaN)
+        l = __fadd_rn(l, expf(s - m));
+    }
+}
+
+// (m, l) <- the pair of both ranges. Symmetric in its two arguments (max and + commute), so a
+// butterfly leaves the same bits in every lane.
+__device__ __forceinline__ void softmax_merge(float &m, float &l, float m2, float l2) {
+    if (l2 == 0.0f) return;
+    if (l == 0.0f) {
+        m = m2;
+        l = l2;
+        return;
+    }
+    const float mx = fmaxf(m, m2);
+    l = __fadd_rn(__fmul_rn(l, expf(m - mx)), __fmul_rn(l2, expf(m2 - mx)));
+    m = mx;
+}
+
 // Records code in the caller's device status word unless an earlier error is there.
 __device__ __forceinline__ void report(int32_t *device_status, int32_t code) {
     if (device_status != nullptr) atomicCAS(device_status, 0, code);

@@ -9,19 +9,6 @@ namespace {
 constexpr int kSoftmaxThreads = 256;
 constexpr int kVec = 8;  // bf16 per 16-byte access
 
-// One row's running (max, sum of exp(s - max)), combined as the decode attention combines splits.
-__device__ __forceinline__ void combine(float &m, float &l, float m2, float l2) {
-    if (l2 == 0.0f) return;
-    if (l == 0.0f) {
-        m = m2;
-        l = l2;
-        return;
-    }
-    const float mx = fmaxf(m, m2);
-    l = __fadd_rn(__fmul_rn(l, expf(m - mx)), __fmul_rn(l2, expf(m2 - mx)));
-    m = mx;
-}
-
 // s = bf16(d * scale), d the bf16 the GEMM stored (HF: attn_weights = matmul(q, k^T) * scaling).
 __device__ __forceinline__ float score(bf16 d, float scale) { return round_bf16(__fmul_rn(__bfloat162float(d), scale)); }
 
@@ -45,12 +32,7 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
         for (int e = 0; e < kVec; ++e) {
             if (v * kVec + e < valid) {
                 const float s = score(d[e], scale);
-                if (s > m) {
-                    l = l == 0.0f ? 1.0f : __fadd_rn(__fmul_rn(l, expf(m - s)), 1.0f);
-                    m = s;
-                } else if (s != -INFINITY) {  // a -inf score weighs 0 (expf(-inf - -inf) would be NaN)
-                    l = __fadd_rn(l, expf(s - m));
-                }
+                softmax_add(m, l, s);
             }
         }
     }
@@ -59,7 +41,7 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
     for (int offset = 16; offset > 0; offset >>= 1) {
         const float m2 = __shfl_xor_sync(0xffffffffu, m, offset);
         const float l2 = __shfl_xor_sync(0xffffffffu, l, offset);
-        combine(m, l, m2, l2);
+        softmax_merge(m, l, m2, l2);
     }
     __shared__ float warp_m[kSoftmaxThreads / 32], warp_l[kSoftmaxThreads / 32];
     __shared__ float row_m, row_l;
@@ -70,7 +52,7 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
     __syncthreads();
     if (threadIdx.x == 0) {
         float bm = warp_m[0], bl = warp_l[0];
-        for (int w = 1; w < int(blockDim.x / 32); ++w) combine(bm, bl, warp_m[w], warp_l[w]);
+        for (int w = 1; w < int(blockDim.x / 32); ++w) softmax_merge(bm, bl, warp_m[w], warp_l[w]);
         row_m = bm;
         row_l = bl;
     }

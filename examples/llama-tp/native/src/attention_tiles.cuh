@@ -1,0 +1,186 @@
+// The decode attention's data layout and per-tile steps, shared by its two kernels (attention.cu):
+// the block's query rows and key range, cp.async tiles of K or V in shared memory, the q . k dots
+// of a tile, and the bf16 rounding points of scores and probabilities.
+#pragma once
+
+#include "common.cuh"
+
+namespace ar4j_llama {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kRows = 32;      // query rows per block
+constexpr int kTile = 64;      // keys per shared-memory tile
+constexpr int kStages = 2;     // tiles in flight per block (cp.async double buffering)
+constexpr int kPad = 8;        // bf16 padding per tile row: 16-byte reads of 8 consecutive rows hit distinct banks
+constexpr int kKeyGroups = kThreads / kTile;                // kernel 1: threads per key
+constexpr int kScoreRows = kRows / kKeyGroups;              // kernel 1: query rows per thread
+constexpr int kStoredTokens = AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS;
+constexpr unsigned int kFullMask = 0xffffffffu;
+static_assert(kThreads % kTile == 0 && kRows % kKeyGroups == 0, "tile geometry");
+
+struct AttentionArgs {
+    const bf16 *q;
+    int64_t q_stride;
+    const bf16 *k_cache;
+    const bf16 *v_cache;
+    int32_t n;
+    int32_t n_heads;
+    int32_t n_kv_heads;
+    int32_t group;       // n_heads / n_kv_heads
+    int32_t head_dim;    // a multiple of 8
+    int32_t block_rows;  // min(kRows, n * group): the shared-memory rows
+    int32_t max_positions;
+    const int32_t *positions;
+    int32_t start_pos;
+    float scale;
+    bf16 *out;
+    int64_t out_stride;
+    int32_t splits;
+    int32_t *counters;   // [chunks][n_kv_heads]
+    float *stats;        // [n * n_heads][splits][2]: max, sum of exp(s - max)
+    float *partial;      // [n * n_heads][splits][head_dim] (splits > 1)
+    uint16_t *scores;    // [n * n_heads][max_positions] bf16 bits (n <= kStoredTokens)
+    int32_t *device_status;
+};
+
+// The block's query rows (shared memory) and its key range.
+struct Rows {
+    int32_t pos[kRows];    // the row's token position, -1 when outside [0, max_positions)
+    int32_t id[kRows];     // t * n_heads + h: the row of out, stats, partial and scores
+    int32_t token[kRows];
+    int32_t head[kRows];
+    int32_t range[3];
+};
+
+struct Range {
+    int32_t rows;
+    int32_t begin;
+    int32_t end;
+    int32_t active;  // the splits with keys at this length (at least 1): the rest have empty ranges
+};
+
+// ---- cp.async (sm_80+): 16 bytes global -> shared, through L2 only ----
+__device__ __forceinline__ void cp_async16(void *shared, const void *global) {
+    const unsigned int address = static_cast<unsigned int>(__cvta_generic_to_shared(shared));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(global) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most `pending` of this thread's newest groups are in flight.
+template <int pending>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(pending) : "memory"); }
+
+__device__ __forceinline__ float bf16_low(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_high(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+// Fills the block's rows and range; every thread calls it (two barriers). Reads positions only.
+__device__ Range locate(const AttentionArgs &a, Rows &rows, bool report_errors) {
+    const int64_t first = int64_t(blockIdx.x) * kRows;
+    const int64_t total = int64_t(a.n) * a.group;
+    const int32_t count = int32_t(total - first < kRows ? total - first : kRows);
+    if (int32_t(threadIdx.x) < count) {
+        const int64_t row = first + threadIdx.x;
+        const int32_t t = int32_t(row / a.group);
+        const int32_t g = int32_t(row % a.group);
+        const int32_t h = int32_t(blockIdx.y) * a.group + g;
+        const int32_t pos = a.positions != nullptr ? __ldcg(a.positions + t) : a.start_pos + t;
+        const bool valid = pos >= 0 && pos < a.max_positions;
+        if (!valid && report_errors && g == 0 && blockIdx.y == 0 && blockIdx.z == 0) {
+            report(a.device_status, AR4J_LLAMA_ERROR_POSITION);
+        }
+        rows.pos[threadIdx.x] = valid ? pos : -1;
+        rows.id[threadIdx.x] = t * a.n_heads + h;
+        rows.token[threadIdx.x] = t;
+        rows.head[threadIdx.x] = h;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int32_t last = -1;
+        for (int r = 0; r < count; ++r) last = rows.pos[r] > last ? rows.pos[r] : last;
+        const int64_t length = int64_t(last) + 1;
+        // At least one tile of keys per split: at a short length the first splits take the keys
+        // and the rest have none (the merges read only the first `active`).
+        int64_t chunk = (length + a.splits - 1) / a.splits;
+        if (chunk < kTile) chunk = kTile;
+        const int64_t active = (length + chunk - 1) / chunk;
+        const int64_t begin = int64_t(blockIdx.z) * chunk < length ? int64_t(blockIdx.z) * chunk : length;
+        const int64_t end = begin + chunk < length ? begin + chunk : length;
+        rows.range[0] = int32_t(begin);
+        rows.range[1] = int32_t(end);
+        rows.range[2] = int32_t(active > 1 ? active : 1);
+    }
+    __syncthreads();
+    return Range{count, rows.range[0], rows.range[1], rows.range[2]};
+}
+
+// q_s[r][e] = fp32(q of row r), 16-byte loads through L2 (q is the preceding grid's output).
+__device__ __forceinline__ void load_q(const AttentionArgs &a, const Rows &rows, int32_t count, float *q_s) {
+    const int units = a.head_dim / 8;
+    for (int i = threadIdx.x; i < count * units; i += kThreads) {
+        const int r = i / units;
+        const int u = i - r * units;
+        const uint4 raw = __ldcg(reinterpret_cast<const uint4 *>(a.q + int64_t(rows.token[r]) * a.q_stride +
+                                                                 int64_t(rows.head[r]) * a.head_dim) + u);
+        float4 *dst = reinterpret_cast<float4 *>(q_s + r * a.head_dim + u * 8);
+        dst[0] = make_float4(bf16_low(raw.x), bf16_high(raw.x), bf16_low(raw.y), bf16_high(raw.y));
+        dst[1] = make_float4(bf16_low(raw.z), bf16_high(raw.z), bf16_low(raw.w), bf16_high(raw.w));
+    }
+}
+
+// Starts the copy of `count` cache rows (keys first .. first + count - 1 of kv_head) into a tile.
+__device__ __forceinline__ void load_tile(bf16 *tile, const bf16 *cache, const AttentionArgs &a, int32_t kv_head,
+                                          int32_t first, int32_t count) {
+    const int units = a.head_dim / 8;
+    const int stride = a.head_dim + kPad;
+    for (int i = threadIdx.x; i < count * units; i += kThreads) {
+        const int key = i / units;
+        const int u = i - key * units;
+        cp_async16(tile + key * stride + u * 8,
+                   cache + (int64_t(first + key) * a.n_kv_heads + kv_head) * a.head_dim + u * 8);
+    }
+}
+
+// acc[i] = q(row kg + kKeyGroups * i) . k(key threadIdx.x % kTile of the tile), fp32 fma in
+// element order (rows >= count left 0). kg = threadIdx.x / kTile.
+__device__ __forceinline__ void tile_dots(const float *q_s, const bf16 *tile, int32_t head_dim, int32_t count,
+                                          float (&acc)[kScoreRows]) {
+    const int key = threadIdx.x % kTile;
+    const int kg = threadIdx.x / kTile;
+    const bf16 *k_row = tile + key * (head_dim + kPad);
+#pragma unroll
+    for (int i = 0; i < kScoreRows; ++i) acc[i] = 0.0f;
+    for (int e = 0; e < head_dim; e += 8) {
+        const uint4 raw = *reinterpret_cast<const uint4 *>(k_row + e);
+        const float k[8] = {bf16_low(raw.x), bf16_high(raw.x), bf16_low(raw.y), bf16_high(raw.y),
+                            bf16_low(raw.z), bf16_high(raw.z), bf16_low(raw.w), bf16_high(raw.w)};
+#pragma unroll
+        for (int i = 0; i < kScoreRows; ++i) {
+            const int r = kg + kKeyGroups * i;
+            if (r < count) {
+                const float4 q0 = *reinterpret_cast<const float4 *>(q_s + r * head_dim + e);
+                const float4 q1 = *reinterpret_cast<const float4 *>(q_s + r * head_dim + e + 4);
+                float x = acc[i];
+                x = __fmaf_rn(q0.x, k[0], x);
+                x = __fmaf_rn(q0.y, k[1], x);
+                x = __fmaf_rn(q0.z, k[2], x);
+                x = __fmaf_rn(q0.w, k[3], x);
+                x = __fmaf_rn(q1.x, k[4], x);
+                x = __fmaf_rn(q1.y, k[5], x);
+                x = __fmaf_rn(q1.z, k[6], x);
+                x = __fmaf_rn(q1.w, k[7], x);
+                acc[i] = x;
+            }
+        }
+    }
+}
+
+// s = bf16(bf16(dot) * scale): explicit roundings, the same bits in both kernels.
+__device__ __forceinline__ float to_score(float dot, float scale) { return round_bf16(__fmul_rn(round_bf16(dot), scale)); }
+
+// p = bf16(exp(s - max) / sum).
+__device__ __forceinline__ float to_probability(float s, float max, float sum) {
+    return round_bf16(__fdiv_rn(expf(s - max), sum));
+}
+
+}  // namespace
+}  // namespace ar4j_llama
