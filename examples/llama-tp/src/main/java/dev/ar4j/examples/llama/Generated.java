@@ -42,8 +42,8 @@ public record Generated(int[] tokens, int promptTokens, int stopToken, long firs
     /**
      * One line for the end of a run.
      *
-     * @return e.g. {@code prompt 7 tokens, generated 32 (the token limit), first token 52.1 ms, decode 141.3
-     *         tokens/s}
+     * @return {@code prompt P tokens, generated N (the token limit | stopped at end-of-sequence token ID),
+     *         first token T ms, decode R tokens/s}
      */
     public String summary() {
         String why = stopToken >= 0 ? "stopped at end-of-sequence token " + stopToken : "the token limit";
