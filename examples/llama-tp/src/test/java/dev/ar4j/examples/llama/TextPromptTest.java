@@ -3,6 +3,7 @@ package dev.ar4j.examples.llama;
 import dev.ar4j.examples.llama.cli.AnswerFormat;
 import dev.ar4j.examples.llama.cli.LlamaCommand;
 import dev.ar4j.examples.llama.cli.LlamaOptions;
+import dev.ar4j.examples.llama.text.SyntheticTokenizerFiles;
 import dev.ar4j.examples.llama.text.Tokenizer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -26,46 +27,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class TextPromptTest {
 
-    /** A SentencePiece-style (Llama-2 shaped) tokenizer: byte fallback for every byte, {@code <s>}, {@code </s>}. */
-    private static String tokenizerJson() {
-        StringBuilder vocab = new StringBuilder("\"<unk>\": 0, \"<s>\": 1, \"</s>\": 2");
-        for (int b = 0; b < 256; b++) {
-            vocab.append(String.format(", \"<0x%02X>\": %d", b, 3 + b));
-        }
-        String[] pieces = {"▁", "a", "b", "c", "ab", "▁ab", "abc"};
-        for (int i = 0; i < pieces.length; i++) {
-            vocab.append(", \"").append(pieces[i]).append("\": ").append(259 + i);
-        }
-        return """
-                {"version": "1.0", "truncation": null, "padding": null,
-                 "added_tokens": [
-                   {"id": 0, "content": "<unk>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
-                   {"id": 1, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
-                   {"id": 2, "content": "</s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}],
-                 "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"},
-                   {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
-                 "pre_tokenizer": null,
-                 "post_processor": {"type": "TemplateProcessing",
-                   "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
-                   "pair": [],
-                   "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
-                 "decoder": {"type": "Sequence", "decoders": [
-                   {"type": "Replace", "pattern": {"String": "▁"}, "content": " "}, {"type": "ByteFallback"},
-                   {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
-                 "model": {"type": "BPE", "dropout": null, "unk_token": "<unk>", "continuing_subword_prefix": null,
-                   "end_of_word_suffix": null, "fuse_unk": true, "byte_fallback": true,
-                   "vocab": {VOCAB},
-                   "merges": ["a b", "▁ ab", ["ab", "c"]]}}
-                """.replace("VOCAB", vocab);
-    }
-
     /** A model folder with a config (64 positions) and, if asked, the tokenizer; no weights. */
     private static Path folder(Path dir, boolean tokenizer) throws IOException {
         Files.writeString(dir.resolve("config.json"), """
                 {"hidden_size": 512, "intermediate_size": 1408, "num_hidden_layers": 4, "num_attention_heads": 8,
                  "num_key_value_heads": 4, "vocab_size": 4096, "max_position_embeddings": 64, "eos_token_id": 2}""");
         if (tokenizer) {
-            Files.writeString(dir.resolve("tokenizer.json"), tokenizerJson());
+            Files.writeString(dir.resolve("tokenizer.json"), SyntheticTokenizerFiles.sentencePiece());
         }
         return dir;
     }

@@ -5,14 +5,14 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
-/** Small tokenizer folders written by tests. */
-final class SyntheticTokenizerFiles {
+/** Small tokenizer folders written by tests (the text package's and the command's). */
+public final class SyntheticTokenizerFiles {
 
     /**
      * A SentencePiece-style (Llama-2 shaped) tokenizer.json: a few letters and merges, byte fallback
      * tokens for every byte, {@code <unk>}, {@code <s>}, {@code </s>}.
      */
-    static String sentencePiece() {
+    public static String sentencePiece() {
         StringBuilder vocab = new StringBuilder("\"<unk>\": 0, \"<s>\": 1, \"</s>\": 2");
         for (int b = 0; b < 256; b++) {
             vocab.append(String.format(", \"<0x%02X>\": %d", b, 3 + b));
