@@ -191,7 +191,7 @@ class CommunicatorSplitIT {
                     CommunicatorInternals.rendezvous(comm).barrier("allocated", WAIT);
                     try (Communicator sub = comm.split(r % 2, r)) {
                         // Building a communicator allocates and synchronises the device: no sub-group
-                        // launches before both are built (README: ranks sharing one GPU).
+                        // launches before both are built (ranks sharing one GPU: docs/DEPLOYING.md).
                         CommunicatorInternals.rendezvous(comm).barrier("subs-built", WAIT);
                         int[] members = r % 2 == 0 ? new int[] {0, 2} : new int[] {1, 3};
                         assertEquals(2, sub.worldSize(), "sub-group size of parent rank " + r);

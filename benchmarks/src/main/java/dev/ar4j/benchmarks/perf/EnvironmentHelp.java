@@ -33,7 +33,7 @@ final class EnvironmentHelp {
             "AR4J_PDL", "0|1 (false|true, off|on): programmatic dependent launch in the custom kernels on compute "
                     + "capability 9.0 and newer (default on; property ar4j.pdl wins); recorded in the result files. "
                     + "ar4j-perf --pdl on,off sets Builder.pdl(..) and the property per communicator build instead",
-            "AR4J_NCCL_PATH", "libnccl.so.2 to load (property ar4j.nccl.path); else the search order of the README",
+            "AR4J_NCCL_PATH", "libnccl.so.2 to load (property ar4j.nccl.path); else the search order of docs/DEPLOYING.md",
             "AR4J_CUDART_PATH", "libcudart to load (property ar4j.cudart.path)",
             "AR4J_CUDA_PATH", "libcuda (the driver) to load (property ar4j.cuda.path)",
             "AR4J_CUSTOMAR_PATH", "libar4j_custom_ar.so to load instead of the one in the ar4j-cuda jar "
