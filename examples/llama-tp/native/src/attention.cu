@@ -2,9 +2,10 @@
 // transformers' eager_attention_forward in bf16 (see kernels.h).
 //
 // FlashDecoding-style split-KV in two kernels over one grid (chunks, n_kv_heads, splits):
-// a block serves one KV head, one key range (split) and up to kRows query rows: the (token,
-// query head) pairs of that KV head's group, numbered t * group + g and cut into chunks of kRows
-// (decode of llama3-8b: 4 rows; a verify of 8 tokens: 32 rows; a long prefill: many chunks).
+// a block serves one KV head, one key range (split) and up to ROWS query rows: the (token,
+// query head) pairs of that KV head's group, numbered t * group + g and cut into chunks of ROWS
+// (ROWS = 4, 8, 16 or kRows = 32, the least that holds all rows, else kRows: decode of llama3-8b
+// is one chunk of 4 rows; a verify of 4 tokens one of 16; a long prefill many chunks of 32).
 // The split's range is cut from the chunk's real context length L = max pos(t) + 1, read from
 // device memory, so a captured graph serves every length with ~L / splits keys per block.
 //   1. scores: the K rows of the range, in tiles of kTile keys copied to shared memory with
@@ -15,10 +16,11 @@
 //   2. values: the global max and sum of each row from all splits' pairs (split order), then
 //      p = bf16(exp(s - max) / sum) per key (the stored s; above kStoredTokens tokens, s
 //      computed again from K) and sum_j p_j v_j over the range from V tiles in shared memory
-//      (each V row read once). One split writes out directly; with several, each block writes
-//      its fp32 partial sums, and the last block of a chunk to finish (a counter per (chunk,
-//      KV head), zeroed by kernel 1 of the same call) adds the partials in split order and
-//      writes bf16 out.
+//      (each V row read once). A split with no keys at the length (the splits past `active`)
+//      returns at once in both kernels. One active split writes out directly; with several, each
+//      writes its fp32 partial sums, and the last of them to finish (a counter per (chunk, KV
+//      head), zeroed by kernel 1 of the same call) adds the partials in split order and writes
+//      bf16 out.
 // Every sum has a fixed order (a dot product in element order, a split's keys in key order per
 // thread then a fixed butterfly, the splits in split order): same inputs and splits, same bits.
 #include "attention_tiles.cuh"
@@ -34,18 +36,20 @@ size_t scores_shared_bytes(int32_t block_rows, int32_t head_dim) {
 
 // Kernel 1: each (row, key) score of the block's range once; the range's softmax pair per row.
 // Zeroes the merge counters of this call (after the wait: the previous call's values kernel is done).
-template <bool STORE>
+template <int ROWS, bool STORE>
 __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArgs a) {
+    constexpr int SR = score_rows<ROWS>();
     extern __shared__ __align__(16) unsigned char shared[];
-    __shared__ Rows rows;
-    __shared__ float half_max[kRows][2];
-    __shared__ float half_sum[kRows][2];
+    __shared__ Rows<ROWS> rows;
+    __shared__ float half_max[ROWS][2];
+    __shared__ float half_sum[ROWS][2];
     pdl_enter();
     if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) {
         const int32_t counters = int32_t(gridDim.x) * a.n_kv_heads;
         for (int32_t i = threadIdx.x; i < counters; i += kThreads) a.counters[i] = 0;
     }
     const Range range = locate(a, rows, true);
+    if (int32_t(blockIdx.z) >= range.active) return;  // no keys at this length: the merges skip the split
     float *q_s = reinterpret_cast<float *>(shared);
     bf16 *k_s = reinterpret_cast<bf16 *>(q_s + a.block_rows * a.head_dim);
     const int stage = kTile * (a.head_dim + kPad);
@@ -57,9 +61,9 @@ __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArg
 
     const int key = threadIdx.x % kTile;
     const int kg = threadIdx.x / kTile;
-    float m[kScoreRows], l[kScoreRows];
+    float m[SR], l[SR];
 #pragma unroll
-    for (int i = 0; i < kScoreRows; ++i) {
+    for (int i = 0; i < SR; ++i) {
         m[i] = -INFINITY;
         l[i] = 0.0f;
     }
@@ -72,11 +76,11 @@ __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArg
         cp_async_commit();
         cp_async_wait<1>();
         __syncthreads();
-        float acc[kScoreRows];
+        float acc[SR];
         tile_dots(q_s, k_s + (tile % kStages) * stage, a.head_dim, range.rows, acc);
         const int32_t j = first + key;
 #pragma unroll
-        for (int i = 0; i < kScoreRows; ++i) {
+        for (int i = 0; i < SR; ++i) {
             const int r = kg + kKeyGroups * i;
             if (r < range.rows && j < range.end && j <= rows.pos[r]) {
                 const float s = to_score(acc[i], a.scale);
@@ -91,7 +95,7 @@ __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArg
     const int lane = threadIdx.x % 32;
     const int warp = threadIdx.x / 32;
 #pragma unroll
-    for (int i = 0; i < kScoreRows; ++i) {
+    for (int i = 0; i < SR; ++i) {
         const int r = kg + kKeyGroups * i;
         if (r < range.rows) {  // uniform in the warp
             float mi = m[i], li = l[i];
@@ -134,13 +138,14 @@ __device__ __forceinline__ void store4(bf16 *dst, const float (&x)[4]) {
 }
 
 // Kernel 2: p.V of the block's range; the merge of the splits by the chunk's last block.
-// RPT: query rows per thread (kRows over the row groups: 128 threads / (head_dim / 4) columns).
-template <int RPT, bool STORED>
+// RPT: query rows per thread (ROWS over the row groups: 128 threads / (head_dim / 4) columns).
+template <int ROWS, int RPT, bool STORED>
 __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArgs a) {
+    constexpr int SR = score_rows<ROWS>();
     extern __shared__ __align__(16) unsigned char shared[];
-    __shared__ Rows rows;
-    __shared__ float row_max[kRows];
-    __shared__ float row_sum[kRows];
+    __shared__ Rows<ROWS> rows;
+    __shared__ float row_max[ROWS];
+    __shared__ float row_sum[ROWS];
     __shared__ int32_t last_block;
     const int stage = kTile * (a.head_dim + kPad);
     bf16 *v_s = reinterpret_cast<bf16 *>(shared);
@@ -154,6 +159,7 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     // latest that may have written q, the caches or the positions) has completed. So those may
     // be read now; the scores, stats and counters of kernel 1 only after the wait.
     const Range range = locate(a, rows, false);
+    if (int32_t(blockIdx.z) >= range.active) return;  // an empty split: neither a partial nor a count
     const int32_t tiles = (range.end - range.begin + kTile - 1) / kTile;
     if (!STORED) load_q(a, rows, range.rows, q_s);
     if (tiles > 0) {
@@ -228,13 +234,13 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
                 p_s[r * (kTile + 1) + key] = p;
             }
         } else {
-            float dots[kScoreRows];
+            float dots[SR];
             tile_dots(q_s, k_s + (tile % kStages) * stage, a.head_dim, range.rows, dots);
             const int key = threadIdx.x % kTile;
             const int kg = threadIdx.x / kTile;
             const int32_t j = first + key;
 #pragma unroll
-            for (int i = 0; i < kScoreRows; ++i) {
+            for (int i = 0; i < SR; ++i) {
                 const int r = kg + kKeyGroups * i;
                 if (r < range.rows) {
                     p_s[r * (kTile + 1) + key] = key < count && j <= rows.pos[r]
@@ -263,7 +269,7 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
         __syncthreads();  // the tiles are free for the copy two tiles on
     }
 
-    if (a.splits == 1) {
+    if (range.active == 1) {  // the only split with keys: out directly (what the merge of one partial writes)
         if (rg < groups) {
 #pragma unroll
             for (int i = 0; i < RPT; ++i) {
@@ -291,7 +297,7 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     __syncthreads();
     if (threadIdx.x == 0) {
         const int32_t done = atomicAdd(a.counters + blockIdx.x * a.n_kv_heads + kv_head, 1);
-        last_block = done == a.splits - 1;
+        last_block = done == range.active - 1;
     }
     __syncthreads();
     if (!last_block) return;
@@ -328,21 +334,43 @@ int allow_shared(Kernel kernel, size_t bytes) {
     return static_cast<int>(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 
-template <int RPT, bool STORED>
+template <int ROWS, int RPT, bool STORED>
 int launch_attention(const AttentionArgs &a, dim3 grid, bool pdl, void *stream) {
     const size_t scores_bytes = scores_shared_bytes(a.block_rows, a.head_dim);
     const size_t values_bytes = values_shared_bytes(a.block_rows, a.head_dim, STORED);
-    int error = allow_shared(attention_scores_kernel<STORED>, scores_bytes);
-    if (error == 0) error = allow_shared(attention_values_kernel<RPT, STORED>, values_bytes);
+    int error = allow_shared(attention_scores_kernel<ROWS, STORED>, scores_bytes);
+    if (error == 0) error = allow_shared(attention_values_kernel<ROWS, RPT, STORED>, values_bytes);
     if (error != 0) return error;
-    error = launch(attention_scores_kernel<STORED>, grid, dim3(kThreads), scores_bytes, stream, pdl, a);
+    error = launch(attention_scores_kernel<ROWS, STORED>, grid, dim3(kThreads), scores_bytes, stream, pdl, a);
     if (error != 0) return error;
-    return launch(attention_values_kernel<RPT, STORED>, grid, dim3(kThreads), values_bytes, stream, pdl, a);
+    return launch(attention_values_kernel<ROWS, RPT, STORED>, grid, dim3(kThreads), values_bytes, stream, pdl, a);
 }
 
-template <int RPT>
-int dispatch_attention(const AttentionArgs &a, dim3 grid, bool stored, bool pdl, void *stream) {
-    return stored ? launch_attention<RPT, true>(a, grid, pdl, stream) : launch_attention<RPT, false>(a, grid, pdl, stream);
+// The values kernel's rows per thread: ROWS over the fewest row groups of the head_dim class
+// (128 threads / (head_dim / 4) columns: at least 8 up to head_dim 64, 4 up to 128, 2 up to 256).
+template <int ROWS>
+int dispatch_head_dim(const AttentionArgs &a, dim3 grid, bool stored, bool pdl, void *stream) {
+    constexpr int kRpt64 = (ROWS + 7) / 8, kRpt128 = (ROWS + 3) / 4, kRpt256 = (ROWS + 1) / 2;
+    if (!stored) {
+        // Only a call of more than kStoredTokens tokens recomputes scores: its blocks have kRows rows
+        // (block_rows_for).
+        if constexpr (ROWS == kRows) {
+            if (a.head_dim <= 64) return launch_attention<ROWS, kRpt64, false>(a, grid, pdl, stream);
+            if (a.head_dim <= 128) return launch_attention<ROWS, kRpt128, false>(a, grid, pdl, stream);
+            return launch_attention<ROWS, kRpt256, false>(a, grid, pdl, stream);
+        }
+        return AR4J_LLAMA_ERROR_INVALID_ARGUMENT;
+    }
+    if (a.head_dim <= 64) return launch_attention<ROWS, kRpt64, true>(a, grid, pdl, stream);
+    if (a.head_dim <= 128) return launch_attention<ROWS, kRpt128, true>(a, grid, pdl, stream);
+    return launch_attention<ROWS, kRpt256, true>(a, grid, pdl, stream);
+}
+
+// The block's rows: the least of 4, 8, 16 and kRows that holds all n * group rows, else kRows;
+// kRows when the scores are not stored (more than kStoredTokens tokens: a prefill's rows).
+int32_t block_rows_for(int64_t total_rows, bool stored) {
+    if (!stored) return kRows;
+    return total_rows <= 4 ? 4 : total_rows <= 8 ? 8 : total_rows <= 16 ? 16 : kRows;
 }
 
 // The workspace: counters, stats, partial sums (splits > 1), scores (n <= kStoredTokens); each
@@ -444,7 +472,9 @@ AR4J_LLAMA_API int ar4j_llama_attention(const void *q, int64_t q_row_stride, con
     a.group = n_heads / n_kv_heads;
     a.head_dim = head_dim;
     const int64_t total_rows = int64_t(n) * a.group;
-    a.block_rows = int32_t(total_rows < kRows ? total_rows : kRows);
+    const bool stored = n <= kStoredTokens;
+    const int32_t rows_per_block = block_rows_for(total_rows, stored);
+    a.block_rows = int32_t(total_rows < rows_per_block ? total_rows : rows_per_block);
     a.max_positions = max_positions;
     a.positions = positions;
     a.start_pos = start_pos;
@@ -456,14 +486,13 @@ AR4J_LLAMA_API int ar4j_llama_attention(const void *q, int64_t q_row_stride, con
     a.counters = reinterpret_cast<int32_t *>(base + layout.counters);
     a.stats = reinterpret_cast<float *>(base + layout.stats);
     a.partial = num_splits > 1 ? reinterpret_cast<float *>(base + layout.partial) : nullptr;
-    const bool stored = n <= kStoredTokens;
     a.scores = stored ? reinterpret_cast<uint16_t *>(base + layout.scores) : nullptr;
     a.device_status = device_status;
-    const int64_t chunks = (total_rows + kRows - 1) / kRows;
+    const int64_t chunks = (total_rows + rows_per_block - 1) / rows_per_block;
     const dim3 grid{unsigned(chunks), unsigned(n_kv_heads), unsigned(num_splits)};
     const bool use_pdl = pdl != 0;
-    // Row groups of the values kernel: 128 threads / (head_dim / 4) columns, at least 512 / head_dim.
-    if (head_dim <= 64) return dispatch_attention<kRows / 8>(a, grid, stored, use_pdl, stream);
-    if (head_dim <= 128) return dispatch_attention<kRows / 4>(a, grid, stored, use_pdl, stream);
-    return dispatch_attention<kRows / 2>(a, grid, stored, use_pdl, stream);
+    if (rows_per_block == 4) return dispatch_head_dim<4>(a, grid, stored, use_pdl, stream);
+    if (rows_per_block == 8) return dispatch_head_dim<8>(a, grid, stored, use_pdl, stream);
+    if (rows_per_block == 16) return dispatch_head_dim<16>(a, grid, stored, use_pdl, stream);
+    return dispatch_head_dim<kRows>(a, grid, stored, use_pdl, stream);
 }

@@ -9,15 +9,20 @@ namespace ar4j_llama {
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kRows = 32;      // query rows per block
+constexpr int kRows = 32;      // query rows per block, at most (decode's few rows get a smaller block: see ROWS)
 constexpr int kTile = 64;      // keys per shared-memory tile
 constexpr int kStages = 2;     // tiles in flight per block (cp.async double buffering)
 constexpr int kPad = 8;        // bf16 padding per tile row: 16-byte reads of 8 consecutive rows hit distinct banks
 constexpr int kKeyGroups = kThreads / kTile;                // kernel 1: threads per key
-constexpr int kScoreRows = kRows / kKeyGroups;              // kernel 1: query rows per thread
+// Kernel 1's query rows per thread in a block of ROWS rows. The kernels are compiled for ROWS = 4,
+// 8, 16 and kRows: a decode step's block (one token's group of query heads) then runs code with no
+// row it skips. Skipped, fully unrolled row bodies are jumps across code that each miss the
+// instruction cache: with ROWS = kRows such misses made most of a decode block's ~10 us.
+template <int ROWS>
+constexpr int score_rows() { return ROWS / kKeyGroups; }
 constexpr int kStoredTokens = AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS;
 constexpr unsigned int kFullMask = 0xffffffffu;
-static_assert(kThreads % kTile == 0 && kRows % kKeyGroups == 0, "tile geometry");
+static_assert(kThreads % kTile == 0 && kRows % kKeyGroups == 0 && 4 % kKeyGroups == 0, "tile geometry");
 
 struct AttentionArgs {
     const bf16 *q;
@@ -29,7 +34,7 @@ struct AttentionArgs {
     int32_t n_kv_heads;
     int32_t group;       // n_heads / n_kv_heads
     int32_t head_dim;    // a multiple of 8
-    int32_t block_rows;  // min(kRows, n * group): the shared-memory rows
+    int32_t block_rows;  // min(ROWS, n * group): the shared-memory rows
     int32_t max_positions;
     const int32_t *positions;
     int32_t start_pos;
@@ -45,11 +50,12 @@ struct AttentionArgs {
 };
 
 // The block's query rows (shared memory) and its key range.
+template <int ROWS>
 struct Rows {
-    int32_t pos[kRows];    // the row's token position, -1 when outside [0, max_positions)
-    int32_t id[kRows];     // t * n_heads + h: the row of out, stats, partial and scores
-    int32_t token[kRows];
-    int32_t head[kRows];
+    int32_t pos[ROWS];    // the row's token position, -1 when outside [0, max_positions)
+    int32_t id[ROWS];     // t * n_heads + h: the row of out, stats, partial and scores
+    int32_t token[ROWS];
+    int32_t head[ROWS];
     int32_t range[3];
 };
 
@@ -74,10 +80,11 @@ __device__ __forceinline__ float bf16_low(uint32_t w) { return __uint_as_float(w
 __device__ __forceinline__ float bf16_high(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 
 // Fills the block's rows and range; every thread calls it (two barriers). Reads positions only.
-__device__ Range locate(const AttentionArgs &a, Rows &rows, bool report_errors) {
-    const int64_t first = int64_t(blockIdx.x) * kRows;
+template <int ROWS>
+__device__ Range locate(const AttentionArgs &a, Rows<ROWS> &rows, bool report_errors) {
+    const int64_t first = int64_t(blockIdx.x) * ROWS;
     const int64_t total = int64_t(a.n) * a.group;
-    const int32_t count = int32_t(total - first < kRows ? total - first : kRows);
+    const int32_t count = int32_t(total - first < ROWS ? total - first : ROWS);
     if (int32_t(threadIdx.x) < count) {
         const int64_t row = first + threadIdx.x;
         const int32_t t = int32_t(row / a.group);
@@ -114,7 +121,8 @@ __device__ Range locate(const AttentionArgs &a, Rows &rows, bool report_errors) 
 }
 
 // q_s[r][e] = fp32(q of row r), 16-byte loads through L2 (q is the preceding grid's output).
-__device__ __forceinline__ void load_q(const AttentionArgs &a, const Rows &rows, int32_t count, float *q_s) {
+template <int ROWS>
+__device__ __forceinline__ void load_q(const AttentionArgs &a, const Rows<ROWS> &rows, int32_t count, float *q_s) {
     const int units = a.head_dim / 8;
     for (int i = threadIdx.x; i < count * units; i += kThreads) {
         const int r = i / units;
@@ -142,19 +150,20 @@ __device__ __forceinline__ void load_tile(bf16 *tile, const bf16 *cache, const A
 
 // acc[i] = q(row kg + kKeyGroups * i) . k(key threadIdx.x % kTile of the tile), fp32 fma in
 // element order (rows >= count left 0). kg = threadIdx.x / kTile.
+template <int SR>
 __device__ __forceinline__ void tile_dots(const float *q_s, const bf16 *tile, int32_t head_dim, int32_t count,
-                                          float (&acc)[kScoreRows]) {
+                                          float (&acc)[SR]) {
     const int key = threadIdx.x % kTile;
     const int kg = threadIdx.x / kTile;
     const bf16 *k_row = tile + key * (head_dim + kPad);
 #pragma unroll
-    for (int i = 0; i < kScoreRows; ++i) acc[i] = 0.0f;
+    for (int i = 0; i < SR; ++i) acc[i] = 0.0f;
     for (int e = 0; e < head_dim; e += 8) {
         const uint4 raw = *reinterpret_cast<const uint4 *>(k_row + e);
         const float k[8] = {bf16_low(raw.x), bf16_high(raw.x), bf16_low(raw.y), bf16_high(raw.y),
                             bf16_low(raw.z), bf16_high(raw.z), bf16_low(raw.w), bf16_high(raw.w)};
 #pragma unroll
-        for (int i = 0; i < kScoreRows; ++i) {
+        for (int i = 0; i < SR; ++i) {
             const int r = kg + kKeyGroups * i;
             if (r < count) {
                 const float4 q0 = *reinterpret_cast<const float4 *>(q_s + r * head_dim + e);

@@ -94,6 +94,8 @@ int main(int argc, char **argv) {
         {"prefill at offset", 20, 4, 4, 128, 512, 100, 4, false},
         {"decode", 1, 8, 2, 128, 2048, 1500, 16, true},
         {"verify head_dim 256", 5, 4, 1, 256, 1024, 995, 8, true},
+        {"decode head_dim 256 (4-row blocks)", 1, 8, 2, 256, 512, 300, 6, true},
+        {"verify of 4, head_dim 256 (16-row blocks)", 4, 8, 2, 256, 512, 200, 4, false},
         {"verify head_dim 80", 3, 6, 3, 80, 512, 200, 5, false},
         {"decode head_dim 96", 1, 2, 1, 96, 300, 299, 1, false},
         {"decode at 131071", 1, 2, 1, 128, 131072, 131071, 64, true},
