@@ -10,6 +10,7 @@ import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.Topology;
 import dev.ar4j.internal.engine.FailureState.Failure;
 import dev.ar4j.internal.engine.FailureState.Kind;
+import dev.ar4j.internal.peer.PeerInfo;
 import dev.ar4j.BuildAbortedException;
 import dev.ar4j.PeerLostException;
 import dev.ar4j.internal.rendezvous.AbortSignal;
@@ -64,6 +65,11 @@ public final class Engine implements AutoCloseable {
                 BuilderChecks.pdlEnabled(settings));
         if (LOG.isLoggable(Level.INFO)) {
             LOG.log(Level.INFO, Observation.built(parts));
+        }
+        String hazard = kernels == null ? null : Observation.lazyLoadingHazard(group.sameProcess, group.device,
+                group.peers.stream().map(PeerInfo::device).toList(), System.getenv("CUDA_MODULE_LOADING"));
+        if (hazard != null) {
+            LOG.log(Level.WARNING, hazard);
         }
     }
 

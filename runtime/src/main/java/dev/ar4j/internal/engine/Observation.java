@@ -35,6 +35,31 @@ final class Observation {
         return active == 0 ? "" : ", variants " + dev.ar4j.internal.kernels.KernelVariants.describe(active);
     }
 
+    /**
+     * The warning a rank logs (WARNING) when other ranks of this process share its GPU and CUDA loads modules
+     * lazily ({@code CUDA_MODULE_LOADING} unset, the default since CUDA 12.2, or {@code LAZY}); else null.
+     * The custom kernels spin until their peers arrive, and under lazy loading a kernel's first launch can
+     * wait for the kernels running in its context while holding the launch path: a rank that first launches a
+     * kernel (its own, cuBLAS's) while a peer's all-reduce spins for that rank's next launch then waits for
+     * it until the kernel timeout. ar4j preloads its own kernels; the application's cannot be known here.
+     *
+     * @param sameProcess   every rank of the group is in this process
+     * @param device        this rank's GPU
+     * @param peerDevices   every rank's GPU, this rank's included
+     * @param moduleLoading the value of {@code CUDA_MODULE_LOADING}, or null
+     */
+    static String lazyLoadingHazard(boolean sameProcess, int device, java.util.List<Integer> peerDevices,
+                                    String moduleLoading) {
+        boolean shared = sameProcess && peerDevices.stream().filter(d -> d == device).count() > 1;
+        if (!shared || "EAGER".equalsIgnoreCase(moduleLoading)) {
+            return null;
+        }
+        return "ar4j: ranks of this process share GPU " + device + " and CUDA loads modules lazily (CUDA_MODULE_LOADING="
+                + (moduleLoading == null ? "unset, LAZY by default" : moduleLoading) + "): a kernel launched for the "
+                + "first time while a peer's all-reduce spins can wait for it until the kernel timeout "
+                + "(PeerTimeoutException). Start the process with CUDA_MODULE_LOADING=EAGER, or run one process per GPU";
+    }
+
     /** The line a communicator logs (INFO) once built: rank, GPU, topology, kernels, NCCL, configuration. */
     static String built(GroupParts parts) {
         Group g = parts.group();
