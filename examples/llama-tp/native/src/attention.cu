@@ -90,21 +90,21 @@ __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArg
         }
         __syncthreads();  // the tile is free for the copy two tiles on
     }
-    // The pairs of a row's kTile key threads: a butterfly within each warp (32 keys), then the
-    // two warps of the key group in order.
+    // The pairs of a row's kTile key threads: within each warp (32 keys) the max by a butterfly,
+    // then each lane's sum scaled to it once and added by a butterfly (max and + commute, so every
+    // lane ends with the same bits); then the two warps of the key group in order.
     const int lane = threadIdx.x % 32;
     const int warp = threadIdx.x / 32;
 #pragma unroll
     for (int i = 0; i < SR; ++i) {
         const int r = kg + kKeyGroups * i;
         if (r < range.rows) {  // uniform in the warp
-            float mi = m[i], li = l[i];
+            float mi = m[i];
 #pragma unroll
-            for (int offset = 16; offset > 0; offset >>= 1) {
-                const float m2 = __shfl_xor_sync(kFullMask, mi, offset);
-                const float l2 = __shfl_xor_sync(kFullMask, li, offset);
-                softmax_merge(mi, li, m2, l2);
-            }
+            for (int offset = 16; offset > 0; offset >>= 1) mi = fmaxf(mi, __shfl_xor_sync(kFullMask, mi, offset));
+            float li = l[i] > 0.0f ? __fmul_rn(l[i], expf(m[i] - mi)) : 0.0f;  // an empty pair (-inf, 0) adds 0
+#pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1) li = __fadd_rn(li, __shfl_xor_sync(kFullMask, li, offset));
             if (lane == 0) {
                 half_max[r][warp % 2] = mi;
                 half_sum[r][warp % 2] = li;
@@ -175,16 +175,26 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
         // A warp per row: lane l reads the pairs of splits l, l + 32, ... (all loads in flight at
         // once), the max by a butterfly, the sum in lane order then a fixed butterfly. Every block
         // of the row computes the same bits (same splits, same order).
+        // All of a warp's rows are loaded before any is reduced: one memory latency, not one per row.
         static_assert(AR4J_LLAMA_MAX_SPLITS <= 4 * 32, "four pairs per lane");
+        constexpr int kWarpRows = (ROWS + kThreads / 32 - 1) / (kThreads / 32);
         const int lane = threadIdx.x % 32;
-        for (int r = threadIdx.x / 32; r < range.rows; r += kThreads / 32) {
-            const float2 *stats = reinterpret_cast<const float2 *>(a.stats) + int64_t(rows.id[r]) * a.splits;
-            float2 ml[4];
+        float2 pairs[kWarpRows][4];
+#pragma unroll
+        for (int w = 0; w < kWarpRows; ++w) {
+            const int r = threadIdx.x / 32 + (kThreads / 32) * w;
+            const float2 *stats = reinterpret_cast<const float2 *>(a.stats) + int64_t(rows.id[r < range.rows ? r : 0]) * a.splits;
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
                 const int32_t s = lane + 32 * i;
-                ml[i] = s < range.active ? __ldcg(stats + s) : make_float2(-INFINITY, 0.0f);
+                pairs[w][i] = r < range.rows && s < range.active ? __ldcg(stats + s) : make_float2(-INFINITY, 0.0f);
             }
+        }
+#pragma unroll 1
+        for (int w = 0; w < kWarpRows; ++w) {  // not unrolled: one copy of the reduction's code
+            const int r = threadIdx.x / 32 + (kThreads / 32) * w;
+            if (r >= range.rows) break;  // uniform in the warp
+            const float2 (&ml)[4] = pairs[w];
             float mx = fmaxf(fmaxf(ml[0].x, ml[1].x), fmaxf(ml[2].x, ml[3].x));
 #pragma unroll
             for (int offset = 16; offset > 0; offset >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, offset));
@@ -222,16 +232,27 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
         cp_async_wait<1>();
         __syncthreads();
         if (STORED) {
-            for (int i = threadIdx.x; i < range.rows * kTile; i += kThreads) {
-                const int r = i / kTile;
-                const int key = i - r * kTile;
-                const int32_t j = first + key;
-                float p = 0.0f;
-                if (key < count && j <= rows.pos[r]) {
-                    const uint16_t bits = __ldcg(a.scores + int64_t(rows.id[r]) * a.max_positions + j);
-                    p = to_probability(__uint_as_float(uint32_t(bits) << 16), row_max[r], row_sum[r]);
+            // Thread t takes key t % kTile of rows t / kTile, + kThreads / kTile, ...: every stored
+            // score of the tile is loaded before any is used (one memory latency per tile).
+            constexpr int kPer = ROWS * kTile / kThreads;
+            static_assert(ROWS * kTile % kThreads == 0, "whole rows per pass");
+            const int key = threadIdx.x % kTile;
+            const int32_t j = first + key;
+            uint16_t bits[kPer];
+#pragma unroll
+            for (int u = 0; u < kPer; ++u) {
+                const int r = threadIdx.x / kTile + u * (kThreads / kTile);
+                const bool valid = r < range.rows && key < count && j <= rows.pos[r];
+                bits[u] = valid ? __ldcg(a.scores + int64_t(rows.id[r]) * a.max_positions + j) : uint16_t(0);
+            }
+#pragma unroll
+            for (int u = 0; u < kPer; ++u) {
+                const int r = threadIdx.x / kTile + u * (kThreads / kTile);
+                if (r < range.rows) {
+                    const bool valid = key < count && j <= rows.pos[r];
+                    p_s[r * (kTile + 1) + key] =
+                        valid ? to_probability(__uint_as_float(uint32_t(bits[u]) << 16), row_max[r], row_sum[r]) : 0.0f;
                 }
-                p_s[r * (kTile + 1) + key] = p;
             }
         } else {
             float dots[SR];
