@@ -90,6 +90,22 @@ final class LlamaKernels {
                 "ar4j_llama_rope_kv_append");
     }
 
+    /**
+     * {@link #ropeKvAppend} for {@code sequences} sequences of {@code n / sequences} consecutive tokens each
+     * ({@code ar4j_llama_rope_kv_append_batched}): token t's rotated k and its v go to row {@code positions[t]} of
+     * its sequence's caches, which start {@code cacheSequenceStride * (t / (n / sequences))} elements into
+     * {@code kCache} and {@code vCache}: {@code cacheSequenceStride} is in bf16 elements, at least
+     * {@code maxPositions * kvHeads * headDim}; {@code positions} (n int32 in device memory) are each within its own
+     * sequence.
+     */
+    void ropeKvAppendBatched(long q, long qStride, long k, long kStride, long v, long vStride, int n, int sequences,
+                             int heads, int kvHeads, int headDim, long invFreq, long kCache, long vCache,
+                             long cacheSequenceStride, int maxPositions, long positions) {
+        check(kernels_h.ar4j_llama_rope_kv_append_batched(at(q), qStride, at(k), kStride, at(v), vStride, n, sequences,
+                heads, kvHeads, headDim, at(invFreq), 1.0f, at(kCache), at(vCache), cacheSequenceStride, maxPositions,
+                at(positions), 0, status, pdl, stream), "ar4j_llama_rope_kv_append_batched");
+    }
+
     /** Appends n tokens' keys and values to one layer's caches. */
     void kvAppend(long k, long kStride, long v, long vStride, int n, int kvHeads, int headDim, long kCache, long vCache,
                   int maxPositions, long positions) {
@@ -104,6 +120,22 @@ final class LlamaKernels {
         check(kernels_h.ar4j_llama_attention(at(q), qStride, at(kCache), at(vCache), n, heads, kvHeads, headDim,
                 maxPositions, at(positions), 0, scale, at(out), outStride, splits, at(workspace), workspaceBytes, status,
                 pdl, stream), "ar4j_llama_attention");
+    }
+
+    /**
+     * {@link #attention} for {@code sequences} sequences of {@code n / sequences} consecutive tokens each, each
+     * over its own caches ({@code ar4j_llama_attention_batched}): token t attends to rows 0 .. {@code positions[t]}
+     * of the caches {@code cacheSequenceStride * (t / (n / sequences))} elements into {@code kCache} and
+     * {@code vCache}: {@code cacheSequenceStride} is in bf16 elements, a multiple of 8 and at least
+     * {@code maxPositions * kvHeads * headDim}; {@code positions} (n int32 in device memory) are each within its own
+     * sequence. The workspace is {@link #attentionBatchedWorkspaceBytes} bytes at least.
+     */
+    void attentionBatched(long q, long qStride, long kCache, long vCache, long cacheSequenceStride, int n,
+                          int sequences, int heads, int kvHeads, int headDim, int maxPositions, long positions,
+                          float scale, long out, long outStride, int splits, long workspace, long workspaceBytes) {
+        check(kernels_h.ar4j_llama_attention_batched(at(q), qStride, at(kCache), at(vCache), cacheSequenceStride, n,
+                sequences, heads, kvHeads, headDim, maxPositions, at(positions), 0, scale, at(out), outStride, splits,
+                at(workspace), workspaceBytes, status, pdl, stream), "ar4j_llama_attention_batched");
     }
 
     /**
@@ -251,5 +283,41 @@ final class LlamaKernels {
     public static long attentionWorkspaceBytes(int n, int heads, int kvHeads, int headDim, int maxPositions,
                                                int splits) {
         return kernels_h.ar4j_llama_attention_workspace_bytes(n, heads, kvHeads, headDim, maxPositions, splits);
+    }
+
+    /**
+     * The key-range splits for batched attention: {@link #attentionSplits}'s heuristic with the blocks of
+     * {@code sequences} sequences, each sequence's query rows cut into blocks of their own.
+     *
+     * @param n          query tokens of all sequences
+     * @param sequences  sequences, n a multiple of it
+     * @param heads      query heads of the rank
+     * @param kvHeads    key/value heads of the rank
+     * @param maxContext the longest context of any sequence
+     * @param smCount    the GPU's multiprocessors
+     * @return the splits, 1 to {@code AR4J_LLAMA_MAX_SPLITS} (1 for arguments out of range)
+     */
+    public static int attentionBatchedSplits(int n, int sequences, int heads, int kvHeads, int maxContext,
+                                             int smCount) {
+        return kernels_h.ar4j_llama_attention_batched_splits(n, sequences, heads, kvHeads, maxContext, smCount);
+    }
+
+    /**
+     * Bytes of workspace the batched attention needs (its scores, kept for up to
+     * {@code AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS} tokens per sequence, grow with maxPositions).
+     *
+     * @param n            query tokens of all sequences
+     * @param sequences    sequences, n a multiple of it
+     * @param heads        query heads of the rank
+     * @param kvHeads      key/value heads of the rank
+     * @param headDim      the head dimension
+     * @param maxPositions the positions of each sequence's KV cache
+     * @param splits       the key-range splits
+     * @return bytes (0 when an argument is out of range)
+     */
+    public static long attentionBatchedWorkspaceBytes(int n, int sequences, int heads, int kvHeads, int headDim,
+                                                      int maxPositions, int splits) {
+        return kernels_h.ar4j_llama_attention_batched_workspace_bytes(n, sequences, heads, kvHeads, headDim,
+                maxPositions, splits);
     }
 }
