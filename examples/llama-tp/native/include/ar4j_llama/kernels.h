@@ -62,7 +62,8 @@ enum ar4j_llama_status {
     AR4J_LLAMA_ERROR_DTYPE = 10008,          /* unknown dtype */
     AR4J_LLAMA_ERROR_WORKSPACE = 10009,      /* workspace smaller than ar4j_llama_attention_workspace_bytes() */
     AR4J_LLAMA_ERROR_SPLITS = 10010,         /* num_splits outside 1 .. AR4J_LLAMA_MAX_SPLITS */
-    AR4J_LLAMA_ERROR_STRIDE = 10011,         /* a row stride smaller than the row it must hold */
+    AR4J_LLAMA_ERROR_STRIDE = 10011,         /* a row stride smaller than the row it must hold (or a cache
+                                                sequence stride smaller than one sequence's cache) */
     AR4J_LLAMA_ERROR_MISALIGNED = 10012,     /* a pointer not aligned to its element size (4 bytes for workspace) */
     AR4J_LLAMA_ERROR_INVALID_ARGUMENT = 10013, /* another argument outside its documented range (e.g. a non-finite scale) */
     AR4J_LLAMA_ERROR_LOGITS = 10014          /* sampling: a row of logits without a finite value */
