@@ -80,8 +80,9 @@ enum ar4j_llama_limits {
     AR4J_LLAMA_MAX_HEAD_DIM = 256,           /* head_dim: even, 2 .. 256 */
     AR4J_LLAMA_MAX_SPLITS = 128,             /* attention: key-range splits per (token, head) */
     AR4J_LLAMA_MAX_LINEAR_ROWS = 8,          /* ar4j_llama_linear_rows: rows of X per call */
-    AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS = 8, /* attention: up to this many query tokens keep their
-                                                scores in the workspace (K read once); more read K twice */
+    AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS = 8, /* attention: up to this many query tokens (per sequence
+                                                when batched) keep their scores in the workspace (K read
+                                                once); more read K twice */
     AR4J_LLAMA_MAX_HIDDEN = 1 << 20,         /* embedding: hidden elements per row */
     AR4J_LLAMA_SAMPLE_STATE_BYTES = 16       /* ar4j_llama_sample: bytes of its state */
 };
