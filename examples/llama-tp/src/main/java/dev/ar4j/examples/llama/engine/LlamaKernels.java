@@ -192,8 +192,39 @@ final class LlamaKernels {
 
     /** Row-wise argmax of bf16 logits. */
     void argmax(long logits, long rowStride, int rows, int cols, long outIndex, long outValue) {
-        check(kernels_h.ar4j_llama_argmax(BF16, at(logits), rowStride, rows, cols, 0, at(outIndex), at(outValue), pdl,
-                stream), "ar4j_llama_argmax");
+        argmax(logits, rowStride, rows, cols, 0, outIndex, outValue);
+    }
+
+    /** Row-wise argmax of bf16 logits, the indices counted from {@code indexOffset} (a vocabulary shard's first id). */
+    void argmax(long logits, long rowStride, int rows, int cols, int indexOffset, long outIndex, long outValue) {
+        check(kernels_h.ar4j_llama_argmax(BF16, at(logits), rowStride, rows, cols, indexOffset, at(outIndex),
+                at(outValue), pdl, stream), "ar4j_llama_argmax");
+    }
+
+    /** The largest vocabulary whose token ids the argmax exchange carries exactly (fp32). */
+    static final int MAX_EXCHANGED_VOCAB = kernels_h.AR4J_LLAMA_MAX_EXCHANGED_VOCAB();
+
+    /**
+     * The fp32 elements of the argmax exchange buffer for {@code rows} rows and {@code ranks} ranks (a multiple of 4;
+     * 0 when an argument is out of range): what {@link #argmaxPack}, the SUM all-reduce and {@link #argmaxPick} use.
+     */
+    static long argmaxExchangeFloats(int rows, int ranks) {
+        return kernels_h.ar4j_llama_argmax_exchange_floats(rows, ranks);
+    }
+
+    /**
+     * This rank's shard argmax ({@code index}, {@code value} per row) into its slot of the exchange buffer, zeros
+     * into the other ranks' slots ({@code ar4j_llama_argmax_pack}).
+     */
+    void argmaxPack(long index, long value, int rows, int ranks, int rank, int vocab, long exchange) {
+        check(kernels_h.ar4j_llama_argmax_pack(at(index), at(value), rows, ranks, rank, vocab, at(exchange), pdl,
+                stream), "ar4j_llama_argmax_pack");
+    }
+
+    /** Per row, the best of the ranks' pairs in the all-reduced exchange buffer, as torch.argmax over the vocabulary. */
+    void argmaxPick(long exchange, int rows, int ranks, long outIndex, long outValue) {
+        check(kernels_h.ar4j_llama_argmax_pick(at(exchange), rows, ranks, at(outIndex), at(outValue), pdl, stream),
+                "ar4j_llama_argmax_pick");
     }
 
     /** Bytes of the sampling kernel's state (its step counter and completion word). */

@@ -88,7 +88,7 @@ public final class RankEngine implements AutoCloseable {
                             act.attention.address(), chunkRows))
                     : null;
             forward = new ForwardPass(comm, stream, cublas, kernels, weights, act, cache, prefillAttention,
-                    s.sampling());
+                    s.sampling(), s.keepLogits());
             decode = own(new StepRunner(forward, stream, act, status, io, 1, splits(1), 1));
             verify = s.draft() > 0
                     ? own(new StepRunner(forward, stream, act, status, io, s.draft(), splits(s.draft()), s.draft()))
