@@ -24,7 +24,8 @@
 #   3. ar4j-llama generate runs: tiny (generate, verify check), the reference's base model and its
 #      sharded model (loaded from its shards) at TP 2;
 #   4. bench: llama3-8b at TP 1, decode at each context of CONTEXTS (prompt of that many tokens, so
-#      the decode step attends context + 1 keys) with the verify step of --draft 3 beside it, and
+#      the decode step attends context + 1 keys) with the verify step of --draft 3 beside it (and
+#      --profile's tables of the prefill, decode and verify, per kind of kernel, in its log), and
 #      reference/torch_decode_bench.py's two PyTorch forms at the same contexts (plain: one CUDA graph;
 #      --compile: torch.compile max-autotune-no-cudagraphs, then one CUDA graph); then a table of the
 #      medians and the ratios engine/plain and engine/compile per context ($OUT/bench-table.txt);
@@ -243,7 +244,7 @@ sys.exit(0 if index.get("format_version") == 3 and all(m in index.get("models", 
       for ctx in $contexts; do
         comms=ar4j
         [[ "$ctx" == 512 ]] && comms=ar4j,nccl
-        step "bench-engine-c$ctx" engine_at "$ctx" --comm "$comms"
+        step "bench-engine-c$ctx" engine_at "$ctx" --comm "$comms" --profile
         for form in $forms; do
           flag=()
           [[ "$form" == compile ]] && flag=(--compile)

@@ -176,9 +176,6 @@ final class Runner {
                 }
                 if (o.profile()) {
                     for (StepKind k : kinds) {
-                        if (k == StepKind.PREFILL) {
-                            continue;
-                        }
                         List<StepTiming.Profile> profiles = group.onEveryRank("profile " + k, STEP_TIMEOUT,
                                 (i, c) -> StepTiming.profile(engines.get(i), k, p, 20));
                         table.profile(comm.flag(), profiles.get(0));

@@ -117,8 +117,8 @@ public final class LlamaCommand {
             + "nothing; excludes --tp N > 1")
     private String tpShardOf;
 
-    @Option(names = "--profile", arity = "0", description = "bench: also where one eager step's time goes, per kind "
-            + "of kernel (CUDA events around each kind; bytes moved and TB/s)")
+    @Option(names = "--profile", arity = "0", description = "bench: also where the prefill's and one eager decode "
+            + "(and verify) step's time goes, per kind of kernel (CUDA events around each kind; bytes moved and TB/s)")
     private boolean profile;
 
     // Long names only: with -h or -V, a text prompt starting with "-h" or "-V" would look like those options.

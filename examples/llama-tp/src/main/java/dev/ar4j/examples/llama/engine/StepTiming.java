@@ -86,7 +86,7 @@ public final class StepTiming {
      */
     public static Profile profile(RankEngine e, StepKind kind, int position, int runs) {
         if (kind == StepKind.PREFILL) {
-            throw new IllegalArgumentException("profile: decode or verify steps only");
+            return profilePrefill(e, position, Math.min(runs, PREFILL_PROFILE_RUNS));
         }
         int tokens = kind == StepKind.DECODE ? 1 : e.timing().captured(StepKind.VERIFY).tokens();
         HostIo io = e.timing().io();
@@ -107,20 +107,61 @@ public final class StepTiming {
                 end.record(e.timing().stream());
                 e.timing().finish(kind + " (profile)");
                 steps[r] = end.elapsedMillisSince(start);
-                for (Map.Entry<StepSection, double[]> t : timer.totals().entrySet()) {
-                    double[][] s = samples.computeIfAbsent(t.getKey(), k -> new double[3][runs]);
-                    for (int i = 0; i < 3; i++) {
-                        s[i][r] = t.getValue()[i];
-                    }
-                }
+                collect(samples, timer, r, runs);
             }
         }
+        return new Profile(kind, tokens, position + 1, median(steps), medianRows(samples, runs));
+    }
+
+    /** Eager prefills a prefill profile times at most (a long prompt's prefill takes a second or more). */
+    static final int PREFILL_PROFILE_RUNS = 5;
+
+    /**
+     * Where the whole chunked prefill of a prompt of {@code tokens} ids goes: CUDA events around every section of
+     * every chunk, summed over the chunks per kind of kernel; medians over {@code runs} prefills.
+     */
+    private static Profile profilePrefill(RankEngine e, int tokens, int runs) {
+        int[] prompt = new int[tokens];
+        for (int i = 0; i < tokens; i++) {
+            prompt[i] = (i * 7 + 1) % e.settings().layout().config().vocabSize();
+        }
+        Map<StepSection, double[][]> samples = new EnumMap<>(StepSection.class);
+        double[] times = new double[runs];
+        try (SectionTimer timer = new SectionTimer(true);
+             CudaEvent start = CudaEvent.create();
+             CudaEvent end = CudaEvent.create()) {
+            timer.contextKeys(tokens);
+            for (int r = 0; r < runs; r++) {
+                timer.reset();
+                start.record(e.timing().stream());
+                e.timing().prefill(prompt, timer);
+                end.record(e.timing().stream());
+                e.timing().finish("prefill (profile)");
+                times[r] = end.elapsedMillisSince(start);
+                collect(samples, timer, r, runs);
+            }
+        }
+        return new Profile(StepKind.PREFILL, tokens, tokens, median(times), medianRows(samples, runs));
+    }
+
+    /** Adds run {@code r}'s per-section totals (calls, ms, bytes) to the samples. */
+    private static void collect(Map<StepSection, double[][]> samples, SectionTimer timer, int r, int runs) {
+        for (Map.Entry<StepSection, double[]> t : timer.totals().entrySet()) {
+            double[][] s = samples.computeIfAbsent(t.getKey(), k -> new double[3][runs]);
+            for (int i = 0; i < 3; i++) {
+                s[i][r] = t.getValue()[i];
+            }
+        }
+    }
+
+    /** One row per section: the first run's calls and bytes, the median time. */
+    private static List<ProfileRow> medianRows(Map<StepSection, double[][]> samples, int runs) {
         List<ProfileRow> rows = new ArrayList<>();
         for (Map.Entry<StepSection, double[][]> s : samples.entrySet()) {
             double[][] v = s.getValue();
             rows.add(new ProfileRow(s.getKey(), (int) v[0][0], median(v[1]), v[2][0]));
         }
-        return new Profile(kind, tokens, position + 1, median(steps), rows);
+        return rows;
     }
 
     /** Keeps the loop's reads observable. */
