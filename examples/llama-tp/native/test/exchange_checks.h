@@ -26,15 +26,7 @@ inline void check_argmax_exchange(int32_t ranks, int32_t rows, int32_t vocab_per
         for (int c = vocab; c < padded; ++c) at(r, c) = 1e30f;  // the last shard's padding: not a token
     }
     std::vector<int32_t> want(rows);
-    for (int r = 0; r < rows; ++r) {
-        int best = 0;
-        for (int c = 1; c < vocab; ++c) {
-            const float a = at(r, c), b = at(r, best);
-            if (std::isnan(b)) break;
-            if (std::isnan(a) || a > b) best = c;
-        }
-        want[r] = best;
-    }
+    for (int r = 0; r < rows; ++r) want[r] = reference_argmax(&at(r, 0), vocab);
     std::vector<uint16_t> h(logits.size());
     for (size_t i = 0; i < h.size(); ++i) h[i] = to_bf16(logits[i]);
     const size_t floats = ar4j_llama_argmax_exchange_floats(rows, ranks);

@@ -121,10 +121,7 @@ public final class StepTiming {
      * every chunk, summed over the chunks per kind of kernel; medians over {@code runs} prefills.
      */
     private static Profile profilePrefill(RankEngine e, int tokens, int runs) {
-        int[] prompt = new int[tokens];
-        for (int i = 0; i < tokens; i++) {
-            prompt[i] = (i * 7 + 1) % e.settings().layout().config().vocabSize();
-        }
+        int[] prompt = syntheticPrompt(e, tokens);
         Map<StepSection, double[][]> samples = new EnumMap<>(StepSection.class);
         double[] times = new double[runs];
         try (SectionTimer timer = new SectionTimer(true);
@@ -132,16 +129,36 @@ public final class StepTiming {
              CudaEvent end = CudaEvent.create()) {
             timer.contextKeys(tokens);
             for (int r = 0; r < runs; r++) {
-                timer.reset();
-                start.record(e.timing().stream());
-                e.timing().prefill(prompt, timer);
-                end.record(e.timing().stream());
-                e.timing().finish("prefill (profile)");
-                times[r] = end.elapsedMillisSince(start);
+                times[r] = timePrefill(e, prompt, timer, start, end, "prefill (profile)");
                 collect(samples, timer, r, runs);
             }
         }
         return new Profile(StepKind.PREFILL, tokens, tokens, median(times), medianRows(samples, runs));
+    }
+
+    /** A prompt of {@code tokens} ids spread over the vocabulary, the same at every call. */
+    private static int[] syntheticPrompt(RankEngine e, int tokens) {
+        int[] prompt = new int[tokens];
+        for (int i = 0; i < tokens; i++) {
+            prompt[i] = (i * 7 + 1) % e.settings().layout().config().vocabSize();
+        }
+        return prompt;
+    }
+
+    /**
+     * One whole chunked prefill between two events (with the timer's events inside when {@code timer} is not null),
+     * waited for and checked; its milliseconds.
+     */
+    private static double timePrefill(RankEngine e, int[] prompt, SectionTimer timer, CudaEvent start, CudaEvent end,
+                                      String what) {
+        if (timer != null) {
+            timer.reset();
+        }
+        start.record(e.timing().stream());
+        e.timing().prefill(prompt, timer);
+        end.record(e.timing().stream());
+        e.timing().finish(what);
+        return end.elapsedMillisSince(start);
     }
 
     /** Adds run {@code r}'s per-section totals (calls, ms, bytes) to the samples. */
@@ -232,31 +249,19 @@ public final class StepTiming {
      * chunk, with the host's wait between chunks), from the first chunk's input copy to the last chunk's argmax.
      */
     private static Figures measurePrefill(RankEngine e, int tokens, int timed, int eager) {
-        int[] prompt = new int[tokens];
-        for (int i = 0; i < tokens; i++) {
-            prompt[i] = (i * 7 + 1) % e.settings().layout().config().vocabSize();
-        }
+        int[] prompt = syntheticPrompt(e, tokens);
         try (SectionTimer timer = new SectionTimer(false);
              CudaEvent start = CudaEvent.create();
              CudaEvent end = CudaEvent.create()) {
             double[] shares = new double[eager];
             for (int i = 0; i < eager; i++) {
-                timer.reset();
-                start.record(e.timing().stream());
-                e.timing().prefill(prompt, timer);
-                end.record(e.timing().stream());
-                e.timing().finish("prefill (eager)");
-                shares[i] = e.settings().layout().tp() > 1 ? timer.communicationMillis() / end.elapsedMillisSince(start)
-                        : Double.NaN;
+                double millis = timePrefill(e, prompt, timer, start, end, "prefill (eager)");
+                shares[i] = e.settings().layout().tp() > 1 ? timer.communicationMillis() / millis : Double.NaN;
             }
             int runs = Math.min(timed, 20);
             double[] times = new double[runs];
             for (int i = 0; i < runs; i++) {
-                start.record(e.timing().stream());
-                e.timing().prefill(prompt, null);
-                end.record(e.timing().stream());
-                e.timing().finish("prefill");
-                times[i] = end.elapsedMillisSince(start);
+                times[i] = timePrefill(e, prompt, null, start, end, "prefill");
             }
             return new Figures(StepKind.PREFILL, tokens, median(times), eager == 0 ? Double.NaN : median(shares), -1,
                     timed);
