@@ -3,16 +3,21 @@
 //
 // FlashDecoding-style split-KV in two kernels over one grid (chunks, n_kv_heads, splits):
 // a block serves one KV head, one key range (split) and up to ROWS query rows: the (token,
-// query head) pairs of that KV head's group, numbered t * group + g and cut into chunks of ROWS
-// (ROWS = 4, 8, 16 or kRows = 32, the least that holds all rows, else kRows: decode of llama3-8b
-// is one chunk of 4 rows; a verify of 4 tokens one of 16; a long prefill many chunks of 32).
+// query head) pairs of that KV head's group within one sequence, numbered t * group + g
+// (t counted within the sequence) and cut into chunks of ROWS, each sequence's separately
+// (ROWS = 4, 8, 16 or kRows = 32, the least that holds a sequence's rows, else kRows: decode of
+// llama3-8b is one chunk of 4 rows per sequence; a verify of 4 tokens one of 16; a long prefill
+// many chunks of 32). A batch of sequences (n / sequences consecutive tokens each, each with its
+// own cache) is so the grid of one sequence repeated: chunk c of sequence s is block
+// s * chunks_per_seq + c, and a block never mixes two sequences' rows, caches or lengths.
 // The split's range is cut from the chunk's real context length L = max pos(t) + 1, read from
 // device memory, so a captured graph serves every length with ~L / splits keys per block.
 //   1. scores: the K rows of the range, in tiles of kTile keys copied to shared memory with
 //      16-byte cp.async (double-buffered), each row read once for all the block's query rows;
 //      s = bf16(bf16(q.k) * scale) for every (row, key) it may attend to, stored in the
-//      workspace as bf16 (exact: they are bf16 values) when n <= kStoredTokens, and each row's
-//      (max, sum of exp(s - max)) over the range (online softmax, merged in a fixed order).
+//      workspace as bf16 (exact: they are bf16 values) when a sequence has at most
+//      kStoredTokens tokens, and each row's (max, sum of exp(s - max)) over the range (online
+//      softmax, merged in a fixed order).
 //   2. values: the global max and sum of each row from all splits' pairs (split order), then
 //      p = bf16(exp(s - max) / sum) per key (the stored s; above kStoredTokens tokens, s
 //      computed again from K) and sum_j p_j v_j over the range from V tiles in shared memory
@@ -56,7 +61,7 @@ __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArg
     const int32_t kv_head = blockIdx.y;
     const int32_t tiles = (range.end - range.begin + kTile - 1) / kTile;
     load_q(a, rows, range.rows, q_s);
-    if (tiles > 0) load_tile(k_s, a.k_cache, a, kv_head, range.begin, min(kTile, range.end - range.begin));
+    if (tiles > 0) load_tile(k_s, a.k_cache + rows.cache, a, kv_head, range.begin, min(kTile, range.end - range.begin));
     cp_async_commit();
 
     const int key = threadIdx.x % kTile;
@@ -70,7 +75,7 @@ __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArg
     for (int32_t tile = 0; tile < tiles; ++tile) {
         const int32_t first = range.begin + tile * kTile;
         if (tile + 1 < tiles) {
-            load_tile(k_s + ((tile + 1) % kStages) * stage, a.k_cache, a, kv_head, first + kTile,
+            load_tile(k_s + ((tile + 1) % kStages) * stage, a.k_cache + rows.cache, a, kv_head, first + kTile,
                       min(kTile, range.end - first - kTile));
         }
         cp_async_commit();
@@ -164,8 +169,8 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     if (!STORED) load_q(a, rows, range.rows, q_s);
     if (tiles > 0) {
         const int32_t count = min(kTile, range.end - range.begin);
-        load_tile(v_s, a.v_cache, a, kv_head, range.begin, count);
-        if (!STORED) load_tile(k_s, a.k_cache, a, kv_head, range.begin, count);
+        load_tile(v_s, a.v_cache + rows.cache, a, kv_head, range.begin, count);
+        if (!STORED) load_tile(k_s, a.k_cache + rows.cache, a, kv_head, range.begin, count);
     }
     cp_async_commit();
     pdl_wait();
@@ -225,8 +230,10 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
         const int32_t count = min(kTile, range.end - first);
         if (tile + 1 < tiles) {
             const int32_t next = min(kTile, range.end - first - kTile);
-            load_tile(v_s + ((tile + 1) % kStages) * stage, a.v_cache, a, kv_head, first + kTile, next);
-            if (!STORED) load_tile(k_s + ((tile + 1) % kStages) * stage, a.k_cache, a, kv_head, first + kTile, next);
+            load_tile(v_s + ((tile + 1) % kStages) * stage, a.v_cache + rows.cache, a, kv_head, first + kTile, next);
+            if (!STORED) {
+                load_tile(k_s + ((tile + 1) % kStages) * stage, a.k_cache + rows.cache, a, kv_head, first + kTile, next);
+            }
         }
         cp_async_commit();
         cp_async_wait<1>();
@@ -373,8 +380,8 @@ template <int ROWS>
 int dispatch_head_dim(const AttentionArgs &a, dim3 grid, bool stored, bool pdl, void *stream) {
     constexpr int kRpt64 = (ROWS + 7) / 8, kRpt128 = (ROWS + 3) / 4, kRpt256 = (ROWS + 1) / 2;
     if (!stored) {
-        // Only a call of more than kStoredTokens tokens recomputes scores: its blocks have kRows rows
-        // (block_rows_for).
+        // Only a call of more than kStoredTokens tokens per sequence recomputes scores: its blocks
+        // have kRows rows (block_rows_for).
         if constexpr (ROWS == kRows) {
             if (a.head_dim <= 64) return launch_attention<ROWS, kRpt64, false>(a, grid, pdl, stream);
             if (a.head_dim <= 128) return launch_attention<ROWS, kRpt128, false>(a, grid, pdl, stream);
@@ -387,31 +394,57 @@ int dispatch_head_dim(const AttentionArgs &a, dim3 grid, bool stored, bool pdl, 
     return launch_attention<ROWS, kRpt256, true>(a, grid, pdl, stream);
 }
 
-// The block's rows: the least of 4, 8, 16 and kRows that holds all n * group rows, else kRows;
-// kRows when the scores are not stored (more than kStoredTokens tokens: a prefill's rows).
-int32_t block_rows_for(int64_t total_rows, bool stored) {
+// The block's rows: the least of 4, 8, 16 and kRows that holds all rows of one sequence
+// (tokens_per_seq * group), else kRows; kRows when the scores are not stored (more than
+// kStoredTokens tokens per sequence: a prefill's rows).
+int32_t block_rows_for(int64_t rows_per_seq, bool stored) {
     if (!stored) return kRows;
-    return total_rows <= 4 ? 4 : total_rows <= 8 ? 8 : total_rows <= 16 ? 16 : kRows;
+    return rows_per_seq <= 4 ? 4 : rows_per_seq <= 8 ? 8 : rows_per_seq <= 16 ? 16 : kRows;
 }
 
-// The workspace: counters, stats, partial sums (splits > 1), scores (n <= kStoredTokens); each
-// part 256-byte aligned.
+// How n tokens of `sequences` sequences are cut into blocks' rows. Callers have checked n >= 1,
+// 1 <= sequences, n % sequences == 0 and group >= 1.
+struct Chunking {
+    int32_t tokens_per_seq;
+    int64_t rows_per_seq;    // tokens_per_seq * group
+    bool stored;             // the scores kept in the workspace (tokens_per_seq <= kStoredTokens)
+    int32_t rows_per_block;  // ROWS
+    int64_t chunks_per_seq;
+    int64_t chunks;          // sequences * chunks_per_seq: grid.x
+};
+
+Chunking chunking(int32_t n, int32_t sequences, int32_t group) {
+    Chunking c;
+    c.tokens_per_seq = n / sequences;
+    c.rows_per_seq = int64_t(c.tokens_per_seq) * group;
+    // Per sequence, not per call: a batch of decodes keeps the K-read-once path of one decode. The
+    // stored scores, n * n_heads * max_positions bf16, are then at most 4 * group / head_dim of one
+    // layer's caches of the batch (1/8 for llama3-8b's verify of 8 tokens per sequence).
+    c.stored = c.tokens_per_seq <= kStoredTokens;
+    c.rows_per_block = block_rows_for(c.rows_per_seq, c.stored);
+    c.chunks_per_seq = (c.rows_per_seq + c.rows_per_block - 1) / c.rows_per_block;
+    c.chunks = int64_t(sequences) * c.chunks_per_seq;
+    return c;
+}
+
+// The workspace: counters, stats, partial sums (splits > 1), scores (stored); each part 256-byte
+// aligned.
 struct Workspace {
     size_t counters, stats, partial, scores, total;
 };
 
 size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 
-Workspace workspace_layout(int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions,
-                           int32_t splits) {
+Workspace workspace_layout(int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                           int32_t max_positions, int32_t splits) {
     const size_t rows = size_t(n) * size_t(n_heads);
-    const size_t chunks = (size_t(n) * size_t(n_heads / n_kv_heads) + kRows - 1) / kRows;
+    const Chunking c = chunking(n, sequences, n_heads / n_kv_heads);
     Workspace w;
     w.counters = 0;
-    w.stats = align256(chunks * size_t(n_kv_heads) * sizeof(int32_t));
+    w.stats = align256(size_t(c.chunks) * size_t(n_kv_heads) * sizeof(int32_t));
     w.partial = w.stats + align256(rows * size_t(splits) * 2 * sizeof(float));
     w.scores = w.partial + (splits > 1 ? align256(rows * size_t(splits) * size_t(head_dim) * sizeof(float)) : 0);
-    w.total = w.scores + (n <= kStoredTokens ? rows * size_t(max_positions) * sizeof(uint16_t) : 0);
+    w.total = w.scores + (c.stored ? rows * size_t(max_positions) * sizeof(uint16_t) : 0);
     return w;
 }
 
@@ -419,22 +452,27 @@ bool valid_attention_head_dim(int32_t head_dim) {
     return head_dim >= 8 && head_dim <= AR4J_LLAMA_MAX_HEAD_DIM && head_dim % 8 == 0;
 }
 
+// Whether n tokens split into `sequences` equal runs.
+bool valid_sequences(int32_t n, int32_t sequences) { return sequences >= 1 && n >= 1 && n % sequences == 0; }
+
 }  // namespace
 }  // namespace ar4j_llama
 
 using namespace ar4j_llama;
 
-AR4J_LLAMA_API int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t n_kv_heads,
-                                                   int32_t max_context, int32_t sm_count) {
+AR4J_LLAMA_API int32_t ar4j_llama_attention_batched_splits(int32_t n, int32_t sequences, int32_t n_heads,
+                                                           int32_t n_kv_heads, int32_t max_context,
+                                                           int32_t sm_count) {
     if (n <= 0 || n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads != 0 || max_context <= 0 ||
-        sm_count <= 0) {
+        sm_count <= 0 || !valid_sequences(n, sequences)) {
         return 1;
     }
-    // Blocks per split: one per (chunk of kRows query rows, KV head). About four blocks per SM,
-    // and at least one tile of keys per split at the longest context (at a shorter length the
-    // kernels use only the splits that get a tile's worth of keys).
-    const int64_t chunks = (int64_t(n) * (n_heads / n_kv_heads) + kRows - 1) / kRows;
-    const int64_t blocks = chunks * n_kv_heads;
+    // Blocks per split: one per (chunk of one sequence's query rows, KV head), the chunks of the
+    // kernels' own cut. About four blocks per SM, and at least one tile of keys per split at the
+    // longest context (at a shorter length the kernels use only the splits that get a tile's worth
+    // of keys). With one sequence the chunks are ceil(n * group / kRows): the ladder's smaller
+    // blocks only serve calls that fit one chunk anyway.
+    const int64_t blocks = chunking(n, sequences, n_heads / n_kv_heads).chunks * n_kv_heads;
     int64_t splits = (4 * int64_t(sm_count) + blocks - 1) / blocks;
     const int64_t by_length = max_context / kTile > 0 ? max_context / kTile : 1;
     if (splits > by_length) splits = by_length;
@@ -442,45 +480,63 @@ AR4J_LLAMA_API int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, i
     return splits < 1 ? 1 : int32_t(splits);
 }
 
+AR4J_LLAMA_API int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t n_kv_heads,
+                                                   int32_t max_context, int32_t sm_count) {
+    return ar4j_llama_attention_batched_splits(n, 1, n_heads, n_kv_heads, max_context, sm_count);
+}
+
+AR4J_LLAMA_API size_t ar4j_llama_attention_batched_workspace_bytes(int32_t n, int32_t sequences, int32_t n_heads,
+                                                                   int32_t n_kv_heads, int32_t head_dim,
+                                                                   int32_t max_positions, int32_t num_splits) {
+    if (n < 1 || n_heads < 1 || n_kv_heads < 1 || n_heads % n_kv_heads != 0 ||
+        int64_t(n) * n_heads > int64_t(INT32_MAX) || !valid_attention_head_dim(head_dim) || max_positions < 1 ||
+        num_splits < 1 || num_splits > AR4J_LLAMA_MAX_SPLITS || !valid_sequences(n, sequences)) {
+        return 0;
+    }
+    return workspace_layout(n, sequences, n_heads, n_kv_heads, head_dim, max_positions, num_splits).total;
+}
+
 AR4J_LLAMA_API size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_heads, int32_t n_kv_heads,
                                                            int32_t head_dim, int32_t max_positions,
                                                            int32_t num_splits) {
-    if (n < 1 || n_heads < 1 || n_kv_heads < 1 || n_heads % n_kv_heads != 0 ||
-        int64_t(n) * n_heads > int64_t(INT32_MAX) || !valid_attention_head_dim(head_dim) || max_positions < 1 ||
-        num_splits < 1 || num_splits > AR4J_LLAMA_MAX_SPLITS) {
-        return 0;
-    }
-    return workspace_layout(n, n_heads, n_kv_heads, head_dim, max_positions, num_splits).total;
+    return ar4j_llama_attention_batched_workspace_bytes(n, 1, n_heads, n_kv_heads, head_dim, max_positions, num_splits);
 }
 
-AR4J_LLAMA_API int ar4j_llama_attention(const void *q, int64_t q_row_stride, const void *k_cache,
-                                        const void *v_cache, int32_t n, int32_t n_heads,
-                                        int32_t n_kv_heads, int32_t head_dim, int32_t max_positions,
-                                        const int32_t *positions, int32_t start_pos, float scale,
-                                        void *out, int64_t out_row_stride, int32_t num_splits,
-                                        void *workspace, size_t workspace_bytes,
-                                        int32_t *device_status, int32_t pdl, void *stream) {
+AR4J_LLAMA_API int ar4j_llama_attention_batched(const void *q, int64_t q_row_stride, const void *k_cache,
+                                                const void *v_cache, int64_t cache_sequence_stride, int32_t n,
+                                                int32_t sequences, int32_t n_heads, int32_t n_kv_heads,
+                                                int32_t head_dim, int32_t max_positions, const int32_t *positions,
+                                                int32_t start_pos, float scale, void *out, int64_t out_row_stride,
+                                                int32_t num_splits, void *workspace, size_t workspace_bytes,
+                                                int32_t *device_status, int32_t pdl, void *stream) {
     if (q == nullptr || k_cache == nullptr || v_cache == nullptr || out == nullptr || workspace == nullptr) {
         return AR4J_LLAMA_ERROR_NULL_POINTER;
     }
     if (n < 1 || n_heads < 1 || n_kv_heads < 1 || max_positions < 1 ||
-        int64_t(n) * n_heads > int64_t(INT32_MAX)) {
+        int64_t(n) * n_heads > int64_t(INT32_MAX) || !valid_sequences(n, sequences)) {
         return AR4J_LLAMA_ERROR_SIZE;
     }
+    // start_pos + t counts across the whole call: it cannot name positions within each sequence.
+    if (sequences > 1 && positions == nullptr) return AR4J_LLAMA_ERROR_NULL_POINTER;
     if (n_heads % n_kv_heads != 0) return AR4J_LLAMA_ERROR_GQA;
     if (!valid_attention_head_dim(head_dim)) return AR4J_LLAMA_ERROR_HEAD_DIM;
     if (num_splits < 1 || num_splits > AR4J_LLAMA_MAX_SPLITS) return AR4J_LLAMA_ERROR_SPLITS;
     const int64_t row = int64_t(n_heads) * head_dim;
-    if (q_row_stride < row || out_row_stride < row) return AR4J_LLAMA_ERROR_STRIDE;
+    // Each sequence's cache holds max_positions rows: a smaller stride would let sequences overlap.
+    const int64_t cache_region = int64_t(max_positions) * n_kv_heads * head_dim;
+    if (q_row_stride < row || out_row_stride < row || cache_sequence_stride < cache_region) {
+        return AR4J_LLAMA_ERROR_STRIDE;
+    }
     if (!(scale > 0.0f) || !std::isfinite(scale)) return AR4J_LLAMA_ERROR_INVALID_ARGUMENT;
     if (!valid_start(positions, start_pos, n, max_positions)) return AR4J_LLAMA_ERROR_POSITION;
-    // q and the caches are read in 16-byte units (8 bf16), out written in bf16 pairs.
+    // q and the caches are read in 16-byte units (8 bf16), every sequence's cache too; out written
+    // in bf16 pairs.
     if (!aligned(q, 16) || !aligned(k_cache, 16) || !aligned(v_cache, 16) || q_row_stride % 8 != 0 ||
-        !aligned(out, 4) || out_row_stride % 2 != 0 || !aligned(workspace, 16) ||
+        cache_sequence_stride % 8 != 0 || !aligned(out, 4) || out_row_stride % 2 != 0 || !aligned(workspace, 16) ||
         (positions != nullptr && !aligned(positions, 4))) {
         return AR4J_LLAMA_ERROR_MISALIGNED;
     }
-    const Workspace layout = workspace_layout(n, n_heads, n_kv_heads, head_dim, max_positions, num_splits);
+    const Workspace layout = workspace_layout(n, sequences, n_heads, n_kv_heads, head_dim, max_positions, num_splits);
     if (workspace_bytes < layout.total) return AR4J_LLAMA_ERROR_WORKSPACE;
     AttentionArgs a;
     a.q = static_cast<const bf16 *>(q);
@@ -492,10 +548,11 @@ AR4J_LLAMA_API int ar4j_llama_attention(const void *q, int64_t q_row_stride, con
     a.n_kv_heads = n_kv_heads;
     a.group = n_heads / n_kv_heads;
     a.head_dim = head_dim;
-    const int64_t total_rows = int64_t(n) * a.group;
-    const bool stored = n <= kStoredTokens;
-    const int32_t rows_per_block = block_rows_for(total_rows, stored);
-    a.block_rows = int32_t(total_rows < rows_per_block ? total_rows : rows_per_block);
+    const Chunking c = chunking(n, sequences, a.group);
+    a.tokens_per_seq = c.tokens_per_seq;
+    a.chunks_per_seq = int32_t(c.chunks_per_seq);
+    a.cache_stride = cache_sequence_stride;
+    a.block_rows = int32_t(c.rows_per_seq < c.rows_per_block ? c.rows_per_seq : c.rows_per_block);
     a.max_positions = max_positions;
     a.positions = positions;
     a.start_pos = start_pos;
@@ -507,13 +564,27 @@ AR4J_LLAMA_API int ar4j_llama_attention(const void *q, int64_t q_row_stride, con
     a.counters = reinterpret_cast<int32_t *>(base + layout.counters);
     a.stats = reinterpret_cast<float *>(base + layout.stats);
     a.partial = num_splits > 1 ? reinterpret_cast<float *>(base + layout.partial) : nullptr;
-    a.scores = stored ? reinterpret_cast<uint16_t *>(base + layout.scores) : nullptr;
+    a.scores = c.stored ? reinterpret_cast<uint16_t *>(base + layout.scores) : nullptr;
     a.device_status = device_status;
-    const int64_t chunks = (total_rows + rows_per_block - 1) / rows_per_block;
-    const dim3 grid{unsigned(chunks), unsigned(n_kv_heads), unsigned(num_splits)};
+    const dim3 grid{unsigned(c.chunks), unsigned(n_kv_heads), unsigned(num_splits)};
     const bool use_pdl = pdl != 0;
-    if (rows_per_block == 4) return dispatch_head_dim<4>(a, grid, stored, use_pdl, stream);
-    if (rows_per_block == 8) return dispatch_head_dim<8>(a, grid, stored, use_pdl, stream);
-    if (rows_per_block == 16) return dispatch_head_dim<16>(a, grid, stored, use_pdl, stream);
-    return dispatch_head_dim<kRows>(a, grid, stored, use_pdl, stream);
+    if (c.rows_per_block == 4) return dispatch_head_dim<4>(a, grid, c.stored, use_pdl, stream);
+    if (c.rows_per_block == 8) return dispatch_head_dim<8>(a, grid, c.stored, use_pdl, stream);
+    if (c.rows_per_block == 16) return dispatch_head_dim<16>(a, grid, c.stored, use_pdl, stream);
+    return dispatch_head_dim<kRows>(a, grid, c.stored, use_pdl, stream);
+}
+
+AR4J_LLAMA_API int ar4j_llama_attention(const void *q, int64_t q_row_stride, const void *k_cache,
+                                        const void *v_cache, int32_t n, int32_t n_heads,
+                                        int32_t n_kv_heads, int32_t head_dim, int32_t max_positions,
+                                        const int32_t *positions, int32_t start_pos, float scale,
+                                        void *out, int64_t out_row_stride, int32_t num_splits,
+                                        void *workspace, size_t workspace_bytes,
+                                        int32_t *device_status, int32_t pdl, void *stream) {
+    // One sequence: its cache is the whole of k_cache / v_cache, and the stride is never applied
+    // (sequence 0); the cache's own size passes the batched function's stride check.
+    const int64_t cache_region = int64_t(max_positions) * n_kv_heads * head_dim;
+    return ar4j_llama_attention_batched(q, q_row_stride, k_cache, v_cache, cache_region, n, 1, n_heads, n_kv_heads,
+                                        head_dim, max_positions, positions, start_pos, scale, out, out_row_stride,
+                                        num_splits, workspace, workspace_bytes, device_status, pdl, stream);
 }

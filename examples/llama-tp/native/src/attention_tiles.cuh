@@ -30,11 +30,14 @@ struct AttentionArgs {
     const bf16 *k_cache;
     const bf16 *v_cache;
     int32_t n;
+    int32_t tokens_per_seq;   // n / sequences: a sequence's run of consecutive tokens
+    int32_t chunks_per_seq;   // ceil(tokens_per_seq * group / ROWS): blockIdx.x = seq * chunks_per_seq + chunk
+    int64_t cache_stride;     // elements between consecutive sequences' K (and V) caches
     int32_t n_heads;
     int32_t n_kv_heads;
     int32_t group;       // n_heads / n_kv_heads
     int32_t head_dim;    // a multiple of 8
-    int32_t block_rows;  // min(ROWS, n * group): the shared-memory rows
+    int32_t block_rows;  // min(ROWS, tokens_per_seq * group): the shared-memory rows
     int32_t max_positions;
     const int32_t *positions;
     int32_t start_pos;
@@ -42,7 +45,7 @@ struct AttentionArgs {
     bf16 *out;
     int64_t out_stride;
     int32_t splits;
-    int32_t *counters;   // [chunks][n_kv_heads]
+    int32_t *counters;   // [sequences * chunks_per_seq][n_kv_heads]
     float *stats;        // [n * n_heads][splits][2]: max, sum of exp(s - max)
     float *partial;      // [n * n_heads][splits][head_dim] (splits > 1)
     uint16_t *scores;    // [n * n_heads][max_positions] bf16 bits (n <= kStoredTokens)
@@ -57,6 +60,10 @@ struct Rows {
     int32_t token[ROWS];
     int32_t head[ROWS];
     int32_t range[3];
+    // The block's sequence's offset in k_cache and v_cache (elements). Read from here at each tile
+    // rather than kept in registers across the tile loop: held there, it made ptxas spill in the
+    // 16-row scores kernel (a verify's) and the 32-row values kernel.
+    int64_t cache;
 };
 
 struct Range {
@@ -80,15 +87,22 @@ __device__ __forceinline__ float bf16_low(uint32_t w) { return __uint_as_float(w
 __device__ __forceinline__ float bf16_high(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 
 // Fills the block's rows and range; every thread calls it (two barriers). Reads positions only.
+// The block's rows are one chunk of one sequence's rows (blockIdx.x = seq * chunks_per_seq +
+// chunk), never two sequences': the key range is cut from the chunk's own context length and
+// every key is read from that sequence's cache. With one sequence this is the chunking of all
+// n * group rows.
 template <int ROWS>
 __device__ Range locate(const AttentionArgs &a, Rows<ROWS> &rows, bool report_errors) {
-    const int64_t first = int64_t(blockIdx.x) * ROWS;
-    const int64_t total = int64_t(a.n) * a.group;
-    const int32_t count = int32_t(total - first < ROWS ? total - first : ROWS);
+    const int32_t seq = int32_t(blockIdx.x) / a.chunks_per_seq;
+    // Rows counted within the sequence, in int32 (at most n * n_heads, which the host checked fits):
+    // a 64-bit division by group here cost registers the tile loops then lacked.
+    const int32_t first = (int32_t(blockIdx.x) - seq * a.chunks_per_seq) * ROWS;
+    const int32_t total = a.tokens_per_seq * a.group;
+    const int32_t count = total - first < ROWS ? total - first : ROWS;
     if (int32_t(threadIdx.x) < count) {
-        const int64_t row = first + threadIdx.x;
-        const int32_t t = int32_t(row / a.group);
-        const int32_t g = int32_t(row % a.group);
+        const int32_t row = first + int32_t(threadIdx.x);
+        const int32_t t = seq * a.tokens_per_seq + row / a.group;
+        const int32_t g = row % a.group;
         const int32_t h = int32_t(blockIdx.y) * a.group + g;
         const int32_t pos = a.positions != nullptr ? __ldcg(a.positions + t) : a.start_pos + t;
         const bool valid = pos >= 0 && pos < a.max_positions;
@@ -115,6 +129,7 @@ __device__ Range locate(const AttentionArgs &a, Rows<ROWS> &rows, bool report_er
         rows.range[0] = int32_t(begin);
         rows.range[1] = int32_t(end);
         rows.range[2] = int32_t(active > 1 ? active : 1);
+        rows.cache = int64_t(seq) * a.cache_stride;
     }
     __syncthreads();
     return Range{count, rows.range[0], rows.range[1], rows.range[2]};

@@ -41,12 +41,13 @@ __global__ void rope_kernel(bf16 *q, int64_t q_stride, bf16 *k, int64_t k_stride
 }
 
 // grid (n, n_heads + 2 n_kv_heads), block head_dim / 2. blockIdx.y < n_heads: q head rotated in
-// place; then the k heads rotated into k_cache[pos]; then the v heads copied into v_cache[pos].
+// place; then the k heads rotated into k_cache[pos]; then the v heads copied into v_cache[pos],
+// both caches those of token t's sequence, t / tokens_per_seq (cache_stride elements apart).
 __global__ void rope_kv_append_kernel(bf16 *q, int64_t q_stride, const bf16 *k, int64_t k_stride, const bf16 *v,
                                       int64_t v_stride, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
                                       const float *inv_freq, float attention_scaling, bf16 *k_cache, bf16 *v_cache,
-                                      const int32_t *positions, int32_t start_pos, int32_t max_positions,
-                                      int32_t *device_status) {
+                                      int32_t tokens_per_seq, int64_t cache_stride, const int32_t *positions,
+                                      int32_t start_pos, int32_t max_positions, int32_t *device_status) {
     pdl_enter();
     const int64_t t = blockIdx.x;
     const int32_t pos = positions != nullptr ? positions[t] : start_pos + int32_t(t);
@@ -55,6 +56,9 @@ __global__ void rope_kv_append_kernel(bf16 *q, int64_t q_stride, const bf16 *k, 
         return;
     }
     const int32_t head = blockIdx.y;
+    const int64_t seq = t / tokens_per_seq;
+    k_cache += seq * cache_stride;
+    v_cache += seq * cache_stride;
     const int64_t cache_row = int64_t(pos) * n_kv_heads;
     if (head < n_heads) {
         bf16 *x = q + t * q_stride + int64_t(head) * head_dim;
@@ -107,23 +111,29 @@ AR4J_LLAMA_API int ar4j_llama_rope(void *q, int64_t q_row_stride, void *k, int64
                   device_status);
 }
 
-AR4J_LLAMA_API int ar4j_llama_rope_kv_append(void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride,
-                                             const void *v, int64_t v_row_stride, int32_t n, int32_t n_heads,
-                                             int32_t n_kv_heads, int32_t head_dim, const float *inv_freq,
-                                             float attention_scaling, void *k_cache, void *v_cache,
-                                             int32_t max_positions, const int32_t *positions, int32_t start_pos,
-                                             int32_t *device_status, int32_t pdl, void *stream) {
+AR4J_LLAMA_API int ar4j_llama_rope_kv_append_batched(void *q, int64_t q_row_stride, const void *k,
+                                                     int64_t k_row_stride, const void *v, int64_t v_row_stride,
+                                                     int32_t n, int32_t sequences, int32_t n_heads,
+                                                     int32_t n_kv_heads, int32_t head_dim, const float *inv_freq,
+                                                     float attention_scaling, void *k_cache, void *v_cache,
+                                                     int64_t cache_sequence_stride, int32_t max_positions,
+                                                     const int32_t *positions, int32_t start_pos,
+                                                     int32_t *device_status, int32_t pdl, void *stream) {
     if (q == nullptr || k == nullptr || v == nullptr || inv_freq == nullptr || k_cache == nullptr ||
         v_cache == nullptr) {
         return AR4J_LLAMA_ERROR_NULL_POINTER;
     }
     if (n < 1 || n_heads < 1 || n_kv_heads < 1 || max_positions < 1 ||
-        int64_t(n_heads) + 2 * int64_t(n_kv_heads) > 65535) {
+        int64_t(n_heads) + 2 * int64_t(n_kv_heads) > 65535 || sequences < 1 || n % sequences != 0) {
         return AR4J_LLAMA_ERROR_SIZE;
     }
+    // start_pos + t counts across the whole call: it cannot name positions within each sequence.
+    if (sequences > 1 && positions == nullptr) return AR4J_LLAMA_ERROR_NULL_POINTER;
     if (!valid_head_dim(head_dim)) return AR4J_LLAMA_ERROR_HEAD_DIM;
     const int64_t kv_row = int64_t(n_kv_heads) * head_dim;
-    if (q_row_stride < int64_t(n_heads) * head_dim || k_row_stride < kv_row || v_row_stride < kv_row) {
+    // Each sequence's cache holds max_positions rows: a smaller stride would let sequences overlap.
+    if (q_row_stride < int64_t(n_heads) * head_dim || k_row_stride < kv_row || v_row_stride < kv_row ||
+        cache_sequence_stride < int64_t(max_positions) * kv_row) {
         return AR4J_LLAMA_ERROR_STRIDE;
     }
     if (!std::isfinite(attention_scaling)) return AR4J_LLAMA_ERROR_INVALID_ARGUMENT;
@@ -135,6 +145,21 @@ AR4J_LLAMA_API int ar4j_llama_rope_kv_append(void *q, int64_t q_row_stride, cons
     return launch(rope_kv_append_kernel, dim3(n, n_heads + 2 * n_kv_heads), dim3(head_dim / 2), 0, stream, pdl != 0,
                   static_cast<bf16 *>(q), q_row_stride, static_cast<const bf16 *>(k), k_row_stride,
                   static_cast<const bf16 *>(v), v_row_stride, n_heads, n_kv_heads, head_dim, inv_freq,
-                  attention_scaling, static_cast<bf16 *>(k_cache), static_cast<bf16 *>(v_cache), positions, start_pos,
-                  max_positions, device_status);
+                  attention_scaling, static_cast<bf16 *>(k_cache), static_cast<bf16 *>(v_cache), n / sequences,
+                  cache_sequence_stride, positions, start_pos, max_positions, device_status);
+}
+
+AR4J_LLAMA_API int ar4j_llama_rope_kv_append(void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride,
+                                             const void *v, int64_t v_row_stride, int32_t n, int32_t n_heads,
+                                             int32_t n_kv_heads, int32_t head_dim, const float *inv_freq,
+                                             float attention_scaling, void *k_cache, void *v_cache,
+                                             int32_t max_positions, const int32_t *positions, int32_t start_pos,
+                                             int32_t *device_status, int32_t pdl, void *stream) {
+    // One sequence: its cache is the whole of k_cache / v_cache, and the stride is never applied
+    // (sequence 0); the cache's own size passes the batched function's stride check.
+    const int64_t cache_region = int64_t(max_positions) * n_kv_heads * head_dim;
+    return ar4j_llama_rope_kv_append_batched(q, q_row_stride, k, k_row_stride, v, v_row_stride, n, 1, n_heads,
+                                             n_kv_heads, head_dim, inv_freq, attention_scaling, k_cache, v_cache,
+                                             cache_region, max_positions, positions, start_pos, device_status, pdl,
+                                             stream);
 }

@@ -16,8 +16,8 @@
  *  - pdl != 0 launches with programmatic stream serialization (PDL, cudaLaunchKernelEx):
  *    each kernel executes griddepcontrol.wait before its first global memory access (a no-op
  *    below sm_90 and in a launch without the attribute), except the second kernel of
- *    ar4j_llama_attention, which reads only what the grid before the attention's first
- *    kernel wrote before its wait (see there). Each kernel also triggers its
+ *    ar4j_llama_attention (and _batched), which reads only what the grid before the
+ *    attention's first kernel wrote before its wait (see there). Each kernel also triggers its
  *    dependents at entry (griddepcontrol.launch_dependents), so a kernel launched after it WITH
  *    the attribute must wait (griddepcontrol.wait) before reading its output, as these kernels
  *    and ar4j's all-reduce kernels do; launches without the attribute (cuBLAS) are unaffected.
@@ -178,6 +178,35 @@ int ar4j_llama_rope_kv_append(void *q, int64_t q_row_stride, const void *k, int6
                               int32_t *device_status, int32_t pdl, void *stream);
 
 /*
+ * ar4j_llama_rope_kv_append for a static batch of `sequences` sequences, each with its own cache:
+ * the n tokens are `sequences` runs of n / sequences consecutive tokens (token t belongs to
+ * sequence s = t / (n / sequences)), and token t's rotated k and its v go to row pos(t) of
+ * sequence s's caches, which start cache_sequence_stride * s elements after k_cache and v_cache:
+ *   k_cache[s * cache_sequence_stride + (pos(t) * n_kv_heads + h) * head_dim + e] = rope(k[t, h, :], pos(t))[e]
+ *   v_cache[s * cache_sequence_stride + (pos(t) * n_kv_heads + h) * head_dim + e] = v[t, h, e]
+ * q rotated in place as ar4j_llama_rope_kv_append; the values and rounding are that function's
+ * (which is this one with sequences 1). Nothing outside those rows is written.
+ * pos(t) = positions[t] (n int32 in device memory, each a position within its own sequence);
+ * positions may be NULL only when sequences is 1 (then pos(t) = start_pos + t), else
+ * AR4J_LLAMA_ERROR_NULL_POINTER.
+ * 1 <= sequences, n a multiple of sequences (AR4J_LLAMA_ERROR_SIZE otherwise);
+ * cache_sequence_stride >= max_positions * n_kv_heads * head_dim, also for one sequence, so that
+ * sequences' caches do not overlap (AR4J_LLAMA_ERROR_STRIDE otherwise); any such stride is aligned
+ * (elements are written one bf16 at a time). k_cache, v_cache: sequences * cache_sequence_stride
+ * bf16 at least (the last sequence's max_positions rows). Other arguments, limits and codes as
+ * ar4j_llama_rope_kv_append, checked in its order.
+ * Device-side: a position outside [0, max_positions) leaves that token's q unchanged, writes no
+ * cache row for it, and yields AR4J_LLAMA_ERROR_POSITION.
+ */
+int ar4j_llama_rope_kv_append_batched(void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride,
+                                      const void *v, int64_t v_row_stride, int32_t n, int32_t sequences,
+                                      int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                                      const float *inv_freq, float attention_scaling, void *k_cache,
+                                      void *v_cache, int64_t cache_sequence_stride, int32_t max_positions,
+                                      const int32_t *positions, int32_t start_pos, int32_t *device_status,
+                                      int32_t pdl, void *stream);
+
+/*
  * The key-range splits ar4j_llama_attention should use for n query tokens of n_heads query
  * heads over n_kv_heads KV heads against contexts up to max_context keys on a GPU of sm_count
  * multiprocessors. A host-only heuristic: the attention runs ceil(n * n_heads / n_kv_heads / 32)
@@ -262,6 +291,81 @@ int ar4j_llama_attention(const void *q, int64_t q_row_stride, const void *k_cach
                          int32_t start_pos, float scale, void *out, int64_t out_row_stride,
                          int32_t num_splits, void *workspace, size_t workspace_bytes,
                          int32_t *device_status, int32_t pdl, void *stream);
+
+/*
+ * ar4j_llama_attention_splits for ar4j_llama_attention_batched: the same heuristic (about four
+ * blocks per multiprocessor, at most one split per 64 keys of max_context, 1 ..
+ * AR4J_LLAMA_MAX_SPLITS) with the batched call's blocks per split, sequences * C * n_kv_heads,
+ * C = ceil(T * group / B) the row chunks of one sequence (T = n / sequences tokens per sequence,
+ * group = n_heads / n_kv_heads, B the block's rows: the least of 4, 8, 16 and 32 that holds
+ * T * group rows, else 32; 32 when T > AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS). max_context: the
+ * longest context of any sequence. Returns 1 for arguments <= 0, n_heads not a multiple of
+ * n_kv_heads, or n not a multiple of sequences. With sequences 1 it is ar4j_llama_attention_splits.
+ */
+int32_t ar4j_llama_attention_batched_splits(int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads,
+                                            int32_t max_context, int32_t sm_count);
+
+/*
+ * Bytes of device workspace ar4j_llama_attention_batched needs for these arguments, or 0 when one
+ * is out of the range it accepts (n not a multiple of sequences included). With R = n * n_heads
+ * rows and sequences * C chunks (C, T and B as in ar4j_llama_attention_batched_splits), each part
+ * rounded up to 256 bytes:
+ *   sequences * C * n_kv_heads int32 counters + R * num_splits * 2 fp32
+ *   + R * num_splits * head_dim fp32 (when num_splits > 1)
+ *   + R * max_positions bf16 (the scores, when T <= AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS).
+ * The scores are kept per query row for its own sequence's keys, hence R * max_positions: e.g.
+ * 64 llama3-8b decodes (T 1, 32/8 heads, max_positions 8192) keep 32 MiB of scores.
+ * With sequences 1 it is ar4j_llama_attention_workspace_bytes.
+ */
+size_t ar4j_llama_attention_batched_workspace_bytes(int32_t n, int32_t sequences, int32_t n_heads,
+                                                    int32_t n_kv_heads, int32_t head_dim,
+                                                    int32_t max_positions, int32_t num_splits);
+
+/*
+ * ar4j_llama_attention for a static batch of `sequences` sequences (decode or verify of each, or
+ * their prefill chunks of equal length), each with its own KV cache, in one call. The n tokens are
+ * `sequences` runs of T = n / sequences consecutive tokens: token t belongs to sequence
+ * s = t / T, is at position pos(t) = positions[t] of that sequence, and attends to rows
+ * 0 .. pos(t) of sequence s's caches, which start at
+ *   k_cache + s * cache_sequence_stride,  v_cache + s * cache_sequence_stride   (bf16 elements)
+ * each laid out as ar4j_llama_attention's (max_positions x n_kv_heads x head_dim). Its output
+ * row is out[t] as in ar4j_llama_attention, whose arithmetic and rounding points these are: a
+ * token's row has the same bits as ar4j_llama_attention gives it for its sequence's T tokens
+ * alone against that sequence's cache with the same num_splits (the same row chunks, hence the
+ * same key ranges and sums).
+ * The sequences' lengths are independent: each row chunk takes its key ranges from its own
+ * context (max pos(t) + 1 over its rows), so short sequences cost little beside long ones.
+ * Grid: sequences * C x n_kv_heads x num_splits blocks (C, B as in
+ * ar4j_llama_attention_batched_splits): each sequence's T * group (token, query head) rows are cut
+ * into chunks of B rows separately, so a block never holds two sequences' rows. With sequences 1
+ * this is ar4j_llama_attention, which calls it (same blocks, same bits). The scores are kept in
+ * the workspace when T <= AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS (K read once); above that,
+ * computed twice from K, as ar4j_llama_attention above that many tokens. Deterministic (same
+ * inputs, sequences and num_splits: same bits).
+ * positions: n int32 in device memory, required when sequences > 1
+ * (AR4J_LLAMA_ERROR_NULL_POINTER when NULL: start_pos + t would count across sequences); with
+ * sequences 1 it may be NULL (pos(t) = start_pos + t, as ar4j_llama_attention).
+ * cache_sequence_stride >= max_positions * n_kv_heads * head_dim, also for one sequence
+ * (AR4J_LLAMA_ERROR_STRIDE otherwise: sequences' caches must not overlap), and a multiple of 8
+ * so that every sequence's cache is 16-byte aligned (AR4J_LLAMA_ERROR_MISALIGNED otherwise).
+ * Each sequence's rows 0 .. max pos(t) over its own tokens must hold finite values (see
+ * ar4j_llama_attention); no other sequence's rows, and none of its rows beyond that, are read.
+ * 1 <= sequences, n a multiple of sequences (AR4J_LLAMA_ERROR_SIZE otherwise). workspace:
+ * >= ar4j_llama_attention_batched_workspace_bytes(n, sequences, n_heads, n_kv_heads, head_dim,
+ * max_positions, num_splits) bytes (AR4J_LLAMA_ERROR_WORKSPACE otherwise), as
+ * ar4j_llama_attention's. Other arguments, limits, codes (checked in ar4j_llama_attention's
+ * order: pointers, sizes, GQA, head_dim, splits, strides, scale, positions, alignment,
+ * workspace), PDL and shared memory (B rows per block) as ar4j_llama_attention.
+ * Device-side: a position outside [0, max_positions) yields NaN for that token's output rows
+ * and AR4J_LLAMA_ERROR_POSITION.
+ */
+int ar4j_llama_attention_batched(const void *q, int64_t q_row_stride, const void *k_cache,
+                                 const void *v_cache, int64_t cache_sequence_stride, int32_t n,
+                                 int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                                 int32_t max_positions, const int32_t *positions, int32_t start_pos,
+                                 float scale, void *out, int64_t out_row_stride, int32_t num_splits,
+                                 void *workspace, size_t workspace_bytes, int32_t *device_status,
+                                 int32_t pdl, void *stream);
 
 /*
  * The middle step of prefill attention through batched GEMMs (the engine's chunked prefill:
