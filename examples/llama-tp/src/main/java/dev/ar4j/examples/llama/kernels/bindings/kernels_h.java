@@ -665,6 +665,87 @@ public class kernels_h extends kernels_h$shared {
         }
     }
 
+    private static class ar4j_llama_rope_kv_append_batched {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_FLOAT,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_rope_kv_append_batched");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_rope_kv_append_batched(void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride, const void *v, int64_t v_row_stride, int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, const float *inv_freq, float attention_scaling, void *k_cache, void *v_cache, int64_t cache_sequence_stride, int32_t max_positions, const int32_t *positions, int32_t start_pos, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_rope_kv_append_batched$descriptor() {
+        return ar4j_llama_rope_kv_append_batched.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_rope_kv_append_batched(void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride, const void *v, int64_t v_row_stride, int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, const float *inv_freq, float attention_scaling, void *k_cache, void *v_cache, int64_t cache_sequence_stride, int32_t max_positions, const int32_t *positions, int32_t start_pos, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_llama_rope_kv_append_batched$handle() {
+        return ar4j_llama_rope_kv_append_batched.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_rope_kv_append_batched(void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride, const void *v, int64_t v_row_stride, int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, const float *inv_freq, float attention_scaling, void *k_cache, void *v_cache, int64_t cache_sequence_stride, int32_t max_positions, const int32_t *positions, int32_t start_pos, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_llama_rope_kv_append_batched$address() {
+        return ar4j_llama_rope_kv_append_batched.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_rope_kv_append_batched(void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride, const void *v, int64_t v_row_stride, int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, const float *inv_freq, float attention_scaling, void *k_cache, void *v_cache, int64_t cache_sequence_stride, int32_t max_positions, const int32_t *positions, int32_t start_pos, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static int ar4j_llama_rope_kv_append_batched(MemorySegment q, long q_row_stride, MemorySegment k, long k_row_stride, MemorySegment v, long v_row_stride, int n, int sequences, int n_heads, int n_kv_heads, int head_dim, MemorySegment inv_freq, float attention_scaling, MemorySegment k_cache, MemorySegment v_cache, long cache_sequence_stride, int max_positions, MemorySegment positions, int start_pos, MemorySegment device_status, int pdl, MemorySegment stream) {
+        var mh$ = ar4j_llama_rope_kv_append_batched.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_rope_kv_append_batched", q, q_row_stride, k, k_row_stride, v, v_row_stride, n, sequences, n_heads, n_kv_heads, head_dim, inv_freq, attention_scaling, k_cache, v_cache, cache_sequence_stride, max_positions, positions, start_pos, device_status, pdl, stream);
+            }
+            return (int)mh$.invokeExact(q, q_row_stride, k, k_row_stride, v, v_row_stride, n, sequences, n_heads, n_kv_heads, head_dim, inv_freq, attention_scaling, k_cache, v_cache, cache_sequence_stride, max_positions, positions, start_pos, device_status, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class ar4j_llama_attention_splits {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             kernels_h.C_INT,
@@ -866,6 +947,218 @@ public class kernels_h extends kernels_h$shared {
                 traceDowncall("ar4j_llama_attention", q, q_row_stride, k_cache, v_cache, n, n_heads, n_kv_heads, head_dim, max_positions, positions, start_pos, scale, out, out_row_stride, num_splits, workspace, workspace_bytes, device_status, pdl, stream);
             }
             return (int)mh$.invokeExact(q, q_row_stride, k_cache, v_cache, n, n_heads, n_kv_heads, head_dim, max_positions, positions, start_pos, scale, out, out_row_stride, num_splits, workspace, workspace_bytes, device_status, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_attention_batched_splits {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_attention_batched_splits");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int32_t ar4j_llama_attention_batched_splits(int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t max_context, int32_t sm_count)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_attention_batched_splits$descriptor() {
+        return ar4j_llama_attention_batched_splits.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int32_t ar4j_llama_attention_batched_splits(int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t max_context, int32_t sm_count)
+     * }
+     */
+    public static MethodHandle ar4j_llama_attention_batched_splits$handle() {
+        return ar4j_llama_attention_batched_splits.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int32_t ar4j_llama_attention_batched_splits(int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t max_context, int32_t sm_count)
+     * }
+     */
+    public static MemorySegment ar4j_llama_attention_batched_splits$address() {
+        return ar4j_llama_attention_batched_splits.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int32_t ar4j_llama_attention_batched_splits(int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t max_context, int32_t sm_count)
+     * }
+     */
+    public static int ar4j_llama_attention_batched_splits(int n, int sequences, int n_heads, int n_kv_heads, int max_context, int sm_count) {
+        var mh$ = ar4j_llama_attention_batched_splits.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_attention_batched_splits", n, sequences, n_heads, n_kv_heads, max_context, sm_count);
+            }
+            return (int)mh$.invokeExact(n, sequences, n_heads, n_kv_heads, max_context, sm_count);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_attention_batched_workspace_bytes {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_attention_batched_workspace_bytes");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * size_t ar4j_llama_attention_batched_workspace_bytes(int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, int32_t num_splits)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_attention_batched_workspace_bytes$descriptor() {
+        return ar4j_llama_attention_batched_workspace_bytes.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * size_t ar4j_llama_attention_batched_workspace_bytes(int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, int32_t num_splits)
+     * }
+     */
+    public static MethodHandle ar4j_llama_attention_batched_workspace_bytes$handle() {
+        return ar4j_llama_attention_batched_workspace_bytes.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * size_t ar4j_llama_attention_batched_workspace_bytes(int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, int32_t num_splits)
+     * }
+     */
+    public static MemorySegment ar4j_llama_attention_batched_workspace_bytes$address() {
+        return ar4j_llama_attention_batched_workspace_bytes.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * size_t ar4j_llama_attention_batched_workspace_bytes(int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, int32_t num_splits)
+     * }
+     */
+    public static long ar4j_llama_attention_batched_workspace_bytes(int n, int sequences, int n_heads, int n_kv_heads, int head_dim, int max_positions, int num_splits) {
+        var mh$ = ar4j_llama_attention_batched_workspace_bytes.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_attention_batched_workspace_bytes", n, sequences, n_heads, n_kv_heads, head_dim, max_positions, num_splits);
+            }
+            return (long)mh$.invokeExact(n, sequences, n_heads, n_kv_heads, head_dim, max_positions, num_splits);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_attention_batched {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_FLOAT,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_attention_batched");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_attention_batched(const void *q, int64_t q_row_stride, const void *k_cache, const void *v_cache, int64_t cache_sequence_stride, int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, const int32_t *positions, int32_t start_pos, float scale, void *out, int64_t out_row_stride, int32_t num_splits, void *workspace, size_t workspace_bytes, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_attention_batched$descriptor() {
+        return ar4j_llama_attention_batched.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_attention_batched(const void *q, int64_t q_row_stride, const void *k_cache, const void *v_cache, int64_t cache_sequence_stride, int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, const int32_t *positions, int32_t start_pos, float scale, void *out, int64_t out_row_stride, int32_t num_splits, void *workspace, size_t workspace_bytes, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_llama_attention_batched$handle() {
+        return ar4j_llama_attention_batched.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_attention_batched(const void *q, int64_t q_row_stride, const void *k_cache, const void *v_cache, int64_t cache_sequence_stride, int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, const int32_t *positions, int32_t start_pos, float scale, void *out, int64_t out_row_stride, int32_t num_splits, void *workspace, size_t workspace_bytes, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_llama_attention_batched$address() {
+        return ar4j_llama_attention_batched.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_attention_batched(const void *q, int64_t q_row_stride, const void *k_cache, const void *v_cache, int64_t cache_sequence_stride, int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, const int32_t *positions, int32_t start_pos, float scale, void *out, int64_t out_row_stride, int32_t num_splits, void *workspace, size_t workspace_bytes, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static int ar4j_llama_attention_batched(MemorySegment q, long q_row_stride, MemorySegment k_cache, MemorySegment v_cache, long cache_sequence_stride, int n, int sequences, int n_heads, int n_kv_heads, int head_dim, int max_positions, MemorySegment positions, int start_pos, float scale, MemorySegment out, long out_row_stride, int num_splits, MemorySegment workspace, long workspace_bytes, MemorySegment device_status, int pdl, MemorySegment stream) {
+        var mh$ = ar4j_llama_attention_batched.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_attention_batched", q, q_row_stride, k_cache, v_cache, cache_sequence_stride, n, sequences, n_heads, n_kv_heads, head_dim, max_positions, positions, start_pos, scale, out, out_row_stride, num_splits, workspace, workspace_bytes, device_status, pdl, stream);
+            }
+            return (int)mh$.invokeExact(q, q_row_stride, k_cache, v_cache, cache_sequence_stride, n, sequences, n_heads, n_kv_heads, head_dim, max_positions, positions, start_pos, scale, out, out_row_stride, num_splits, workspace, workspace_bytes, device_status, pdl, stream);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
