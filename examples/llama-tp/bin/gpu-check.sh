@@ -12,7 +12,7 @@
 #      already holds one of format version 3 with the first nine; without the tokenizer files the text
 #      model is skipped (make_reference.py's exit code 4, which passes here) and the text step fails;
 #   2. LlamaReferenceIT compares the engine with it at TP 1, 2, 4, 8 (those each model splits into;
-#      ranks sharing GPU 0), StatusWordIT checks that a bad token id fails its own step only, and SamplingIT that the ranks draw the same sampled tokens and a second engine with the seed repeats them;
+#      ranks sharing GPU 0), StatusWordIT checks that a bad token id fails its own step only, SamplingIT that the ranks draw the same sampled tokens and a second engine with the seed repeats them, and BatchIT that each sequence of a batch of 4 decodes and verifies as the reference does;
 #   text: text in, text out (issue 29) on the reference's text model (made first, with
 #      make_reference.py --models text --add, where the reference lacks it): ar4j-llama --model
 #      REFERENCE/text/model --prompt "<its prompt text>" --max-new-tokens 24 --output ids at TP 1 and at
@@ -235,6 +235,7 @@ sys.exit(0 if index.get("format_version") == 3 and all(m in index.get("models", 
         --include-tag gpu --select-class dev.ar4j.examples.llama.it.LlamaReferenceIT \
         --select-class dev.ar4j.examples.llama.engine.StatusWordIT \
         --select-class dev.ar4j.examples.llama.engine.SamplingIT \
+        --select-class dev.ar4j.examples.llama.it.BatchIT \
         --details=tree --details-theme=ascii --disable-banner ;;
     generate)
       step generate-tiny-tp2 llama --synthetic tiny --tp 2 --share-gpu --steps 32 --draft 3

@@ -175,7 +175,7 @@ final class ForwardPass {
      * @param logitRows the last rows that get logits and an argmax (1 to {@code t}; a prompt needs only its last)
      */
     void enqueue(StepViews v, int splits, SectionTimer timer, int logitRows) {
-        enqueue(v, splits, timer, logitRows, -1);
+        enqueue(v, splits, timer, logitRows, -1, 1, 0);
     }
 
     /**
@@ -185,8 +185,11 @@ final class ForwardPass {
      *
      * @param logitRows  as above, or 0 for a prefill chunk before the last (no LM head)
      * @param chunkStart the first position of a prefill chunk, or -1 (positions only in device memory)
+     * @param sequences  the sequences of the batch the step's tokens are equal runs of (1: one sequence)
+     * @param sequence   with one sequence: which of the batch's caches it reads and writes
      */
-    void enqueue(StepViews v, int splits, SectionTimer timer, int logitRows, int chunkStart) {
+    void enqueue(StepViews v, int splits, SectionTimer timer, int logitRows, int chunkStart, int sequences,
+                 int sequence) {
         int t = v.tokens();
         boolean chunkAttention = prefill != null && chunkStart >= 0 && t > LlamaKernels.MAX_ATTENTION_STORED_TOKENS;
         int h = c.hiddenSize();
@@ -214,16 +217,18 @@ final class ForwardPass {
             linear(w.address(Kind.QKV, l), act.normed.address(), qkv, t, qkvW, h, h, qkvW);
             end(timer);
             begin(timer, StepSection.ROPE_KV, 2L * t * kvW * 2);
-            kernels.ropeKvAppend(qkv, qkvW, k, qkvW, val, qkvW, t, heads, kvHeads, hd, w.invFreq().address(),
-                    cache.keys(l), cache.values(l), positions, act.positions.address());
+            kernels.ropeKvAppendBatched(qkv, qkvW, k, qkvW, val, qkvW, t, sequences, heads, kvHeads, hd,
+                    w.invFreq().address(), cache.keys(l, sequence), cache.values(l, sequence), cache.sequenceStride(),
+                    positions, act.positions.address());
             end(timer);
             begin(timer, StepSection.ATTENTION, timer == null ? 0 : kvBytesPerKey * timer.contextKeys());
             if (chunkAttention) {
-                prefill.enqueue(l, t, chunkStart, scale);
+                prefill.enqueue(l, sequence, t, chunkStart, scale);
             } else {
-                kernels.attention(qkv, qkvW, cache.keys(l), cache.values(l), t, heads, kvHeads, hd, positions,
-                        act.positions.address(), scale, act.attention.address(), qW, splits,
-                        act.attentionWorkspace.address(), act.attentionWorkspace.byteSize());
+                kernels.attentionBatched(qkv, qkvW, cache.keys(l, sequence), cache.values(l, sequence),
+                        cache.sequenceStride(), t, sequences, heads, kvHeads, hd, positions, act.positions.address(),
+                        scale, act.attention.address(), qW, splits, act.attentionWorkspace.address(),
+                        act.attentionWorkspace.byteSize());
             }
             end(timer);
             begin(timer, StepSection.O_PROJ, 2L * h * qW);

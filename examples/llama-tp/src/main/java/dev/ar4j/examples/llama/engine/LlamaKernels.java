@@ -90,11 +90,35 @@ final class LlamaKernels {
                 "ar4j_llama_rope_kv_append");
     }
 
+    /**
+     * {@link #ropeKvAppend} for {@code sequences} equal runs of the n tokens, run s writing into the caches at
+     * {@code kCache + s * cacheSequenceStride} (elements; {@code ar4j_llama_rope_kv_append_batched}).
+     */
+    void ropeKvAppendBatched(long q, long qStride, long k, long kStride, long v, long vStride, int n, int sequences,
+                             int heads, int kvHeads, int headDim, long invFreq, long kCache, long vCache,
+                             long cacheSequenceStride, int maxPositions, long positions) {
+        check(kernels_h.ar4j_llama_rope_kv_append_batched(at(q), qStride, at(k), kStride, at(v), vStride, n, sequences,
+                heads, kvHeads, headDim, at(invFreq), 1.0f, at(kCache), at(vCache), cacheSequenceStride, maxPositions,
+                at(positions), 0, status, pdl, stream), "ar4j_llama_rope_kv_append_batched");
+    }
+
     /** Appends n tokens' keys and values to one layer's caches. */
     void kvAppend(long k, long kStride, long v, long vStride, int n, int kvHeads, int headDim, long kCache, long vCache,
                   int maxPositions, long positions) {
         check(kernels_h.ar4j_llama_kv_append(at(k), kStride, at(v), vStride, n, kvHeads, headDim, at(kCache), at(vCache),
                 maxPositions, at(positions), 0, status, pdl, stream), "ar4j_llama_kv_append");
+    }
+
+    /**
+     * {@link #attention} for {@code sequences} equal runs of the n tokens, run s over the caches at
+     * {@code kCache + s * cacheSequenceStride} (elements; {@code ar4j_llama_attention_batched}).
+     */
+    void attentionBatched(long q, long qStride, long kCache, long vCache, long cacheSequenceStride, int n,
+                          int sequences, int heads, int kvHeads, int headDim, int maxPositions, long positions,
+                          float scale, long out, long outStride, int splits, long workspace, long workspaceBytes) {
+        check(kernels_h.ar4j_llama_attention_batched(at(q), qStride, at(kCache), at(vCache), cacheSequenceStride, n,
+                sequences, heads, kvHeads, headDim, maxPositions, at(positions), 0, scale, at(out), outStride, splits,
+                at(workspace), workspaceBytes, status, pdl, stream), "ar4j_llama_attention_batched");
     }
 
     /** Causal GQA attention of n query tokens over one layer's caches. */
@@ -282,5 +306,18 @@ final class LlamaKernels {
     public static long attentionWorkspaceBytes(int n, int heads, int kvHeads, int headDim, int maxPositions,
                                                int splits) {
         return kernels_h.ar4j_llama_attention_workspace_bytes(n, heads, kvHeads, headDim, maxPositions, splits);
+    }
+
+    /** {@link #attentionSplits} for n tokens in {@code sequences} equal runs ({@link #attentionBatched}). */
+    public static int attentionBatchedSplits(int n, int sequences, int heads, int kvHeads, int maxContext,
+                                             int smCount) {
+        return kernels_h.ar4j_llama_attention_batched_splits(n, sequences, heads, kvHeads, maxContext, smCount);
+    }
+
+    /** {@link #attentionWorkspaceBytes} for n tokens in {@code sequences} equal runs (0 when out of range). */
+    public static long attentionBatchedWorkspaceBytes(int n, int sequences, int heads, int kvHeads, int headDim,
+                                                      int maxPositions, int splits) {
+        return kernels_h.ar4j_llama_attention_batched_workspace_bytes(n, sequences, heads, kvHeads, headDim,
+                maxPositions, splits);
     }
 }

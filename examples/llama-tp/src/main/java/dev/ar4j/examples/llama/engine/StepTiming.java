@@ -88,14 +88,11 @@ public final class StepTiming {
         if (kind == StepKind.PREFILL) {
             return profilePrefill(e, position, Math.min(runs, PREFILL_PROFILE_RUNS));
         }
-        int tokens = kind == StepKind.DECODE ? 1 : e.timing().captured(StepKind.VERIFY).tokens();
-        HostIo io = e.timing().io();
-        for (int i = 0; i < tokens; i++) {
-            io.setInput(i, (i * 7 + 1) % e.settings().layout().config().vocabSize(), position + i);
-        }
+        int tokens = e.timing().captured(kind).tokens();
+        setBatchInputs(e, tokens, position);
         Map<StepSection, double[][]> samples = new EnumMap<>(StepSection.class);
         double[] steps = new double[runs];
-        try (StepRunner eagerStep = e.timing().eager(tokens, tokens);
+        try (StepRunner eagerStep = e.timing().eager(tokens, tokens, e.settings().batch());
              SectionTimer timer = new SectionTimer(true);
              CudaEvent start = CudaEvent.create();
              CudaEvent end = CudaEvent.create()) {
@@ -181,6 +178,17 @@ public final class StepTiming {
         return rows;
     }
 
+    /**
+     * The inputs of a decode or verify step of {@code tokens} tokens: the batch's sequences each at positions
+     * {@code first, first + 1, ..} (ids spread over the vocabulary).
+     */
+    private static void setBatchInputs(RankEngine e, int tokens, int first) {
+        int perSequence = tokens / e.settings().batch();
+        for (int i = 0; i < tokens; i++) {
+            e.timing().io().setInput(i, (i * 7 + 1) % e.settings().layout().config().vocabSize(), first + i % perSequence);
+        }
+    }
+
     /** Keeps the loop's reads observable. */
     private static volatile int lastSink;
 
@@ -206,13 +214,11 @@ public final class StepTiming {
             case VERIFY -> e.timing().captured(StepKind.VERIFY);
             case PREFILL -> null;
         };
-        int tokens = kind == StepKind.PREFILL ? position : graph.tokens();
-        int first = kind == StepKind.PREFILL ? 0 : position;
+        int tokens = graph.tokens();
+        int first = position;
+        setBatchInputs(e, tokens, first);
         HostIo io = e.timing().io();
-        for (int i = 0; i < tokens; i++) {
-            io.setInput(i, (i * 7 + 1) % e.settings().layout().config().vocabSize(), first + i);
-        }
-        try (StepRunner eagerStep = e.timing().eager(tokens, graph == null ? 1 : tokens);
+        try (StepRunner eagerStep = e.timing().eager(tokens, tokens, e.settings().batch());
              SectionTimer timer = new SectionTimer(false);
              CudaEvent start = CudaEvent.create();
              CudaEvent end = CudaEvent.create()) {
@@ -277,9 +283,10 @@ public final class StepTiming {
         HostIo io = e.timing().io();
         int sink = 0;
         long before = mx.getCurrentThreadAllocatedBytes();
+        int perSequence = tokens / e.settings().batch();
         for (int s = 0; s < steps; s++) {
             for (int i = 0; i < tokens; i++) {
-                io.setInput(i, sink & 1023, first + i);
+                io.setInput(i, sink & 1023, first + i % perSequence);
             }
             graph.replay();
             e.timing().finish("replay");
