@@ -36,6 +36,9 @@
 #      functional figures, not a speed-up);
 #   shard (not in the default STEPS): ar4j-llama --tp-shard-of 2, 4, 8 on llama3-8b (rank 0's shard
 #      of TP N alone: the per-rank compute of a TP N step, a projection), beside TP 1 at 512.
+#   batch (not in the default STEPS): llama3-8b bench with --batch B for B in BATCHES (default
+#      "1 8 32 64") at TP 1, prompt 512, --draft 3 (decode B tokens, verify 3B; tokens/s), and B 8 at
+#      TP 2 with the ranks sharing the GPU (functional, and the communication share).
 # Logs go to $OUT (or examples/llama-tp/.gpu/out). Exit 0 only when every step passed.
 #   PYTHON    the Python with torch and transformers (default /opt/torch/.venv/bin/python3, else python3)
 #   STEPS     which steps to run (default "kernels reference it text generate bench"; also: shard)
@@ -264,10 +267,17 @@ sys.exit(0 if index.get("format_version") == 3 and all(m in index.get("models", 
       for n in 2 4 8; do
         step "shard-llama3-8b-of-tp$n" llama --synthetic llama3-8b --mode bench --tp-shard-of "$n"
       done ;;
-    *) echo "gpu-check: unknown step '$s' (kernels, reference, it, text, generate, bench, shard)" >&2; exit 2 ;;
+    batch)
+      for b in ${BATCHES:-1 8 32 64}; do
+        step "batch-llama3-8b-b$b" llama --synthetic llama3-8b --tp 1 --mode bench --batch "$b" \
+          --prompt "$(seq -s, 1 512)" --context 520 --draft 3 --steps 300
+      done
+      step batch-llama3-8b-tp2-b8 llama --synthetic llama3-8b --tp 2 --share-gpu --mode bench --batch 8 \
+        --prompt "$(seq -s, 1 512)" --context 520 --draft 3 --steps 100 ;;
+    *) echo "gpu-check: unknown step '$s' (kernels, reference, it, text, generate, bench, shard, batch)" >&2; exit 2 ;;
   esac
 done
-for f in "$logs"/bench-*.log "$logs"/shard-*.log; do [[ -f "$f" ]] && { echo "== $f"; grep -v '^rank .* \[' "$f" | tail -n 12; }; done
+for f in "$logs"/bench-*.log "$logs"/shard-*.log "$logs"/batch-*.log; do [[ -f "$f" ]] && { echo "== $f"; grep -v '^rank .* \[' "$f" | tail -n 12; }; done
 [[ -f "$logs/bench-table.txt" ]] && { echo "== $logs/bench-table.txt"; cat "$logs/bench-table.txt"; }
 if (( ${#failed[@]} > 0 )); then
   echo "gpu-check: FAILED: ${failed[*]}"
