@@ -12,7 +12,7 @@
 #      already holds one of format version 3 with the first nine; without the tokenizer files the text
 #      model is skipped (make_reference.py's exit code 4, which passes here) and the text step fails;
 #   2. LlamaReferenceIT compares the engine with it at TP 1, 2, 4, 8 (those each model splits into;
-#      ranks sharing GPU 0), StatusWordIT checks that a bad token id fails its own step only, and SamplingIT that the ranks draw the same sampled tokens and a second engine with the seed repeats them;
+#      ranks sharing GPU 0), StatusWordIT checks that a bad token id fails its own step only, SamplingIT that the ranks draw the same sampled tokens and a second engine with the seed repeats them, and BatchIT that each sequence of a batch of 4 decodes and verifies as the reference does;
 #   text: text in, text out (issue 29) on the reference's text model (made first, with
 #      make_reference.py --models text --add, where the reference lacks it): ar4j-llama --model
 #      REFERENCE/text/model --prompt "<its prompt text>" --max-new-tokens 24 --output ids at TP 1 and at
@@ -24,7 +24,8 @@
 #   3. ar4j-llama generate runs: tiny (generate, verify check), the reference's base model and its
 #      sharded model (loaded from its shards) at TP 2;
 #   4. bench: llama3-8b at TP 1, decode at each context of CONTEXTS (prompt of that many tokens, so
-#      the decode step attends context + 1 keys) with the verify step of --draft 3 beside it, and
+#      the decode step attends context + 1 keys) with the verify step of --draft 3 beside it (and
+#      --profile's tables of the prefill, decode and verify, per kind of kernel, in its log), and
 #      reference/torch_decode_bench.py's two PyTorch forms at the same contexts (plain: one CUDA graph;
 #      --compile: torch.compile max-autotune-no-cudagraphs, then one CUDA graph); then a table of the
 #      medians and the ratios engine/plain and engine/compile per context ($OUT/bench-table.txt);
@@ -35,6 +36,9 @@
 #      functional figures, not a speed-up);
 #   shard (not in the default STEPS): ar4j-llama --tp-shard-of 2, 4, 8 on llama3-8b (rank 0's shard
 #      of TP N alone: the per-rank compute of a TP N step, a projection), beside TP 1 at 512.
+#   batch (not in the default STEPS): llama3-8b bench with --batch B for B in BATCHES (default
+#      "1 8 32 64") at TP 1, prompt 512, --draft 3 (decode B tokens, verify 3B; tokens/s), and B 8 at
+#      TP 2 with the ranks sharing the GPU (functional, and the communication share).
 # Logs go to $OUT (or examples/llama-tp/.gpu/out). Exit 0 only when every step passed.
 #   PYTHON    the Python with torch and transformers (default /opt/torch/.venv/bin/python3, else python3)
 #   STEPS     which steps to run (default "kernels reference it text generate bench"; also: shard)
@@ -234,6 +238,7 @@ sys.exit(0 if index.get("format_version") == 3 and all(m in index.get("models", 
         --include-tag gpu --select-class dev.ar4j.examples.llama.it.LlamaReferenceIT \
         --select-class dev.ar4j.examples.llama.engine.StatusWordIT \
         --select-class dev.ar4j.examples.llama.engine.SamplingIT \
+        --select-class dev.ar4j.examples.llama.it.BatchIT \
         --details=tree --details-theme=ascii --disable-banner ;;
     generate)
       step generate-tiny-tp2 llama --synthetic tiny --tp 2 --share-gpu --steps 32 --draft 3
@@ -243,7 +248,7 @@ sys.exit(0 if index.get("format_version") == 3 and all(m in index.get("models", 
       for ctx in $contexts; do
         comms=ar4j
         [[ "$ctx" == 512 ]] && comms=ar4j,nccl
-        step "bench-engine-c$ctx" engine_at "$ctx" --comm "$comms"
+        step "bench-engine-c$ctx" engine_at "$ctx" --comm "$comms" --profile
         for form in $forms; do
           flag=()
           [[ "$form" == compile ]] && flag=(--compile)
@@ -262,10 +267,17 @@ sys.exit(0 if index.get("format_version") == 3 and all(m in index.get("models", 
       for n in 2 4 8; do
         step "shard-llama3-8b-of-tp$n" llama --synthetic llama3-8b --mode bench --tp-shard-of "$n"
       done ;;
-    *) echo "gpu-check: unknown step '$s' (kernels, reference, it, text, generate, bench, shard)" >&2; exit 2 ;;
+    batch)
+      for b in ${BATCHES:-1 8 32 64}; do
+        step "batch-llama3-8b-b$b" llama --synthetic llama3-8b --tp 1 --mode bench --batch "$b" \
+          --prompt "$(seq -s, 1 512)" --context 520 --draft 3 --steps 300
+      done
+      step batch-llama3-8b-tp2-b8 llama --synthetic llama3-8b --tp 2 --share-gpu --mode bench --batch 8 \
+        --prompt "$(seq -s, 1 512)" --context 520 --draft 3 --steps 100 ;;
+    *) echo "gpu-check: unknown step '$s' (kernels, reference, it, text, generate, bench, shard, batch)" >&2; exit 2 ;;
   esac
 done
-for f in "$logs"/bench-*.log "$logs"/shard-*.log; do [[ -f "$f" ]] && { echo "== $f"; grep -v '^rank .* \[' "$f" | tail -n 12; }; done
+for f in "$logs"/bench-*.log "$logs"/shard-*.log "$logs"/batch-*.log; do [[ -f "$f" ]] && { echo "== $f"; grep -v '^rank .* \[' "$f" | tail -n 12; }; done
 [[ -f "$logs/bench-table.txt" ]] && { echo "== $logs/bench-table.txt"; cat "$logs/bench-table.txt"; }
 if (( ${#failed[@]} > 0 )); then
   echo "gpu-check: FAILED: ${failed[*]}"

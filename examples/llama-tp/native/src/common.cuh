@@ -70,6 +70,18 @@ __device__ __forceinline__ void softmax_merge(float &m, float &l, float m2, floa
     m = mx;
 }
 
+// Whether (a, ia) comes before (b, ib) in torch.argmax's order: a NaN is the maximum, then the
+// larger value, then the lower index (among equal values, and among NaNs). A total order, so any
+// reduction order picks the same winner: the argmax kernels, the LM head's fused argmax and the
+// pick between vocabulary shards all use it.
+__device__ __forceinline__ bool argmax_wins(float a, int32_t ia, float b, int32_t ib) {
+    const bool a_nan = isnan(a);
+    const bool b_nan = isnan(b);
+    if (a_nan || b_nan) return a_nan && b_nan ? ia < ib : a_nan;
+    if (a != b) return a > b;
+    return ia < ib;
+}
+
 // Records code in the caller's device status word unless an earlier error is there.
 __device__ __forceinline__ void report(int32_t *device_status, int32_t code) {
     if (device_status != nullptr) atomicCAS(device_status, 0, code);

@@ -23,16 +23,6 @@ __global__ void silu_mul_kernel(const bf16 *gate, int64_t gate_stride, const bf1
     }
 }
 
-// Whether (a, ia) wins over (b, ib) as torch.argmax decides: NaN first, then the larger value,
-// then the lower index.
-__device__ __forceinline__ bool wins(float a, int32_t ia, float b, int32_t ib) {
-    const bool a_nan = isnan(a);
-    const bool b_nan = isnan(b);
-    if (a_nan || b_nan) return a_nan && b_nan ? ia < ib : a_nan;
-    if (a != b) return a > b;
-    return ia < ib;
-}
-
 template <typename T>
 __device__ __forceinline__ float load_float(const T *p);
 template <>
@@ -51,7 +41,7 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const T *logits,
     int32_t best_index = INT32_MAX;
     for (int32_t c = threadIdx.x; c < cols; c += blockDim.x) {
         const float v = load_float(row + c);
-        if (wins(v, c, best, best_index)) {
+        if (argmax_wins(v, c, best, best_index)) {
             best = v;
             best_index = c;
         }
@@ -60,7 +50,7 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const T *logits,
     for (int offset = 16; offset > 0; offset >>= 1) {
         const float other = __shfl_xor_sync(0xffffffffu, best, offset);
         const int32_t other_index = __shfl_xor_sync(0xffffffffu, best_index, offset);
-        if (wins(other, other_index, best, best_index)) {
+        if (argmax_wins(other, other_index, best, best_index)) {
             best = other;
             best_index = other_index;
         }
@@ -75,7 +65,7 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const T *logits,
     __syncthreads();
     if (threadIdx.x == 0) {
         for (int w = 1; w < int(blockDim.x / 32); ++w) {
-            if (wins(warp_best[w], warp_index[w], best, best_index)) {
+            if (argmax_wins(warp_best[w], warp_index[w], best, best_index)) {
                 best = warp_best[w];
                 best_index = warp_index[w];
             }

@@ -54,12 +54,6 @@ __device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {
     return acc;
 }
 
-// a beats b in torch.argmax's order: NaN is the maximum, then the larger value, then the lower index.
-__device__ __forceinline__ bool beats(float a, int32_t ia, float b, int32_t ib) {
-    const bool na = a != a, nb = b != b;
-    if (na || nb) return na && (!nb || ia < ib);
-    return a > b || (a == b && ia < ib);
-}
 
 struct LinearArgs {
     const uint4 *w;
@@ -235,7 +229,7 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs 
                 if (f >= a.tasks) break;
                 const float v = round_bf16(sum(t, r));
                 if (a.y != nullptr) a.y[r * a.y_stride + f] = __float2bfloat16_rn(v);
-                if (f < a.argmax_cols && (best_index < 0 || beats(v, f, best_value, best_index))) {
+                if (f < a.argmax_cols && (best_index < 0 || argmax_wins(v, f, best_value, best_index))) {
                     best_value = v;
                     best_index = f;
                 }
@@ -253,7 +247,7 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs 
             a.candidate_value[int64_t(threadIdx.x) * gridDim.x + blockIdx.x] = best_value;
             a.candidate_index[int64_t(threadIdx.x) * gridDim.x + blockIdx.x] = best_index;
         }
-        // The last block to finish reduces every block's candidates (any order: beats is a total order).
+        // The last block to finish reduces every block's candidates (any order: argmax_wins is a total order).
         __shared__ bool last;
         __threadfence();
         __syncthreads();
@@ -279,7 +273,7 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs 
                 }
 #pragma unroll
                 for (int d = 0; d < kDepth; ++d) {
-                    if (i[d] >= 0 && (bi < 0 || beats(v[d], i[d], bv, bi))) {
+                    if (i[d] >= 0 && (bi < 0 || argmax_wins(v[d], i[d], bv, bi))) {
                         bv = v[d];
                         bi = i[d];
                     }
@@ -289,7 +283,7 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs 
             for (int offset = 16; offset > 0; offset >>= 1) {
                 const float ov = __shfl_xor_sync(0xffffffffu, bv, offset);
                 const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, offset);
-                if (oi >= 0 && (bi < 0 || beats(ov, oi, bv, bi))) {
+                if (oi >= 0 && (bi < 0 || argmax_wins(ov, oi, bv, bi))) {
                     bv = ov;
                     bi = oi;
                 }
@@ -303,7 +297,7 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs 
             __syncthreads();
             if (threadIdx.x == 0) {
                 for (int i = 0; i < kWarps; ++i) {
-                    if (warp_index[i] >= 0 && (bi < 0 || beats(warp_value[i], warp_index[i], bv, bi))) {
+                    if (warp_index[i] >= 0 && (bi < 0 || argmax_wins(warp_value[i], warp_index[i], bv, bi))) {
                         bv = warp_value[i];
                         bi = warp_index[i];
                     }

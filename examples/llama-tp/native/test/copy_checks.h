@@ -191,15 +191,7 @@ inline void check_argmax(int32_t dtype) {
     at(4, cols - 1) = 7.5f; at(4, 0) = 7.25f;                        // the last column
     for (int r = 0; r < rows; ++r) for (int c = cols; c < stride; ++c) at(r, c) = 1e30f;  // beyond cols: ignored
     std::vector<int32_t> want(rows);
-    for (int r = 0; r < rows; ++r) {
-        int best = 0;
-        for (int c = 1; c < cols; ++c) {
-            const float a = at(r, c), b = at(r, best);
-            if (std::isnan(b)) break;
-            if (std::isnan(a) || a > b) best = c;
-        }
-        want[r] = best;
-    }
+    for (int r = 0; r < rows; ++r) want[r] = reference_argmax(&at(r, 0), cols);
     const bool bf = dtype == AR4J_LLAMA_DTYPE_BFLOAT16;
     DeviceBuffer d_logits(logits.size() * (bf ? 2 : 4)), d_index(rows * 4), d_value(rows * 4);
     if (bf) {

@@ -14,6 +14,7 @@
 #include "attention_checks.h"
 #include "batch_checks.h"
 #include "copy_checks.h"
+#include "exchange_checks.h"
 #include "graph_checks.h"
 #include "attention_bench.h"
 #include "linear_bench.h"
@@ -180,6 +181,12 @@ int main(int argc, char **argv) {
     check_linear_rows_argmax(8, 1000, 256, 999, true);
     check_argmax(AR4J_LLAMA_DTYPE_BFLOAT16);
     check_argmax(AR4J_LLAMA_DTYPE_FLOAT32);
+    // Greedy across vocabulary shards: llama3-8b's vocabulary at TP 2; 4001 at TP 8 (the last shard
+    // padded); 3 ranks and 5 rows (the buffer padded to a multiple of 4 floats).
+    check_argmax_exchange(2, 5, 64128, 128256);
+    check_argmax_exchange(8, 8, 504, 4001);
+    check_argmax_exchange(3, 5, 100, 250);
+    check_argmax_exchange_arguments();
 
     printf("sampling\n");
     check_sample_errors();

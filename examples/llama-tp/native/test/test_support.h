@@ -31,6 +31,16 @@ inline float from_bf16(uint16_t h) {
     return f;
 }
 inline float rb(float x) { return from_bf16(to_bf16(x)); }  // rounded to bf16 and back
+
+// torch.argmax of row[0 .. cols): the first NaN, else the first of the largest values.
+inline int reference_argmax(const float *row, int cols) {
+    int best = 0;
+    for (int c = 1; c < cols; ++c) {
+        if (std::isnan(row[best])) break;
+        if (std::isnan(row[c]) || row[c] > row[best]) best = c;
+    }
+    return best;
+}
 inline uint32_t bits(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);

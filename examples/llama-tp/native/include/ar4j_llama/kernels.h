@@ -84,7 +84,8 @@ enum ar4j_llama_limits {
                                                 when batched) keep their scores in the workspace (K read
                                                 once); more read K twice */
     AR4J_LLAMA_MAX_HIDDEN = 1 << 20,         /* embedding: hidden elements per row */
-    AR4J_LLAMA_SAMPLE_STATE_BYTES = 16       /* ar4j_llama_sample: bytes of its state */
+    AR4J_LLAMA_SAMPLE_STATE_BYTES = 16,      /* ar4j_llama_sample: bytes of its state */
+    AR4J_LLAMA_MAX_EXCHANGED_VOCAB = 1 << 24 /* ar4j_llama_argmax_pack: token ids exact in fp32 */
 };
 
 /* The library's ABI version (AR4J_LLAMA_ABI_VERSION of the header it was built from). */
@@ -493,6 +494,29 @@ int ar4j_llama_silu_mul(const void *gate, int64_t gate_row_stride, const void *u
 int ar4j_llama_argmax(int32_t dtype, const void *logits, int64_t row_stride, int32_t rows,
                       int32_t cols, int32_t index_offset, int32_t *out_index, float *out_value,
                       int32_t pdl, void *stream);
+
+/*
+ * Greedy decoding at tensor-parallel degree ranks > 1 without all-reducing the logits. Each rank
+ * takes the argmax of its vocabulary shard (ar4j_llama_argmax or ar4j_llama_linear_rows_argmax with
+ * index_offset = the shard's first token id, over the shard's real columns), then:
+ *   1. ar4j_llama_argmax_pack writes its (value, index) of each row into its slot of the fp32
+ *      exchange buffer, exchange[(r * ranks + q) * 2 + {0, 1}] = (out_value[r], out_index[r]) for
+ *      q = rank and 0 for every other q;
+ *   2. the caller all-reduces the exchange buffer (SUM, fp32: exact, since each slot has one
+ *      non-zero addend; the count ar4j_llama_argmax_exchange_floats gives, a multiple of 4);
+ *   3. ar4j_llama_argmax_pick chooses per row among the ranks' pairs as torch.argmax over the whole
+ *      vocabulary does (a NaN is the maximum, then the larger value, then the lower token id):
+ *      out_index[r], and out_value[r] when out_value != NULL.
+ * The buffer's floats past rows * ranks * 2 (up to the multiple of 4) are never written: zero them
+ * once. vocab: the vocabulary size, 1 .. AR4J_LLAMA_MAX_EXCHANGED_VOCAB (ids exact in fp32;
+ * AR4J_LLAMA_ERROR_SIZE otherwise); 1 <= rows, 1 <= ranks, rows * ranks <= 2^28; 0 <= rank < ranks
+ * (AR4J_LLAMA_ERROR_INVALID_ARGUMENT); pointers 4-byte aligned.
+ */
+size_t ar4j_llama_argmax_exchange_floats(int32_t rows, int32_t ranks);  /* 0 when out of range */
+int ar4j_llama_argmax_pack(const int32_t *index, const float *value, int32_t rows, int32_t ranks,
+                           int32_t rank, int32_t vocab, float *exchange, int32_t pdl, void *stream);
+int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index,
+                           float *out_value, int32_t pdl, void *stream);
 
 /*
  * Sampling: for each of rows rows of bf16 logits (row r at logits + r * row_stride, its first n

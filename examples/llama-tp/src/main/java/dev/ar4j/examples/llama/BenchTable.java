@@ -1,5 +1,6 @@
 package dev.ar4j.examples.llama;
 
+import dev.ar4j.examples.llama.engine.StepKind;
 import dev.ar4j.examples.llama.engine.StepTiming.Figures;
 import dev.ar4j.examples.llama.engine.StepTiming.Profile;
 import dev.ar4j.examples.llama.engine.StepTiming.ProfileRow;
@@ -60,10 +61,18 @@ public final class BenchTable {
      */
     public void profile(String comm, Profile p) {
         double sum = p.rows().stream().mapToDouble(ProfileRow::millis).sum();
-        out.printf(Locale.ROOT, "# profile (%s): one eager %s step of %d token(s), %d keys per token; CUDA events "
-                + "around each kind of kernel (they add their own time and stop a kernel from starting early, so "
-                + "the eager step, %.4f ms, is longer than a graph replay)%n", comm,
-                p.kind().name().toLowerCase(Locale.ROOT), p.tokens(), p.contextKeys(), p.eagerMillis());
+        if (p.kind() == StepKind.PREFILL) {
+            out.printf(Locale.ROOT, "# profile (%s): the eager chunked prefill of %d tokens, every chunk; CUDA events "
+                    + "around each kind of kernel, summed over the chunks (they add their own time: the prefill with "
+                    + "them took %.4f ms); MB: the weights and the attention's keys read, TB/s: those bytes over the "
+                    + "time (prefill's products are bound by compute, not by those bytes)%n", comm, p.tokens(),
+                    p.eagerMillis());
+        } else {
+            out.printf(Locale.ROOT, "# profile (%s): one eager %s step of %d token(s), %d keys per token; CUDA events "
+                    + "around each kind of kernel (they add their own time and stop a kernel from starting early, so "
+                    + "the eager step, %.4f ms, is longer than a graph replay)%n", comm,
+                    p.kind().name().toLowerCase(Locale.ROOT), p.tokens(), p.contextKeys(), p.eagerMillis());
+        }
         out.printf(Locale.ROOT, "# %-34s %6s %10s %7s %10s %8s%n", "kernels", "calls", "ms", "share", "MB", "TB/s");
         for (ProfileRow r : p.rows()) {
             out.printf(Locale.ROOT, "  %-34s %6d %10.4f %6.1f%% %10.2f %8.2f%n", r.section().label(), r.calls(),

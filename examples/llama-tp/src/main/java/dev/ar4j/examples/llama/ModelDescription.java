@@ -31,6 +31,8 @@ final class ModelDescription {
         return String.format(Locale.ROOT, "%s: %d layers, hidden %d, %d/%d heads of %d, intermediate %d, vocab %d; %s",
                 name, c.numHiddenLayers(), c.hiddenSize(), c.numAttentionHeads(), c.numKeyValueHeads(), c.headDim(),
                 c.intermediateSize(), c.vocabSize(), split)
-                + (options.sampling().greedy() ? "" : "; " + options.sampling().describe());
+                + (options.sampling().greedy() ? "" : "; " + options.sampling().describe())
+                + (options.batch() == 1 ? "" : "; a batch of " + options.batch() + " sequences (decode: one token of "
+                        + "each; verify: --draft tokens of each; prefill: one sequence)");
     }
 }

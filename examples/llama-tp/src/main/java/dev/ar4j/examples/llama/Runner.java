@@ -73,7 +73,7 @@ final class Runner {
                 LlamaTensors.check(folder, layout.config());
             }
             EngineSettings s = new EngineSettings(layout, o.context(), o.prompt().length, o.draft(), false, true,
-                    o.seed(), o.shardAlone(), prefillChunk(), o.sampling());
+                    o.seed(), o.shardAlone(), prefillChunk(), o.sampling(), o.batch());
             BenchTable table = o.mode() == RunMode.BENCH ? new BenchTable(out, ModelDescription.of(o, layout)
                     + (launched ? "; one JVM per rank" : "; GPUs " + Arrays.toString(o.deviceOfRank()))) : null;
             if (table != null && o.shardAlone()) {
@@ -176,9 +176,6 @@ final class Runner {
                 }
                 if (o.profile()) {
                     for (StepKind k : kinds) {
-                        if (k == StepKind.PREFILL) {
-                            continue;
-                        }
                         List<StepTiming.Profile> profiles = group.onEveryRank("profile " + k, STEP_TIMEOUT,
                                 (i, c) -> StepTiming.profile(engines.get(i), k, p, 20));
                         table.profile(comm.flag(), profiles.get(0));

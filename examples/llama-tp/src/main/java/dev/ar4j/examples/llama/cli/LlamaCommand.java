@@ -1,5 +1,6 @@
 package dev.ar4j.examples.llama.cli;
 
+import dev.ar4j.examples.llama.engine.EngineSettings;
 import dev.ar4j.examples.llama.engine.Sampling;
 import dev.ar4j.examples.llama.model.SyntheticModels;
 import picocli.AutoComplete;
@@ -79,6 +80,11 @@ public final class LlamaCommand {
             + "bench: 3)")
     private String draft;
 
+    @Option(names = "--batch", paramLabel = "B", description = "bench: sequences decoded at once, 1..256 (default 1): "
+            + "the decode step runs one token of each, the verify step --draft tokens of each; each sequence has its "
+            + "own KV cache of --context positions")
+    private String batch;
+
     @Option(names = "--comm", paramLabel = "C[,C...]", description = "ar4j (default) | nccl | nccl-symm; a list in "
             + "bench only")
     private String comm;
@@ -117,8 +123,8 @@ public final class LlamaCommand {
             + "nothing; excludes --tp N > 1")
     private String tpShardOf;
 
-    @Option(names = "--profile", arity = "0", description = "bench: also where one eager step's time goes, per kind "
-            + "of kernel (CUDA events around each kind; bytes moved and TB/s)")
+    @Option(names = "--profile", arity = "0", description = "bench: also where the prefill's and one eager decode "
+            + "(and verify) step's time goes, per kind of kernel (CUDA events around each kind; bytes moved and TB/s)")
     private boolean profile;
 
     // Long names only: with -h or -V, a text prompt starting with "-h" or "-V" would look like those options.
@@ -227,9 +233,14 @@ public final class LlamaCommand {
             throw new UsageException("--profile: it profiles the steps of --mode bench; add --mode bench");
         }
         Sampling sampling = sampling(bench, weightSeed, draftTokens);
+        int sequences = OptionValues.intValue("--batch", or(batch, "1"), 1, EngineSettings.MAX_BATCH);
+        if (sequences > 1 && !bench) {
+            throw new UsageException("--batch " + sequences + ": generate decodes one sequence; a batch is for "
+                    + "--mode bench");
+        }
         LlamaOptions options = new LlamaOptions(model == null ? null : folder(model), synthetic, ranks, runMode, given,
                 ids, stepCount, draftTokens, comms, shareGpu, deviceList, positions, weightSeed, shardOf, profile,
-                answerFormat(bench), sampling);
+                answerFormat(bench), sampling, sequences);
         return synthetic != null ? options.withPrompt(ids, false) : options;
     }
 

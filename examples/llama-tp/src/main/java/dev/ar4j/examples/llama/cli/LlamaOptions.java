@@ -1,5 +1,6 @@
 package dev.ar4j.examples.llama.cli;
 
+import dev.ar4j.examples.llama.engine.EngineSettings;
 import dev.ar4j.examples.llama.engine.Sampling;
 import dev.ar4j.examples.llama.model.LlamaConfig;
 
@@ -34,10 +35,12 @@ import java.util.List;
  *                  {@link #withPrompt} picks the default
  * @param sampling  {@code --temperature}, {@code --top-k}, {@code --top-p} with {@code --seed}: how generate chooses
  *                  its tokens ({@link Sampling#GREEDY} by default and in bench)
+ * @param batch     {@code --batch B}: sequences decoded at once (bench only; 1 elsewhere)
  */
 public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, PromptInput promptInput, int[] prompt,
                            int steps, int draft, List<CommMode> comms, boolean shareGpu, int[] devices, int context,
-                           long seed, int tpShardOf, boolean profile, AnswerFormat output, Sampling sampling) {
+                           long seed, int tpShardOf, boolean profile, AnswerFormat output, Sampling sampling,
+                           int batch) {
 
     /** The KV-cache positions when {@code --context} is not given (fewer if the model allows fewer). */
     public static final int DEFAULT_CONTEXT = 2048;
@@ -63,9 +66,23 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, P
             throw new IllegalArgumentException(sampling.describe() + " in " + mode + " mode with --draft " + draft
                     + ": sampling chooses generate's tokens, without a verify step");
         }
+        if (batch < 1 || batch > EngineSettings.MAX_BATCH || (batch > 1 && mode != RunMode.BENCH)) {
+            throw new IllegalArgumentException("--batch " + batch + " in " + mode + " mode: a batch of 1.."
+                    + EngineSettings.MAX_BATCH + " sequences, in bench mode (generate decodes one sequence)");
+        }
         prompt = prompt == null ? null : prompt.clone();
         devices = devices == null ? null : devices.clone();
         comms = List.copyOf(comms);
+    }
+
+    /**
+     * Options of one sequence at a time.
+     */
+    public LlamaOptions(Path model, String synthetic, int tp, RunMode mode, PromptInput promptInput, int[] prompt,
+                        int steps, int draft, List<CommMode> comms, boolean shareGpu, int[] devices, int context,
+                        long seed, int tpShardOf, boolean profile, AnswerFormat output, Sampling sampling) {
+        this(model, synthetic, tp, mode, promptInput, prompt, steps, draft, comms, shareGpu, devices, context, seed,
+                tpShardOf, profile, output, sampling, 1);
     }
 
     /**
@@ -95,7 +112,7 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, P
         AnswerFormat format = mode != RunMode.GENERATE ? null : output != null ? output
                 : tokenizer ? AnswerFormat.TEXT : AnswerFormat.IDS;
         return new LlamaOptions(model, synthetic, tp, mode, promptInput, ids, steps, draft, comms, shareGpu, devices,
-                context, seed, tpShardOf, profile, format, sampling);
+                context, seed, tpShardOf, profile, format, sampling, batch);
     }
 
     /**
@@ -165,7 +182,8 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, P
             return this;
         }
         return new LlamaOptions(model, synthetic, tp, mode, promptInput, prompt, steps, draft, comms, shareGpu, devices,
-                Math.min(DEFAULT_CONTEXT, c.maxPositionEmbeddings()), seed, tpShardOf, profile, output, sampling);
+                Math.min(DEFAULT_CONTEXT, c.maxPositionEmbeddings()), seed, tpShardOf, profile, output, sampling,
+                batch);
     }
 
     /**

@@ -34,6 +34,11 @@ final class Activations implements AutoCloseable {
     final DeviceBuffer attentionWorkspace;
     /** The LM head's argmax candidates and counter (zeroed here, once, as the kernel needs). */
     final DeviceBuffer argmaxWorkspace;
+    /**
+     * At TP > 1: the ranks' (value, index) pairs of greedy decoding, all-reduced instead of the logits (zeroed here,
+     * once: its padding is never written); {@code null} at TP 1.
+     */
+    final DeviceBuffer argmaxExchange;
     /** The sampling kernel's state: its step counter (from 0) and completion word (zeroed here, once). */
     final DeviceBuffer sampleState;
     private final List<DeviceBuffer> owned = new ArrayList<>();
@@ -59,6 +64,7 @@ final class Activations implements AutoCloseable {
             argmaxWorkspace = own(Math.max(16, LlamaKernels.linearRowsArgmaxWorkspaceBytes(
                     Math.min(logitRows, LlamaKernels.MAX_LINEAR_ROWS), layout.vocabPerRank())));
             sampleState = own(LlamaKernels.SAMPLE_STATE_BYTES);
+            argmaxExchange = layout.tp() > 1 ? own(exchangeBytes(layout, logitRows)) : null;
             for (DeviceBuffer b : owned) {
                 b.fill(0);
             }
@@ -79,7 +85,16 @@ final class Activations implements AutoCloseable {
                 + t * layout.gateUpWidthPerRank() + (long) logitRows * layout.paddedVocab());
         return bf16 + 16 * t + Math.max(16, attentionWorkspaceBytes) + 16 * 16 + 16 + Math.max(16,
                 LlamaKernels.linearRowsArgmaxWorkspaceBytes(Math.min(logitRows, LlamaKernels.MAX_LINEAR_ROWS),
-                        layout.vocabPerRank()));
+                        layout.vocabPerRank())) + (layout.tp() > 1 ? exchangeBytes(layout, logitRows) + 16 : 0);
+    }
+
+    /** Bytes of the argmax exchange buffer for steps of up to {@code logitRows} rows of logits. */
+    static long exchangeBytes(TensorParallelLayout layout, int logitRows) {
+        long floats = LlamaKernels.argmaxExchangeFloats(logitRows, layout.tp());
+        if (floats <= 0) {
+            throw new IllegalArgumentException("no argmax exchange for " + logitRows + " rows at TP " + layout.tp());
+        }
+        return 4 * floats;
     }
 
     private DeviceBuffer bf16(long elements) {

@@ -19,9 +19,16 @@ import dev.ar4j.examples.llama.model.TensorParallelLayout;
  *                   size, each appending to the KV cache and attending every earlier position, so that the
  *                   activations (and the attention's scores) are sized by the chunk, not by the prompt
  * @param sampling   how each step chooses its tokens: {@link Sampling#GREEDY} (the argmax) or a draw on the GPU
+ * @param batch      the sequences decoded (and verified) at once, 1 to {@link #MAX_BATCH}: each has its own KV cache
+ *                   of {@code context} positions, its own prefill and its own positions; the decode step runs one
+ *                   token of every sequence, the verify step {@code draft} tokens of every sequence
  */
 public record EngineSettings(TensorParallelLayout layout, int context, int prefillMax, int draft, boolean keepLogits,
-                             boolean pdl, long seed, boolean shardAlone, int prefillChunk, Sampling sampling) {
+                             boolean pdl, long seed, boolean shardAlone, int prefillChunk, Sampling sampling,
+                             int batch) {
+
+    /** The most sequences of one batch. */
+    public static final int MAX_BATCH = 256;
 
     /**
      * The default {@link #prefillChunk}: 1024 tokens. The dense products of llama3-8b are GEMMs of
@@ -59,10 +66,53 @@ public record EngineSettings(TensorParallelLayout layout, int context, int prefi
                     + ": the verify step checks drafts against the greedy choice; sampled drafts need rejection "
                     + "sampling, which this engine does not do (use draft 0)");
         }
+        if (batch < 1 || batch > MAX_BATCH) {
+            throw new IllegalArgumentException("a batch of " + batch + " sequences; need 1.." + MAX_BATCH);
+        }
         if (shardAlone && layout.tp() < 2) {
             throw new IllegalArgumentException("a shard of a split over " + layout.tp()
                     + " rank is the whole model: shardAlone needs a layout of at least 2 ranks");
         }
+    }
+
+    /**
+     * Settings of one sequence at a time.
+     *
+     * @param layout       the model and its split
+     * @param context      KV-cache positions
+     * @param prefillMax   the longest prompt
+     * @param draft        draft tokens of the verify step
+     * @param keepLogits   copy the logits out
+     * @param pdl          programmatic dependent launch
+     * @param seed         the synthetic weights' seed
+     * @param shardAlone   rank 0's shard alone
+     * @param prefillChunk the most prompt tokens of one prefill step
+     * @param sampling     greedy or a draw
+     */
+    public EngineSettings(TensorParallelLayout layout, int context, int prefillMax, int draft, boolean keepLogits,
+                          boolean pdl, long seed, boolean shardAlone, int prefillChunk, Sampling sampling) {
+        this(layout, context, prefillMax, draft, keepLogits, pdl, seed, shardAlone, prefillChunk, sampling, 1);
+    }
+
+    /**
+     * These settings for a batch of {@code sequences}.
+     *
+     * @param sequences 1 to {@link #MAX_BATCH}
+     * @return the settings with that batch
+     */
+    public EngineSettings withBatch(int sequences) {
+        return new EngineSettings(layout, context, prefillMax, draft, keepLogits, pdl, seed, shardAlone, prefillChunk,
+                sampling, sequences);
+    }
+
+    /**
+     * Tokens of the decode step ({@link #batch}) or of the verify step ({@code batch * draft}).
+     *
+     * @param verify the verify step
+     * @return its tokens
+     */
+    public int stepTokens(boolean verify) {
+        return batch * (verify ? draft : 1);
     }
 
     /**
@@ -135,13 +185,13 @@ public record EngineSettings(TensorParallelLayout layout, int context, int prefi
     }
 
     /**
-     * The most rows of logits one step computes: the verify step's draft, the prompt's last
-     * {@link #KEPT_PROMPT_LOGIT_ROWS} when logits are kept, and 1.
+     * The most rows of logits one step computes: the decode step's batch, the verify step's batch times its draft,
+     * the prompt's last {@link #KEPT_PROMPT_LOGIT_ROWS} when logits are kept, and 1.
      *
      * @return rows
      */
     public int logitRows() {
-        return Math.max(Math.max(1, draft), keepLogits ? Math.min(prefillMax, KEPT_PROMPT_LOGIT_ROWS) : 1);
+        return Math.max(Math.max(batch, stepTokens(true)), keepLogits ? Math.min(prefillMax, KEPT_PROMPT_LOGIT_ROWS) : 1);
     }
 
     /**
@@ -156,10 +206,10 @@ public record EngineSettings(TensorParallelLayout layout, int context, int prefi
     /**
      * The most tokens one step holds.
      *
-     * @return {@code max(min(prefillMax, prefillChunk), draft, 1)}
+     * @return {@code max(min(prefillMax, prefillChunk), batch * draft, batch)}
      */
     public int maxTokens() {
-        return Math.max(1, Math.max(Math.min(prefillMax, prefillChunk), draft));
+        return Math.max(batch, Math.max(Math.min(prefillMax, prefillChunk), stepTokens(true)));
     }
 
     /**

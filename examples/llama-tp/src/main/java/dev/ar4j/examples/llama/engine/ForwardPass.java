@@ -27,6 +27,13 @@ import dev.ar4j.examples.llama.model.WeightName.Kind;
  *        | sample(logits[:, :vocab])        (temperature &gt; 0: {@link Sampling}, after the logits' all-reduce)
  * </pre>
  *
+ * <p>Greedy at TP &gt; 1 without the logits' all-reduce (unless the logits are kept, or
+ * {@code -Dar4j.llama.argmax-exchange=false}): each rank takes the argmax of its own shard of the logits (fused
+ * into the LM head for one-token steps), the ranks' (value, index) pairs are exchanged by a SUM all-reduce of
+ * 8 bytes per rank and row (each slot has one non-zero addend: exact), and every rank picks the same winner in
+ * torch.argmax's order: the token the argmax of the all-reduced logits gives, for 16 bytes instead of 256 KB per
+ * row at llama3-8b's vocabulary and TP 2.
+ *
  * <p>Sampling at TP &gt; 1: every rank draws the same token without exchanging it. The logits' all-reduce gives
  * every rank the same bits (ar4j's reductions are exact and in a fixed order, and each rank's partial row is zero
  * outside its vocabulary); the sampling kernel's draw is a function of (logits, settings, seed, step counter, row)
@@ -61,6 +68,37 @@ final class ForwardPass {
     private final PrefillAttention prefill;
     /** Greedy (the argmax, fused into the LM head where it can be) or a draw on the GPU. */
     private final Sampling sampling;
+    /** At TP > 1 greedy steps exchange the ranks' (max, index) pairs instead of all-reducing the logits. */
+    private final boolean exchangeArgmax;
+
+    /**
+     * The system property that turns the (max, index) exchange of greedy steps at TP > 1 off ({@code false}: the
+     * logits are all-reduced and the argmax taken over them, as for sampling), to measure what it buys.
+     */
+    static final String ARGMAX_EXCHANGE_PROPERTY = "ar4j.llama.argmax-exchange";
+
+    /** The largest vocabulary the exchange carries: token ids exact in fp32 ({@code AR4J_LLAMA_MAX_EXCHANGED_VOCAB}). */
+    static final int MAX_EXCHANGED_VOCAB = 1 << 24;
+
+    /**
+     * Whether a step's greedy choice at TP > 1 exchanges each rank's (max, index) over its vocabulary shard (an
+     * all-reduce of 8 bytes per rank and row) instead of all-reducing the logits (2 bytes per vocabulary entry and
+     * row): greedy, the logits not kept (a kept step copies whole rows out), ids exact in fp32, a real token in
+     * every rank's shard (the last one's may be all padding with a small vocabulary), and not turned off.
+     */
+    static boolean exchangesArgmax(TensorParallelLayout layout, Sampling sampling, boolean keepLogits,
+                                   String property) {
+        boolean enabled = switch (property == null ? "true" : property) {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw new IllegalArgumentException("-D" + ARGMAX_EXCHANGE_PROPERTY + "=" + property
+                    + ": expected true (greedy steps at TP > 1 exchange each rank's (max, index); the default) or "
+                    + "false (they all-reduce the logits)");
+        };
+        int tp = layout.tp();
+        return enabled && tp > 1 && sampling.greedy() && !keepLogits && layout.config().vocabSize() <= MAX_EXCHANGED_VOCAB
+                && layout.vocabEnd(tp - 1) > layout.vocabStart(tp - 1);
+    }
 
     /**
      * The system property that chooses the products' library: {@code auto} (default: the rows
@@ -70,7 +108,8 @@ final class ForwardPass {
     static final String LINEAR_PROPERTY = "ar4j.llama.linear";
 
     ForwardPass(Communicator comm, CudaStream stream, Cublas cublas, LlamaKernels kernels, RankWeights weights,
-                Activations activations, KvCache cache, PrefillAttention prefill, Sampling sampling) {
+                Activations activations, KvCache cache, PrefillAttention prefill, Sampling sampling,
+                boolean keepLogits) {
         this.comm = comm;
         this.sampling = sampling;
         this.prefill = prefill;
@@ -83,6 +122,7 @@ final class ForwardPass {
         this.layout = weights.plan().layout();
         this.c = layout.config();
         this.rank = weights.plan().rank();
+        this.exchangeArgmax = exchangesArgmax(layout, sampling, keepLogits, System.getProperty(ARGMAX_EXCHANGE_PROPERTY));
         this.eps = (float) c.rmsNormEps();
         this.scale = (float) Math.pow(c.headDim(), -0.5);
         String linear = System.getProperty(LINEAR_PROPERTY, "auto");
@@ -135,7 +175,7 @@ final class ForwardPass {
      * @param logitRows the last rows that get logits and an argmax (1 to {@code t}; a prompt needs only its last)
      */
     void enqueue(StepViews v, int splits, SectionTimer timer, int logitRows) {
-        enqueue(v, splits, timer, logitRows, -1);
+        enqueue(v, splits, timer, logitRows, -1, 1, 0);
     }
 
     /**
@@ -145,8 +185,11 @@ final class ForwardPass {
      *
      * @param logitRows  as above, or 0 for a prefill chunk before the last (no LM head)
      * @param chunkStart the first position of a prefill chunk, or -1 (positions only in device memory)
+     * @param sequences  the sequences of the batch the step's tokens are equal runs of (1: one sequence)
+     * @param sequence   with one sequence: which of the batch's caches it reads and writes
      */
-    void enqueue(StepViews v, int splits, SectionTimer timer, int logitRows, int chunkStart) {
+    void enqueue(StepViews v, int splits, SectionTimer timer, int logitRows, int chunkStart, int sequences,
+                 int sequence) {
         int t = v.tokens();
         boolean chunkAttention = prefill != null && chunkStart >= 0 && t > LlamaKernels.MAX_ATTENTION_STORED_TOKENS;
         int h = c.hiddenSize();
@@ -174,16 +217,18 @@ final class ForwardPass {
             linear(w.address(Kind.QKV, l), act.normed.address(), qkv, t, qkvW, h, h, qkvW);
             end(timer);
             begin(timer, StepSection.ROPE_KV, 2L * t * kvW * 2);
-            kernels.ropeKvAppend(qkv, qkvW, k, qkvW, val, qkvW, t, heads, kvHeads, hd, w.invFreq().address(),
-                    cache.keys(l), cache.values(l), positions, act.positions.address());
+            kernels.ropeKvAppendBatched(qkv, qkvW, k, qkvW, val, qkvW, t, sequences, heads, kvHeads, hd,
+                    w.invFreq().address(), cache.keys(l, sequence), cache.values(l, sequence), cache.sequenceStride(),
+                    positions, act.positions.address());
             end(timer);
             begin(timer, StepSection.ATTENTION, timer == null ? 0 : kvBytesPerKey * timer.contextKeys());
             if (chunkAttention) {
-                prefill.enqueue(l, t, chunkStart, scale);
+                prefill.enqueue(l, sequence, t, chunkStart, scale);
             } else {
-                kernels.attention(qkv, qkvW, cache.keys(l), cache.values(l), t, heads, kvHeads, hd, positions,
-                        act.positions.address(), scale, act.attention.address(), qW, splits,
-                        act.attentionWorkspace.address(), act.attentionWorkspace.byteSize());
+                kernels.attentionBatched(qkv, qkvW, cache.keys(l, sequence), cache.values(l, sequence),
+                        cache.sequenceStride(), t, sequences, heads, kvHeads, hd, positions, act.positions.address(),
+                        scale, act.attention.address(), qW, splits, act.attentionWorkspace.address(),
+                        act.attentionWorkspace.byteSize());
             }
             end(timer);
             begin(timer, StepSection.O_PROJ, 2L * h * qW);
@@ -220,12 +265,16 @@ final class ForwardPass {
         if (rows < 1 || rows > t) {
             throw new IllegalArgumentException("logits of " + rows + " rows of a " + t + "-token step");
         }
-        if (layout.tp() > 1) {
-            (rows == t ? v.logits() : v.logitRows(rows)).fillAsync(0, stream);
-        }
         long logits = act.logits.address();
         long lastNormed = act.normed.address() + 2L * h * (t - rows);
         long lmHead = w.get(w.plan().lmHead()).address();
+        if (exchangeArgmax) {
+            exchangeArgmax(lmHead, lastNormed, logits, rows, vocabPad, timer);
+            return;
+        }
+        if (layout.tp() > 1) {
+            (rows == t ? v.logits() : v.logitRows(rows)).fillAsync(0, stream);
+        }
         begin(timer, StepSection.LM_HEAD, 2L * layout.vocabPerRank() * h);
         if (layout.tp() == 1 && sampling.greedy() && rowsKernel(lmHead, lastNormed, rows, h, h)) {
             // The greedy choice in the LM head's epilogue: no pass over the logits after it.
@@ -249,6 +298,38 @@ final class ForwardPass {
             kernels.sample(logits, vocabPad, rows, c.vocabSize(), sampling, act.sampleState.address(),
                     act.argmax.address());
         }
+        end(timer);
+    }
+
+    /**
+     * Greedy at TP > 1: this rank's shard of the logits and its argmax (indices from the shard's first id, over its
+     * real columns), the ranks' (value, index) pairs exchanged by a SUM all-reduce of a few floats, and the pick of
+     * the best as torch.argmax over the whole vocabulary: the same token as the argmax of all-reduced logits.
+     */
+    private void exchangeArgmax(long lmHead, long lastNormed, long logits, int rows, int vocabPad, SectionTimer timer) {
+        int h = c.hiddenSize();
+        int first = layout.vocabStart(rank);
+        int cols = layout.vocabEnd(rank) - first;  // the last shard's padding is not a token
+        long shard = logits + 2L * first;
+        begin(timer, StepSection.LM_HEAD, 2L * layout.vocabPerRank() * h);
+        if (rowsKernel(lmHead, lastNormed, rows, h, h)) {
+            kernels.linearRowsArgmax(lmHead, lastNormed, h, shard, vocabPad, rows, layout.vocabPerRank(), h, cols,
+                    first, act.argmax.address(), act.argmaxValue.address(), act.argmaxWorkspace.address(),
+                    act.argmaxWorkspace.byteSize());
+        } else {
+            linear(lmHead, lastNormed, shard, rows, layout.vocabPerRank(), h, h, vocabPad);
+            kernels.argmax(shard, vocabPad, rows, cols, first, act.argmax.address(), act.argmaxValue.address());
+        }
+        end(timer);
+        long floats = LlamaKernels.argmaxExchangeFloats(rows, layout.tp());
+        begin(timer, StepSection.LOGITS_ALL_REDUCE, 4 * floats);
+        long exchange = act.argmaxExchange.address();
+        kernels.argmaxPack(act.argmax.address(), act.argmaxValue.address(), rows, layout.tp(), rank, c.vocabSize(),
+                exchange);
+        comm.allReduce(exchange, exchange, floats, DType.FLOAT32, stream.handle());
+        end(timer);
+        begin(timer, StepSection.ARGMAX, 8L * rows * layout.tp());
+        kernels.argmaxPick(exchange, rows, layout.tp(), act.argmax.address(), act.argmaxValue.address());
         end(timer);
     }
 

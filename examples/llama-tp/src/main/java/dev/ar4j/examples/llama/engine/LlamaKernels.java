@@ -91,12 +91,8 @@ final class LlamaKernels {
     }
 
     /**
-     * {@link #ropeKvAppend} for {@code sequences} sequences of {@code n / sequences} consecutive tokens each
-     * ({@code ar4j_llama_rope_kv_append_batched}): token t's rotated k and its v go to row {@code positions[t]} of
-     * its sequence's caches, which start {@code cacheSequenceStride * (t / (n / sequences))} elements into
-     * {@code kCache} and {@code vCache}: {@code cacheSequenceStride} is in bf16 elements, at least
-     * {@code maxPositions * kvHeads * headDim}; {@code positions} (n int32 in device memory) are each within its own
-     * sequence.
+     * {@link #ropeKvAppend} for {@code sequences} equal runs of the n tokens, run s writing into the caches at
+     * {@code kCache + s * cacheSequenceStride} (elements; {@code ar4j_llama_rope_kv_append_batched}).
      */
     void ropeKvAppendBatched(long q, long qStride, long k, long kStride, long v, long vStride, int n, int sequences,
                              int heads, int kvHeads, int headDim, long invFreq, long kCache, long vCache,
@@ -113,22 +109,9 @@ final class LlamaKernels {
                 maxPositions, at(positions), 0, status, pdl, stream), "ar4j_llama_kv_append");
     }
 
-    /** Causal GQA attention of n query tokens over one layer's caches. */
-    void attention(long q, long qStride, long kCache, long vCache, int n, int heads, int kvHeads, int headDim,
-                   int maxPositions, long positions, float scale, long out, long outStride, int splits, long workspace,
-                   long workspaceBytes) {
-        check(kernels_h.ar4j_llama_attention(at(q), qStride, at(kCache), at(vCache), n, heads, kvHeads, headDim,
-                maxPositions, at(positions), 0, scale, at(out), outStride, splits, at(workspace), workspaceBytes, status,
-                pdl, stream), "ar4j_llama_attention");
-    }
-
     /**
-     * {@link #attention} for {@code sequences} sequences of {@code n / sequences} consecutive tokens each, each
-     * over its own caches ({@code ar4j_llama_attention_batched}): token t attends to rows 0 .. {@code positions[t]}
-     * of the caches {@code cacheSequenceStride * (t / (n / sequences))} elements into {@code kCache} and
-     * {@code vCache}: {@code cacheSequenceStride} is in bf16 elements, a multiple of 8 and at least
-     * {@code maxPositions * kvHeads * headDim}; {@code positions} (n int32 in device memory) are each within its own
-     * sequence. The workspace is {@link #attentionBatchedWorkspaceBytes} bytes at least.
+     * {@link #attention} for {@code sequences} equal runs of the n tokens, run s over the caches at
+     * {@code kCache + s * cacheSequenceStride} (elements; {@code ar4j_llama_attention_batched}).
      */
     void attentionBatched(long q, long qStride, long kCache, long vCache, long cacheSequenceStride, int n,
                           int sequences, int heads, int kvHeads, int headDim, int maxPositions, long positions,
@@ -136,6 +119,15 @@ final class LlamaKernels {
         check(kernels_h.ar4j_llama_attention_batched(at(q), qStride, at(kCache), at(vCache), cacheSequenceStride, n,
                 sequences, heads, kvHeads, headDim, maxPositions, at(positions), 0, scale, at(out), outStride, splits,
                 at(workspace), workspaceBytes, status, pdl, stream), "ar4j_llama_attention_batched");
+    }
+
+    /** Causal GQA attention of n query tokens over one layer's caches. */
+    void attention(long q, long qStride, long kCache, long vCache, int n, int heads, int kvHeads, int headDim,
+                   int maxPositions, long positions, float scale, long out, long outStride, int splits, long workspace,
+                   long workspaceBytes) {
+        check(kernels_h.ar4j_llama_attention(at(q), qStride, at(kCache), at(vCache), n, heads, kvHeads, headDim,
+                maxPositions, at(positions), 0, scale, at(out), outStride, splits, at(workspace), workspaceBytes, status,
+                pdl, stream), "ar4j_llama_attention");
     }
 
     /**
@@ -224,8 +216,39 @@ final class LlamaKernels {
 
     /** Row-wise argmax of bf16 logits. */
     void argmax(long logits, long rowStride, int rows, int cols, long outIndex, long outValue) {
-        check(kernels_h.ar4j_llama_argmax(BF16, at(logits), rowStride, rows, cols, 0, at(outIndex), at(outValue), pdl,
-                stream), "ar4j_llama_argmax");
+        argmax(logits, rowStride, rows, cols, 0, outIndex, outValue);
+    }
+
+    /** Row-wise argmax of bf16 logits, the indices counted from {@code indexOffset} (a vocabulary shard's first id). */
+    void argmax(long logits, long rowStride, int rows, int cols, int indexOffset, long outIndex, long outValue) {
+        check(kernels_h.ar4j_llama_argmax(BF16, at(logits), rowStride, rows, cols, indexOffset, at(outIndex),
+                at(outValue), pdl, stream), "ar4j_llama_argmax");
+    }
+
+    /** The largest vocabulary whose token ids the argmax exchange carries exactly (fp32). */
+    static final int MAX_EXCHANGED_VOCAB = kernels_h.AR4J_LLAMA_MAX_EXCHANGED_VOCAB();
+
+    /**
+     * The fp32 elements of the argmax exchange buffer for {@code rows} rows and {@code ranks} ranks (a multiple of 4;
+     * 0 when an argument is out of range): what {@link #argmaxPack}, the SUM all-reduce and {@link #argmaxPick} use.
+     */
+    static long argmaxExchangeFloats(int rows, int ranks) {
+        return kernels_h.ar4j_llama_argmax_exchange_floats(rows, ranks);
+    }
+
+    /**
+     * This rank's shard argmax ({@code index}, {@code value} per row) into its slot of the exchange buffer, zeros
+     * into the other ranks' slots ({@code ar4j_llama_argmax_pack}).
+     */
+    void argmaxPack(long index, long value, int rows, int ranks, int rank, int vocab, long exchange) {
+        check(kernels_h.ar4j_llama_argmax_pack(at(index), at(value), rows, ranks, rank, vocab, at(exchange), pdl,
+                stream), "ar4j_llama_argmax_pack");
+    }
+
+    /** Per row, the best of the ranks' pairs in the all-reduced exchange buffer, as torch.argmax over the vocabulary. */
+    void argmaxPick(long exchange, int rows, int ranks, long outIndex, long outValue) {
+        check(kernels_h.ar4j_llama_argmax_pick(at(exchange), rows, ranks, at(outIndex), at(outValue), pdl, stream),
+                "ar4j_llama_argmax_pick");
     }
 
     /** Bytes of the sampling kernel's state (its step counter and completion word). */
@@ -285,36 +308,13 @@ final class LlamaKernels {
         return kernels_h.ar4j_llama_attention_workspace_bytes(n, heads, kvHeads, headDim, maxPositions, splits);
     }
 
-    /**
-     * The key-range splits for batched attention: {@link #attentionSplits}'s heuristic with the blocks of
-     * {@code sequences} sequences, each sequence's query rows cut into blocks of their own.
-     *
-     * @param n          query tokens of all sequences
-     * @param sequences  sequences, n a multiple of it
-     * @param heads      query heads of the rank
-     * @param kvHeads    key/value heads of the rank
-     * @param maxContext the longest context of any sequence
-     * @param smCount    the GPU's multiprocessors
-     * @return the splits, 1 to {@code AR4J_LLAMA_MAX_SPLITS} (1 for arguments out of range)
-     */
+    /** {@link #attentionSplits} for n tokens in {@code sequences} equal runs ({@link #attentionBatched}). */
     public static int attentionBatchedSplits(int n, int sequences, int heads, int kvHeads, int maxContext,
                                              int smCount) {
         return kernels_h.ar4j_llama_attention_batched_splits(n, sequences, heads, kvHeads, maxContext, smCount);
     }
 
-    /**
-     * Bytes of workspace the batched attention needs (its scores, kept for up to
-     * {@code AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS} tokens per sequence, grow with maxPositions).
-     *
-     * @param n            query tokens of all sequences
-     * @param sequences    sequences, n a multiple of it
-     * @param heads        query heads of the rank
-     * @param kvHeads      key/value heads of the rank
-     * @param headDim      the head dimension
-     * @param maxPositions the positions of each sequence's KV cache
-     * @param splits       the key-range splits
-     * @return bytes (0 when an argument is out of range)
-     */
+    /** {@link #attentionWorkspaceBytes} for n tokens in {@code sequences} equal runs (0 when out of range). */
     public static long attentionBatchedWorkspaceBytes(int n, int sequences, int heads, int kvHeads, int headDim,
                                                       int maxPositions, int splits) {
         return kernels_h.ar4j_llama_attention_batched_workspace_bytes(n, sequences, heads, kvHeads, headDim,

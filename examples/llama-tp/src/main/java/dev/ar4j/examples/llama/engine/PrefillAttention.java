@@ -21,7 +21,8 @@ import java.lang.foreign.ValueLayout;
  * for {@code n} query rows at positions {@code start .. start + n - 1} (read in place from the
  * fused QKV output, after RoPE) against KV-cache rows {@code 0 .. start + n - 1} (this chunk's
  * keys appended before). The matrices' addresses are arrays of device pointers filled once here,
- * per layer, so the calls allocate nothing and are capturable; only the sizes change per chunk.
+ * per layer and sequence of the batch (each its own cache), so the calls allocate nothing and are
+ * capturable; only the sizes change per chunk.
  *
  * <p>The scores take {@code chunk × context × heads × 2} bytes (row stride: the context rounded up
  * to 8). When that is more than {@link #SCORE_BUDGET_BYTES}, the heads run in passes of a few KV
@@ -46,6 +47,7 @@ final class PrefillAttention implements AutoCloseable {
     private final DeviceBuffer scores;
     private final DeviceBuffer pointers;
     private final long layerPointerBytes;
+    private final int layers;
 
     /**
      * The scores' and pointers' bytes for these sizes, as the constructor allocates them.
@@ -55,9 +57,10 @@ final class PrefillAttention implements AutoCloseable {
      * @param context KV-cache positions
      * @return bytes of device memory
      */
-    static long bytes(TensorParallelLayout layout, int chunk, int context) {
+    static long bytes(TensorParallelLayout layout, int chunk, int context, int sequences) {
         int perPass = headsPerPass(layout, chunk, context);
-        return 2L * chunk * stride(context) * perPass + 6L * 8 * layout.headsPerRank() * layout.config().numHiddenLayers();
+        return 2L * chunk * stride(context) * perPass
+                + 6L * 8 * layout.headsPerRank() * layout.config().numHiddenLayers() * sequences;
     }
 
     private static long stride(int context) {
@@ -82,7 +85,7 @@ final class PrefillAttention implements AutoCloseable {
      * @param cublas     the rank's handle (its stream)
      * @param kernels    the rank's kernels (the same stream)
      * @param layout     the split
-     * @param cache      the KV cache
+     * @param cache      the KV cache (of every sequence of the batch)
      * @param qkv        the fused QKV output's address (rows of {@code qkvWidthPerRank})
      * @param attention  the attention output's address (rows of {@code queryWidthPerRank})
      * @param chunk      the most rows of one chunk
@@ -102,22 +105,26 @@ final class PrefillAttention implements AutoCloseable {
         int group = heads / layout.kvHeadsPerRank();
         int layers = layout.config().numHiddenLayers();
         this.layerPointerBytes = 6L * 8 * heads;
+        this.layers = layers;
+        int sequences = cache.sequences();
         DeviceBuffer s = DeviceBuffer.allocate(2L * headStride * headsPerPass);
         DeviceBuffer p = null;
         try {
-            p = DeviceBuffer.allocate(layerPointerBytes * layers);
+            p = DeviceBuffer.allocate(layerPointerBytes * layers * sequences);
             try (Arena a = Arena.ofConfined()) {
-                MemorySegment host = a.allocate(layerPointerBytes * layers, 8);
-                for (int l = 0; l < layers; l++) {
-                    long base = l * layerPointerBytes;
+                MemorySegment host = a.allocate(layerPointerBytes * layers * sequences, 8);
+                for (int ls = 0; ls < layers * sequences; ls++) {
+                    int l = ls % layers;
+                    int sequence = ls / layers;
+                    long base = ls * layerPointerBytes;
                     for (int h = 0; h < heads; h++) {
                         long g = h / group;
                         long sh = s.address() + 2L * headStride * (h % headsPerPass);
                         long[] row = {
-                            cache.keys(l) + 2L * g * headDim,                 // A of S = Q·Kᵀ
+                            cache.keys(l, sequence) + 2L * g * headDim,       // A of S = Q·Kᵀ
                             qkv + 2L * h * headDim,                           // B
                             sh,                                                // C
-                            cache.values(l) + 2L * g * headDim,               // A of O = P·V
+                            cache.values(l, sequence) + 2L * g * headDim,     // A of O = P·V
                             sh,                                                // B
                             attention + 2L * h * headDim,                     // C
                         };
@@ -140,16 +147,17 @@ final class PrefillAttention implements AutoCloseable {
     }
 
     /**
-     * Enqueues one layer's attention for {@code n} rows at positions {@code start .. start + n - 1}.
+     * Enqueues one layer's attention for {@code n} rows of one sequence at positions {@code start .. start + n - 1}.
      *
-     * @param layer the layer
-     * @param n     query rows, at most the chunk
-     * @param start the first row's position
-     * @param scale HF's scaling ({@code head_dim ** -0.5})
+     * @param layer    the layer
+     * @param sequence the sequence of the batch (its cache)
+     * @param n        query rows, at most the chunk
+     * @param start    the first row's position
+     * @param scale    HF's scaling ({@code head_dim ** -0.5})
      */
-    void enqueue(int layer, int n, int start, float scale) {
+    void enqueue(int layer, int sequence, int n, int start, float scale) {
         int keys = start + n;
-        long base = pointers.address() + layer * layerPointerBytes;
+        long base = pointers.address() + ((long) sequence * layers + layer) * layerPointerBytes;
         for (int h0 = 0; h0 < heads; h0 += headsPerPass) {
             long off = 8L * h0;
             // Sᵀ (keys x n, column-major, ld rowStride) = K_g (hd x keys col-major, transposed) · Q_hᵀ (hd x n).

@@ -79,7 +79,7 @@ public final class RankEngine implements AutoCloseable {
             } else {
                 SyntheticWeights.make(weights, kernels, stream, s.seed(), comm.rank() == 0 ? progress : null);
             }
-            KvCache cache = own(new KvCache(layout, s.context()));
+            KvCache cache = own(new KvCache(layout, s.context(), s.batch()));
             act = own(new Activations(layout, s.maxTokens(), s.logitRows(), attentionWs));
             io = own(new HostIo(s.maxTokens(), 2L * s.logitRows() * layout.paddedVocab(), s.keepLogits()));
             int chunkRows = Math.min(s.prefillMax(), s.prefillChunk());
@@ -88,10 +88,12 @@ public final class RankEngine implements AutoCloseable {
                             act.attention.address(), chunkRows))
                     : null;
             forward = new ForwardPass(comm, stream, cublas, kernels, weights, act, cache, prefillAttention,
-                    s.sampling());
-            decode = own(new StepRunner(forward, stream, act, status, io, 1, splits(1), 1));
+                    s.sampling(), s.keepLogits());
+            int b = s.batch();
+            decode = own(new StepRunner(forward, stream, act, status, io, b, splits(b, b), b, -1, b, 0));
             verify = s.draft() > 0
-                    ? own(new StepRunner(forward, stream, act, status, io, s.draft(), splits(s.draft()), s.draft()))
+                    ? own(new StepRunner(forward, stream, act, status, io, s.stepTokens(true),
+                            splits(s.stepTokens(true), b), s.stepTokens(true), -1, b, 0))
                     : null;
             stream.synchronize();
             // No rank launches a collective before every rank's setup (allocations, weight copies,
@@ -127,20 +129,30 @@ public final class RankEngine implements AutoCloseable {
      * through {@link PrefillAttention}). Not monotonic in the tokens (scores are kept up to that many).
      */
     private static long attentionWorkspaceBytes(EngineSettings s, int sm) {
-        TensorParallelLayout layout = s.layout();
         long ws = 0;
         int most = Math.max(Math.min(s.maxTokens(), LlamaKernels.MAX_ATTENTION_STORED_TOKENS), s.draft());
         for (int t = 1; t <= most; t++) {
-            int splits = LlamaKernels.attentionSplits(t, layout.headsPerRank(), layout.kvHeadsPerRank(), s.context(), sm);
-            long b = LlamaKernels.attentionWorkspaceBytes(t, layout.headsPerRank(), layout.kvHeadsPerRank(),
-                    layout.config().headDim(), s.context(), splits);
-            if (b == 0) {
-                throw new EngineException("head_dim " + layout.config().headDim() + ": the attention kernels need a "
-                        + "multiple of 8 up to " + kernels_h.AR4J_LLAMA_MAX_HEAD_DIM());
-            }
-            ws = Math.max(ws, b);
+            ws = Math.max(ws, attentionWorkspaceBytes(s, sm, t, 1));
+        }
+        ws = Math.max(ws, attentionWorkspaceBytes(s, sm, s.stepTokens(false), s.batch()));
+        if (s.draft() > 0) {
+            ws = Math.max(ws, attentionWorkspaceBytes(s, sm, s.stepTokens(true), s.batch()));
         }
         return ws;
+    }
+
+    /** The workspace of a step of {@code tokens} tokens in {@code sequences} equal runs. */
+    private static long attentionWorkspaceBytes(EngineSettings s, int sm, int tokens, int sequences) {
+        TensorParallelLayout layout = s.layout();
+        int splits = LlamaKernels.attentionBatchedSplits(tokens, sequences, layout.headsPerRank(),
+                layout.kvHeadsPerRank(), s.context(), sm);
+        long b = LlamaKernels.attentionBatchedWorkspaceBytes(tokens, sequences, layout.headsPerRank(),
+                layout.kvHeadsPerRank(), layout.config().headDim(), s.context(), splits);
+        if (b == 0) {
+            throw new EngineException("head_dim " + layout.config().headDim() + ": the attention kernels need a "
+                    + "multiple of 8 up to " + kernels_h.AR4J_LLAMA_MAX_HEAD_DIM());
+        }
+        return b;
     }
 
     /** Room the CUDA context, cuBLAS's handle and the allocator's rounding may take besides the buffers. */
@@ -154,18 +166,20 @@ public final class RankEngine implements AutoCloseable {
     private static void checkFits(EngineSettings s, long attentionWs, int rank) {
         TensorParallelLayout layout = s.layout();
         long weights = ShardPlan.forRank(layout, rank).bf16Bytes();
-        long kv = KvCache.bytes(layout, s.context());
+        long kv = KvCache.bytes(layout, s.context(), s.batch());
         int chunkRows = Math.min(s.prefillMax(), s.prefillChunk());
         long work = Activations.bytes(layout, s.maxTokens(), s.logitRows(), attentionWs) + CUBLAS_WORKSPACE
                 + (chunkRows > LlamaKernels.MAX_ATTENTION_STORED_TOKENS
-                        ? PrefillAttention.bytes(layout, chunkRows, s.context()) : 0);
+                        ? PrefillAttention.bytes(layout, chunkRows, s.context(), s.batch()) : 0);
         long need = weights + kv + work + MEMORY_MARGIN;
         long[] mem = LlamaKernels.deviceMemory();
         if (need > mem[0]) {
             throw new EngineException(String.format(java.util.Locale.ROOT, "rank %d: the GPU has %.2f GiB free (of %.2f "
-                    + "GiB) but this engine needs %.2f GiB: weights %.2f GiB, KV cache of --context %d %.2f GiB, "
+                    + "GiB) but this engine needs %.2f GiB: weights %.2f GiB, KV cache of --context %d x %d sequences "
+                    + "%.2f GiB, "
                     + "activations and workspaces %.2f GiB (prefill chunk %d), margin %.2f GiB. Use a smaller --context "
-                    + "or a larger --tp", rank, gib(mem[0]), gib(mem[1]), gib(need), gib(weights), s.context(), gib(kv),
+                    + "or a larger --tp", rank, gib(mem[0]), gib(mem[1]), gib(need), gib(weights), s.context(), s.batch(),
+                    gib(kv),
                     gib(work), chunkRows, gib(MEMORY_MARGIN)));
         }
     }
@@ -179,9 +193,9 @@ public final class RankEngine implements AutoCloseable {
         return resource;
     }
 
-    private int splits(int tokens) {
-        return LlamaKernels.attentionSplits(tokens, settings.layout().headsPerRank(), settings.layout().kvHeadsPerRank(),
-                settings.context(), smCount);
+    private int splits(int tokens, int sequences) {
+        return LlamaKernels.attentionBatchedSplits(tokens, sequences, settings.layout().headsPerRank(),
+                settings.layout().kvHeadsPerRank(), settings.context(), smCount);
     }
 
     /**
@@ -225,9 +239,20 @@ public final class RankEngine implements AutoCloseable {
      * @return the argmax of the last position's logits
      */
     public int prefill(int[] prompt) {
+        return prefill(0, prompt);
+    }
+
+    /**
+     * {@link #prefill(int[])} of one sequence of the batch, into its own KV cache (its positions start at 0).
+     *
+     * @param sequence the sequence, 0 to {@code batch - 1}
+     * @param prompt   its token ids, 1 to {@code prefillMax} of them
+     * @return the sequence's next token
+     */
+    public int prefill(int sequence, int[] prompt) {
         refuseShardAlone("prefill");
         checkTokenIds("prefill", prompt, prompt.length, settings.layout().config().vocabSize());
-        runPrefill(prompt, null);
+        runPrefill(sequence, prompt, null);
         return io.argmax(prefillLogitRows - 1);
     }
 
@@ -242,8 +267,15 @@ public final class RankEngine implements AutoCloseable {
 
     private int lastPromptLength;
 
-    /** The chunked prefill (collective), each chunk waited for; timer events around every chunk's sections. */
-    private void runPrefill(int[] prompt, SectionTimer timer) {
+    /**
+     * The chunked prefill of one sequence of the batch into its cache (collective), each chunk waited for; timer
+     * events around every chunk's sections.
+     */
+    private void runPrefill(int sequence, int[] prompt, SectionTimer timer) {
+        if (sequence < 0 || sequence >= settings.batch()) {
+            throw new IllegalArgumentException("sequence " + sequence + " of a batch of " + settings.batch()
+                    + ": need 0.." + (settings.batch() - 1));
+        }
         if (prompt.length < 1 || prompt.length > settings.prefillMax()) {
             throw new IllegalArgumentException("a prompt of " + prompt.length + " tokens; this engine takes 1.."
                     + settings.prefillMax());
@@ -254,7 +286,8 @@ public final class RankEngine implements AutoCloseable {
             int t = chunks[c];
             boolean last = c == chunks.length - 1;
             int rows = !last ? 0 : settings.keepLogits() ? Math.min(t, EngineSettings.KEPT_PROMPT_LOGIT_ROWS) : 1;
-            try (StepRunner step = new StepRunner(forward, stream, act, status, io, t, splits(t), rows, start)) {
+            try (StepRunner step = new StepRunner(forward, stream, act, status, io, t, splits(t, 1), rows, start, 1,
+                    sequence)) {
                 for (int i = 0; i < t; i++) {
                     io.setInput(i, prompt[start + i], start + i);
                 }
@@ -279,6 +312,7 @@ public final class RankEngine implements AutoCloseable {
      */
     public int decode(int id, int position) {
         refuseShardAlone("decode");
+        refuseBatch("decode", "decodeBatch");
         checkTokenId("decode", 0, id, settings.layout().config().vocabSize());
         checkPosition(position, 1);
         io.setInput(0, id, position);
@@ -296,6 +330,7 @@ public final class RankEngine implements AutoCloseable {
      */
     public void verify(int[] ids, int position, int[] next) {
         refuseShardAlone("verify");
+        refuseBatch("verify", "verifyBatch");
         if (verify == null || ids.length != settings.draft() || next.length < ids.length) {
             throw new IllegalArgumentException("verify takes exactly --draft " + settings.draft() + " tokens");
         }
@@ -308,6 +343,73 @@ public final class RankEngine implements AutoCloseable {
         finish("verify");
         for (int i = 0; i < ids.length; i++) {
             next[i] = io.argmax(i);
+        }
+    }
+
+    /**
+     * One decode step of every sequence of the batch from the graph: sequence s's token {@code ids[s]} at its position
+     * {@code positions[s]} (its own cache; the sequences' lengths are independent).
+     *
+     * @param ids       one token per sequence, {@code batch} of them
+     * @param positions each token's position in its sequence
+     * @param next      receives each sequence's next token (the argmax, or a draw)
+     */
+    public void decodeBatch(int[] ids, int[] positions, int[] next) {
+        refuseShardAlone("decode");
+        int b = settings.batch();
+        if (ids.length != b || positions.length != b || next.length < b) {
+            throw new IllegalArgumentException("decodeBatch takes one token and one position per sequence of the batch"
+                    + " of " + b + " (and room for " + b + " tokens): got " + ids.length + " ids, " + positions.length
+                    + " positions, room for " + next.length);
+        }
+        checkTokenIds("decode", ids, b, settings.layout().config().vocabSize());
+        for (int s = 0; s < b; s++) {
+            checkPosition(positions[s], 1);
+            io.setInput(s, ids[s], positions[s]);
+        }
+        decode.replay();
+        finish("decode");
+        for (int s = 0; s < b; s++) {
+            next[s] = io.argmax(s);
+        }
+    }
+
+    /**
+     * One verify step of every sequence of the batch from the graph: sequence s's {@code draft} tokens
+     * {@code ids[s * draft ..]} at positions {@code positions[s] ..} of its own cache.
+     *
+     * @param ids       {@code batch * draft} tokens, sequence by sequence
+     * @param positions each sequence's first position
+     * @param next      receives the greedy next token after each draft token, sequence by sequence
+     */
+    public void verifyBatch(int[] ids, int[] positions, int[] next) {
+        refuseShardAlone("verify");
+        int b = settings.batch();
+        int k = settings.draft();
+        if (verify == null || ids.length != b * k || positions.length != b || next.length < b * k) {
+            throw new IllegalArgumentException("verifyBatch takes --draft " + k + " tokens of each of the " + b
+                    + " sequences, their first positions and room for as many tokens: got " + ids.length + " ids, "
+                    + positions.length + " positions, room for " + next.length);
+        }
+        checkTokenIds("verify", ids, ids.length, settings.layout().config().vocabSize());
+        for (int s = 0; s < b; s++) {
+            checkPosition(positions[s], k);
+            for (int i = 0; i < k; i++) {
+                io.setInput(s * k + i, ids[s * k + i], positions[s] + i);
+            }
+        }
+        verify.replay();
+        finish("verify");
+        for (int i = 0; i < b * k; i++) {
+            next[i] = io.argmax(i);
+        }
+    }
+
+    /** Refuses a one-sequence step on an engine of a batch of several. */
+    private void refuseBatch(String step, String batchStep) {
+        if (settings.batch() != 1) {
+            throw new IllegalStateException(step + ": this engine runs a batch of " + settings.batch()
+                    + " sequences; step every sequence at once with " + batchStep);
         }
     }
 
@@ -416,14 +518,18 @@ public final class RankEngine implements AutoCloseable {
             };
         }
 
-        /** An eager step of {@code tokens} tokens with logits of the last {@code logitRows}. */
-        StepRunner eager(int tokens, int logitRows) {
-            return new StepRunner(forward, stream, act, status, io, tokens, splits(tokens), logitRows);
+        /**
+         * An eager step of {@code tokens} tokens in {@code sequences} equal runs (the batch's decode or verify step:
+         * the batch; else 1) with logits of the last {@code logitRows}.
+         */
+        StepRunner eager(int tokens, int logitRows, int sequences) {
+            return new StepRunner(forward, stream, act, status, io, tokens, splits(tokens, sequences), logitRows, -1,
+                    sequences, 0);
         }
 
         /** The whole chunked prefill of {@code prompt}, timer events around each chunk's sections. */
         void prefill(int[] prompt, SectionTimer timer) {
-            runPrefill(prompt, timer);
+            runPrefill(0, prompt, timer);
         }
 
         /** Waits for the step and checks its status word, as every public step does. */

@@ -34,20 +34,29 @@ final class StepRunner implements AutoCloseable {
     private final MemorySegment hostLogits;
     private final int logitRows;
     private final int chunkStart;
+    private final int sequences;
+    private final int sequence;
     private CudaGraphExec graph;
 
     StepRunner(ForwardPass forward, CudaStream stream, Activations act, DeviceBuffer status, HostIo io, int tokens,
                int splits, int logitRows) {
-        this(forward, stream, act, status, io, tokens, splits, logitRows, -1);
+        this(forward, stream, act, status, io, tokens, splits, logitRows, -1, 1, 0);
     }
 
     /**
      * A step; a prefill chunk gives its first position ({@code chunkStart}, for its attention) and may ask for no
-     * logits ({@code logitRows} 0).
+     * logits ({@code logitRows} 0); a step of a batch gives its sequences (its tokens are that many equal runs, run s
+     * in sequence s's cache), a prefill chunk its one sequence.
      */
     StepRunner(ForwardPass forward, CudaStream stream, Activations act, DeviceBuffer status, HostIo io, int tokens,
-               int splits, int logitRows, int chunkStart) {
+               int splits, int logitRows, int chunkStart, int sequences, int sequence) {
+        if (sequences < 1 || tokens % sequences != 0 || (sequences > 1 && sequence != 0)) {
+            throw new IllegalArgumentException(tokens + " tokens in " + sequences + " sequences from sequence "
+                    + sequence + ": need equal runs, and sequence 0 for a step of several");
+        }
         this.forward = forward;
+        this.sequences = sequences;
+        this.sequence = sequence;
         this.chunkStart = chunkStart;
         this.stream = stream;
         this.views = forward.views(tokens);
@@ -80,7 +89,7 @@ final class StepRunner implements AutoCloseable {
     private void enqueue(SectionTimer timer) {
         idsIn.copyFromAsync(hostIds, stream);
         positionsIn.copyFromAsync(hostPositions, stream);
-        forward.enqueue(views, splits, timer, logitRows, chunkStart);
+        forward.enqueue(views, splits, timer, logitRows, chunkStart, sequences, sequence);
         if (argmaxOut != null) {
             argmaxOut.copyToAsync(hostArgmax, stream);
         }

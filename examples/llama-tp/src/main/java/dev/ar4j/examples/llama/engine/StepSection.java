@@ -21,7 +21,7 @@ public enum StepSection {
     /** The LM head (with the argmax where it is fused). */
     LM_HEAD("lm head", false),
     /** The logits' all-reduce (TP > 1). */
-    LOGITS_ALL_REDUCE("logits all-reduce", true),
+    LOGITS_ALL_REDUCE("logits all-reduce or argmax exchange", true),
     /** A separate argmax over the logits. */
     ARGMAX("argmax", false);
 

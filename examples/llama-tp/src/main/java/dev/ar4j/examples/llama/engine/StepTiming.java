@@ -86,16 +86,13 @@ public final class StepTiming {
      */
     public static Profile profile(RankEngine e, StepKind kind, int position, int runs) {
         if (kind == StepKind.PREFILL) {
-            throw new IllegalArgumentException("profile: decode or verify steps only");
+            return profilePrefill(e, position, Math.min(runs, PREFILL_PROFILE_RUNS));
         }
-        int tokens = kind == StepKind.DECODE ? 1 : e.timing().captured(StepKind.VERIFY).tokens();
-        HostIo io = e.timing().io();
-        for (int i = 0; i < tokens; i++) {
-            io.setInput(i, (i * 7 + 1) % e.settings().layout().config().vocabSize(), position + i);
-        }
+        int tokens = e.timing().captured(kind).tokens();
+        setBatchInputs(e, tokens, position);
         Map<StepSection, double[][]> samples = new EnumMap<>(StepSection.class);
         double[] steps = new double[runs];
-        try (StepRunner eagerStep = e.timing().eager(tokens, tokens);
+        try (StepRunner eagerStep = e.timing().eager(tokens, tokens, e.settings().batch());
              SectionTimer timer = new SectionTimer(true);
              CudaEvent start = CudaEvent.create();
              CudaEvent end = CudaEvent.create()) {
@@ -107,20 +104,89 @@ public final class StepTiming {
                 end.record(e.timing().stream());
                 e.timing().finish(kind + " (profile)");
                 steps[r] = end.elapsedMillisSince(start);
-                for (Map.Entry<StepSection, double[]> t : timer.totals().entrySet()) {
-                    double[][] s = samples.computeIfAbsent(t.getKey(), k -> new double[3][runs]);
-                    for (int i = 0; i < 3; i++) {
-                        s[i][r] = t.getValue()[i];
-                    }
-                }
+                collect(samples, timer, r, runs);
             }
         }
+        return new Profile(kind, tokens, position + 1, median(steps), medianRows(samples, runs));
+    }
+
+    /** Eager prefills a prefill profile times at most (a long prompt's prefill takes a second or more). */
+    static final int PREFILL_PROFILE_RUNS = 5;
+
+    /**
+     * Where the whole chunked prefill of a prompt of {@code tokens} ids goes: CUDA events around every section of
+     * every chunk, summed over the chunks per kind of kernel; medians over {@code runs} prefills.
+     */
+    private static Profile profilePrefill(RankEngine e, int tokens, int runs) {
+        int[] prompt = syntheticPrompt(e, tokens);
+        Map<StepSection, double[][]> samples = new EnumMap<>(StepSection.class);
+        double[] times = new double[runs];
+        try (SectionTimer timer = new SectionTimer(true);
+             CudaEvent start = CudaEvent.create();
+             CudaEvent end = CudaEvent.create()) {
+            timer.contextKeys(tokens);
+            for (int r = 0; r < runs; r++) {
+                times[r] = timePrefill(e, prompt, timer, start, end, "prefill (profile)");
+                collect(samples, timer, r, runs);
+            }
+        }
+        return new Profile(StepKind.PREFILL, tokens, tokens, median(times), medianRows(samples, runs));
+    }
+
+    /** A prompt of {@code tokens} ids spread over the vocabulary, the same at every call. */
+    private static int[] syntheticPrompt(RankEngine e, int tokens) {
+        int[] prompt = new int[tokens];
+        for (int i = 0; i < tokens; i++) {
+            prompt[i] = (i * 7 + 1) % e.settings().layout().config().vocabSize();
+        }
+        return prompt;
+    }
+
+    /**
+     * One whole chunked prefill between two events (with the timer's events inside when {@code timer} is not null),
+     * waited for and checked; its milliseconds.
+     */
+    private static double timePrefill(RankEngine e, int[] prompt, SectionTimer timer, CudaEvent start, CudaEvent end,
+                                      String what) {
+        if (timer != null) {
+            timer.reset();
+        }
+        start.record(e.timing().stream());
+        e.timing().prefill(prompt, timer);
+        end.record(e.timing().stream());
+        e.timing().finish(what);
+        return end.elapsedMillisSince(start);
+    }
+
+    /** Adds run {@code r}'s per-section totals (calls, ms, bytes) to the samples. */
+    private static void collect(Map<StepSection, double[][]> samples, SectionTimer timer, int r, int runs) {
+        for (Map.Entry<StepSection, double[]> t : timer.totals().entrySet()) {
+            double[][] s = samples.computeIfAbsent(t.getKey(), k -> new double[3][runs]);
+            for (int i = 0; i < 3; i++) {
+                s[i][r] = t.getValue()[i];
+            }
+        }
+    }
+
+    /** One row per section: the first run's calls and bytes, the median time. */
+    private static List<ProfileRow> medianRows(Map<StepSection, double[][]> samples, int runs) {
         List<ProfileRow> rows = new ArrayList<>();
         for (Map.Entry<StepSection, double[][]> s : samples.entrySet()) {
             double[][] v = s.getValue();
             rows.add(new ProfileRow(s.getKey(), (int) v[0][0], median(v[1]), v[2][0]));
         }
-        return new Profile(kind, tokens, position + 1, median(steps), rows);
+        return rows;
+    }
+
+    /**
+     * The inputs of a decode or verify step of {@code tokens} tokens: the batch's sequences each at positions
+     * {@code first, first + 1, ..} (ids spread over the vocabulary).
+     */
+    private static void setBatchInputs(RankEngine e, int tokens, int first) {
+        int perSequence = tokens / e.settings().batch();
+        for (int i = 0; i < tokens; i++) {
+            e.timing().io().setInput(i, (i * 7 + 1) % e.settings().layout().config().vocabSize(), first + i % perSequence);
+        }
     }
 
     /** Keeps the loop's reads observable. */
@@ -148,13 +214,11 @@ public final class StepTiming {
             case VERIFY -> e.timing().captured(StepKind.VERIFY);
             case PREFILL -> null;
         };
-        int tokens = kind == StepKind.PREFILL ? position : graph.tokens();
-        int first = kind == StepKind.PREFILL ? 0 : position;
+        int tokens = graph.tokens();
+        int first = position;
+        setBatchInputs(e, tokens, first);
         HostIo io = e.timing().io();
-        for (int i = 0; i < tokens; i++) {
-            io.setInput(i, (i * 7 + 1) % e.settings().layout().config().vocabSize(), first + i);
-        }
-        try (StepRunner eagerStep = e.timing().eager(tokens, graph == null ? 1 : tokens);
+        try (StepRunner eagerStep = e.timing().eager(tokens, tokens, e.settings().batch());
              SectionTimer timer = new SectionTimer(false);
              CudaEvent start = CudaEvent.create();
              CudaEvent end = CudaEvent.create()) {
@@ -191,31 +255,19 @@ public final class StepTiming {
      * chunk, with the host's wait between chunks), from the first chunk's input copy to the last chunk's argmax.
      */
     private static Figures measurePrefill(RankEngine e, int tokens, int timed, int eager) {
-        int[] prompt = new int[tokens];
-        for (int i = 0; i < tokens; i++) {
-            prompt[i] = (i * 7 + 1) % e.settings().layout().config().vocabSize();
-        }
+        int[] prompt = syntheticPrompt(e, tokens);
         try (SectionTimer timer = new SectionTimer(false);
              CudaEvent start = CudaEvent.create();
              CudaEvent end = CudaEvent.create()) {
             double[] shares = new double[eager];
             for (int i = 0; i < eager; i++) {
-                timer.reset();
-                start.record(e.timing().stream());
-                e.timing().prefill(prompt, timer);
-                end.record(e.timing().stream());
-                e.timing().finish("prefill (eager)");
-                shares[i] = e.settings().layout().tp() > 1 ? timer.communicationMillis() / end.elapsedMillisSince(start)
-                        : Double.NaN;
+                double millis = timePrefill(e, prompt, timer, start, end, "prefill (eager)");
+                shares[i] = e.settings().layout().tp() > 1 ? timer.communicationMillis() / millis : Double.NaN;
             }
             int runs = Math.min(timed, 20);
             double[] times = new double[runs];
             for (int i = 0; i < runs; i++) {
-                start.record(e.timing().stream());
-                e.timing().prefill(prompt, null);
-                end.record(e.timing().stream());
-                e.timing().finish("prefill");
-                times[i] = end.elapsedMillisSince(start);
+                times[i] = timePrefill(e, prompt, null, start, end, "prefill");
             }
             return new Figures(StepKind.PREFILL, tokens, median(times), eager == 0 ? Double.NaN : median(shares), -1,
                     timed);
@@ -231,9 +283,10 @@ public final class StepTiming {
         HostIo io = e.timing().io();
         int sink = 0;
         long before = mx.getCurrentThreadAllocatedBytes();
+        int perSequence = tokens / e.settings().batch();
         for (int s = 0; s < steps; s++) {
             for (int i = 0; i < tokens; i++) {
-                io.setInput(i, sink & 1023, first + i);
+                io.setInput(i, sink & 1023, first + i % perSequence);
             }
             graph.replay();
             e.timing().finish("replay");

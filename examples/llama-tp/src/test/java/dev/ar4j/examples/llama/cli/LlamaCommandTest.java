@@ -274,4 +274,13 @@ class LlamaCommandTest {
         assertThrows(IllegalArgumentException.class, () -> new LlamaOptions(null, "tiny", 1, RunMode.GENERATE, DEFAULT,
                 new int[] {1}, 1, 2, List.of(CommMode.AR4J), false, null, 0, 0, 0, false, null, warm));
     }
+
+    @Test
+    void aBatchIsForBenchAndItsSizeIsChecked() {
+        assertEquals(1, LlamaCommand.parse("--synthetic", "tiny", "--mode", "bench").batch());
+        assertEquals(8, LlamaCommand.parse("--synthetic", "tiny", "--mode", "bench", "--batch", "8").batch());
+        refused("a batch is for --mode bench", "--synthetic", "tiny", "--batch", "2");
+        refused("--batch", "--synthetic", "tiny", "--mode", "bench", "--batch", "0");
+        refused("--batch", "--synthetic", "tiny", "--mode", "bench", "--batch", "257");
+    }
 }

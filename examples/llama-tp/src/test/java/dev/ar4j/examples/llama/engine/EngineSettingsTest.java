@@ -30,6 +30,23 @@ class EngineSettingsTest {
     }
 
     @Test
+    void aBatchSizesTheStepsAndIsChecked() {
+        TensorParallelLayout l = new TensorParallelLayout(SyntheticModels.byName("tiny"), 1);
+        EngineSettings one = new EngineSettings(l, 64, 8, 3, false, true, 1);
+        assertEquals(1, one.batch());
+        EngineSettings eight = one.withBatch(8);
+        assertEquals(8, eight.stepTokens(false), "decode: one token of each sequence");
+        assertEquals(24, eight.stepTokens(true), "verify: the draft of each sequence");
+        assertEquals(24, eight.maxTokens(), "the verify step is the longest");
+        assertEquals(24, eight.logitRows(), "every token of a verify step gets its logits");
+        assertEquals(64, new EngineSettings(l, 64, 8, 0, false, true, 1).withBatch(64).maxTokens());
+        IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> one.withBatch(0));
+        assertTrue(none.getMessage().contains("a batch of 0 sequences") && none.getMessage().contains("1.."
+                + EngineSettings.MAX_BATCH), none.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> one.withBatch(EngineSettings.MAX_BATCH + 1));
+    }
+
+    @Test
     void sizesAreChecked() {
         TensorParallelLayout l = new TensorParallelLayout(SyntheticModels.byName("tiny"), 1);
         assertEquals(8, new EngineSettings(l, 64, 8, 3, false, true, 1).maxTokens());

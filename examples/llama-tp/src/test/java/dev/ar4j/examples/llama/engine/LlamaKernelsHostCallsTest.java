@@ -22,6 +22,10 @@ class LlamaKernelsHostCallsTest {
         assertTrue(LlamaKernels.attentionWorkspaceBytes(1, 32, 8, 128, 4096, splits) > 0);
         assertEquals(16 + 8L * ((128256 + 7) / 8), LlamaKernels.linearRowsArgmaxWorkspaceBytes(1, 128256));
         assertEquals(0, LlamaKernels.linearRowsArgmaxWorkspaceBytes(9, 128256), "more rows than the kernel takes");
+        assertEquals(4, LlamaKernels.argmaxExchangeFloats(1, 2), "one row at TP 2: 2 pairs");
+        assertEquals(20, LlamaKernels.argmaxExchangeFloats(3, 3), "18 floats, padded to a multiple of 4");
+        assertEquals(0, LlamaKernels.argmaxExchangeFloats(0, 2));
+        assertEquals(ForwardPass.MAX_EXCHANGED_VOCAB, LlamaKernels.MAX_EXCHANGED_VOCAB, "the Java copy of the limit");
     }
 
     @Test

@@ -52,7 +52,9 @@ import static org.junit.jupiter.api.Assertions.fail;
  *   <li>a token id outside the vocabulary is refused and the engine goes on (the last decode step
  *       again matches the reference);</li>
  *   <li>at TP 1, the run with every all-reduce forced to NCCL ({@code --comm nccl}) gives bitwise
- *       the logits of the default run.</li>
+ *       the logits of the default run;</li>
+ *   <li>at TP &gt; 1, a run that keeps no logits (its greedy steps exchange each rank's (max, index)
+ *       instead of all-reducing the logits) gives every rank the tokens of the default run.</li>
  * </ul>
  * The KV cache holds {@link #contextFor} positions: at least the prompt and the decode steps (the
  * {@code long} model's prompt of 1024 tokens runs as one prefill chunk of 1024 rows, with the default chunk).
@@ -158,6 +160,17 @@ class LlamaReferenceIT {
         }
         System.out.printf(Locale.ROOT, "%s: worst relative logit error %.5f (tolerance %.3f)%n", label, worst, TOLERANCE);
         assertArrayEquals(ref.tokens(), r0.tokens(), label + " greedy tokens (prefill + 32 decode steps)");
+        if (tp > 1) {
+            // Without kept logits greedy steps exchange each rank's (max, index) instead of all-reducing the logits:
+            // the same tokens as the argmax of the all-reduced logits, near ties included, on every rank.
+            List<RankRun> exchanged = run(ref, c, tp, Algorithm.AUTO, false);
+            for (int r = 0; r < exchanged.size(); r++) {
+                assertArrayEquals(r0.tokens(), exchanged.get(r).tokens(), label + " rank " + r
+                        + ": tokens through the argmax exchange");
+                assertArrayEquals(r0.verifyTokens(), exchanged.get(r).verifyTokens(), label + " rank " + r
+                        + ": verify tokens through the argmax exchange");
+            }
+        }
         if (tp == 1) {
             RankRun nccl = run(ref, c, 1, Algorithm.NCCL).get(0);
             assertArrayEquals(r0.tokens(), nccl.tokens(), label + " --comm nccl tokens");
@@ -259,10 +272,15 @@ class LlamaReferenceIT {
     }
 
     static List<RankRun> run(ReferenceModel ref, LlamaConfig c, int tp, Algorithm policy) {
+        return run(ref, c, tp, policy, true);
+    }
+
+    /** Every rank's run; with {@code keepLogits} false only the tokens (the logits are not copied out). */
+    static List<RankRun> run(ReferenceModel ref, LlamaConfig c, int tp, Algorithm policy, boolean keepLogits) {
         TensorParallelLayout layout = new TensorParallelLayout(c, tp);
         int p = ref.prompt().length;
         int steps = ref.decodeLogits().length;
-        EngineSettings settings = new EngineSettings(layout, contextFor(c, p, steps), p, DRAFT, true, true, 1);
+        EngineSettings settings = new EngineSettings(layout, contextFor(c, p, steps), p, DRAFT, keepLogits, true, 1);
         try (ModelFolder folder = ModelFolder.open(ref.modelDir());
              RankGroup group = RankGroup.threads(new int[tp], b -> b.nccl(tp == 1).algorithmPolicy(policy)
                      .stagingBytes(settings.stagingBytes()))) {
@@ -270,7 +288,8 @@ class LlamaReferenceIT {
             List<RankEngine> engines = group.onEveryRank("open", STEP, (i, comm) -> RankEngine.open(comm, settings,
                     folder, null));
             try {
-                return group.onEveryRank("reference run", STEP, (i, comm) -> runRank(engines.get(i), ref, p, steps));
+                return group.onEveryRank("reference run", STEP, (i, comm) -> keepLogits
+                        ? runRank(engines.get(i), ref, p, steps) : runRankTokens(engines.get(i), ref, p, steps));
             } finally {
                 group.onEveryRank("close", STEP, (i, comm) -> {
                     engines.get(i).close();
@@ -278,6 +297,24 @@ class LlamaReferenceIT {
                 });
             }
         }
+    }
+
+    /** The steps of {@link #runRank} (teacher-forced decode, verify) for their tokens only. */
+    static RankRun runRankTokens(RankEngine e, ReferenceModel ref, int p, int steps) {
+        int[] tokens = new int[steps + 1];
+        tokens[0] = e.prefill(ref.prompt());
+        e.captureGraphs();
+        for (int s = 0; s < steps; s++) {
+            tokens[s + 1] = e.decode(ref.tokens()[s], p + s);
+        }
+        int rows = steps / DRAFT * DRAFT;
+        int[] verifyTokens = new int[rows];
+        int[] next = new int[DRAFT];
+        for (int j = 0; j + DRAFT <= steps; j += DRAFT) {
+            e.verify(Arrays.copyOfRange(ref.tokens(), j, j + DRAFT), p + j, next);
+            System.arraycopy(next, 0, verifyTokens, j, DRAFT);
+        }
+        return new RankRun(tokens, new float[0][], new float[0][], new float[0][], verifyTokens);
     }
 
     static RankRun runRank(RankEngine e, ReferenceModel ref, int p, int steps) {

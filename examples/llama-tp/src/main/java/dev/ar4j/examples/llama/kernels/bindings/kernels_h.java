@@ -239,6 +239,15 @@ public class kernels_h extends kernels_h$shared {
     public static int AR4J_LLAMA_SAMPLE_STATE_BYTES() {
         return AR4J_LLAMA_SAMPLE_STATE_BYTES;
     }
+    private static final int AR4J_LLAMA_MAX_EXCHANGED_VOCAB = (int)16777216L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_llama_limits.AR4J_LLAMA_MAX_EXCHANGED_VOCAB = 16777216
+     * }
+     */
+    public static int AR4J_LLAMA_MAX_EXCHANGED_VOCAB() {
+        return AR4J_LLAMA_MAX_EXCHANGED_VOCAB;
+    }
 
     private static class ar4j_llama_abi_version {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
@@ -1762,6 +1771,201 @@ public class kernels_h extends kernels_h$shared {
                 traceDowncall("ar4j_llama_argmax", dtype, logits, row_stride, rows, cols, index_offset, out_index, out_value, pdl, stream);
             }
             return (int)mh$.invokeExact(dtype, logits, row_stride, rows, cols, index_offset, out_index, out_value, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_argmax_exchange_floats {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_argmax_exchange_floats");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * size_t ar4j_llama_argmax_exchange_floats(int32_t rows, int32_t ranks)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_argmax_exchange_floats$descriptor() {
+        return ar4j_llama_argmax_exchange_floats.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * size_t ar4j_llama_argmax_exchange_floats(int32_t rows, int32_t ranks)
+     * }
+     */
+    public static MethodHandle ar4j_llama_argmax_exchange_floats$handle() {
+        return ar4j_llama_argmax_exchange_floats.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * size_t ar4j_llama_argmax_exchange_floats(int32_t rows, int32_t ranks)
+     * }
+     */
+    public static MemorySegment ar4j_llama_argmax_exchange_floats$address() {
+        return ar4j_llama_argmax_exchange_floats.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * size_t ar4j_llama_argmax_exchange_floats(int32_t rows, int32_t ranks)
+     * }
+     */
+    public static long ar4j_llama_argmax_exchange_floats(int rows, int ranks) {
+        var mh$ = ar4j_llama_argmax_exchange_floats.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_argmax_exchange_floats", rows, ranks);
+            }
+            return (long)mh$.invokeExact(rows, ranks);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_argmax_pack {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_argmax_pack");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_argmax_pack(const int32_t *index, const float *value, int32_t rows, int32_t ranks, int32_t rank, int32_t vocab, float *exchange, int32_t pdl, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_argmax_pack$descriptor() {
+        return ar4j_llama_argmax_pack.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_argmax_pack(const int32_t *index, const float *value, int32_t rows, int32_t ranks, int32_t rank, int32_t vocab, float *exchange, int32_t pdl, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_llama_argmax_pack$handle() {
+        return ar4j_llama_argmax_pack.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_argmax_pack(const int32_t *index, const float *value, int32_t rows, int32_t ranks, int32_t rank, int32_t vocab, float *exchange, int32_t pdl, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_llama_argmax_pack$address() {
+        return ar4j_llama_argmax_pack.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_argmax_pack(const int32_t *index, const float *value, int32_t rows, int32_t ranks, int32_t rank, int32_t vocab, float *exchange, int32_t pdl, void *stream)
+     * }
+     */
+    public static int ar4j_llama_argmax_pack(MemorySegment index, MemorySegment value, int rows, int ranks, int rank, int vocab, MemorySegment exchange, int pdl, MemorySegment stream) {
+        var mh$ = ar4j_llama_argmax_pack.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_argmax_pack", index, value, rows, ranks, rank, vocab, exchange, pdl, stream);
+            }
+            return (int)mh$.invokeExact(index, value, rows, ranks, rank, vocab, exchange, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_argmax_pick {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_argmax_pick");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index, float *out_value, int32_t pdl, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_argmax_pick$descriptor() {
+        return ar4j_llama_argmax_pick.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index, float *out_value, int32_t pdl, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_llama_argmax_pick$handle() {
+        return ar4j_llama_argmax_pick.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index, float *out_value, int32_t pdl, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_llama_argmax_pick$address() {
+        return ar4j_llama_argmax_pick.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index, float *out_value, int32_t pdl, void *stream)
+     * }
+     */
+    public static int ar4j_llama_argmax_pick(MemorySegment exchange, int rows, int ranks, MemorySegment out_index, MemorySegment out_value, int pdl, MemorySegment stream) {
+        var mh$ = ar4j_llama_argmax_pick.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_argmax_pick", exchange, rows, ranks, out_index, out_value, pdl, stream);
+            }
+            return (int)mh$.invokeExact(exchange, rows, ranks, out_index, out_value, pdl, stream);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
