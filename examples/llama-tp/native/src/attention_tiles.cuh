@@ -48,7 +48,7 @@ struct AttentionArgs {
     int32_t *counters;   // [sequences * chunks_per_seq][n_kv_heads]
     float *stats;        // [n * n_heads][splits][2]: max, sum of exp(s - max)
     float *partial;      // [n * n_heads][splits][head_dim] (splits > 1)
-    uint16_t *scores;    // [n * n_heads][max_positions] bf16 bits (n <= kStoredTokens)
+    uint16_t *scores;    // [n * n_heads][max_positions] bf16 bits (tokens_per_seq <= kStoredTokens)
     int32_t *device_status;
 };
 
@@ -61,8 +61,8 @@ struct Rows {
     int32_t head[ROWS];
     int32_t range[3];
     // The block's sequence's offset in k_cache and v_cache (elements). Read from here at each tile
-    // rather than kept in registers across the tile loop: held there, it made ptxas spill in the
-    // 16-row scores kernel (a verify's) and the 32-row values kernel.
+    // load (one shared load) rather than held in two registers across the tile loops, which made
+    // the 16-row scores kernel (a verify's) spill more (ptxas -v, sm_90).
     int64_t cache;
 };
 

@@ -56,7 +56,7 @@ __global__ void rope_kv_append_kernel(bf16 *q, int64_t q_stride, const bf16 *k, 
         return;
     }
     const int32_t head = blockIdx.y;
-    const int64_t seq = t / tokens_per_seq;
+    const int64_t seq = int32_t(t) / tokens_per_seq;  // t < n, an int32: no 64-bit division
     k_cache += seq * cache_stride;
     v_cache += seq * cache_stride;
     const int64_t cache_row = int64_t(pos) * n_kv_heads;

@@ -20,7 +20,7 @@ AR4J_LLAMA_API const char *ar4j_llama_error_string(int code) {
         case AR4J_LLAMA_ERROR_DTYPE: return "unknown dtype (expected AR4J_LLAMA_DTYPE_FLOAT32 or _BFLOAT16)";
         case AR4J_LLAMA_ERROR_WORKSPACE: return "the attention workspace is smaller than ar4j_llama_attention_workspace_bytes()";
         case AR4J_LLAMA_ERROR_SPLITS: return "num_splits is outside 1..AR4J_LLAMA_MAX_SPLITS";
-        case AR4J_LLAMA_ERROR_STRIDE: return "a row stride is smaller than the row it must hold";
+        case AR4J_LLAMA_ERROR_STRIDE: return "a row (or cache sequence) stride is smaller than what it must hold";
         case AR4J_LLAMA_ERROR_MISALIGNED: return "a pointer or row stride is not aligned as documented";
         case AR4J_LLAMA_ERROR_INVALID_ARGUMENT: return "an argument is outside its documented range";
         case AR4J_LLAMA_ERROR_LOGITS: return "a row of logits to sample from has no finite value";

@@ -52,6 +52,29 @@ inline void check_error_codes() {
                                   out.get(), out.get(), 8, nullptr, 0, nullptr, 0, nullptr),
         ar4j_llama_rope_kv_append(out.get(), 64, a.get(), 64, a.get(), 64, 2, 1, 1, 64, a.as<float>(), 1.0f,
                                   out.get(), out.get(), 8, nullptr, 7, nullptr, 0, nullptr),
+        // attention_batched (2/1 heads of 64, max_positions 8: a cache of 512 elements): no sequence;
+        // 3 tokens in 2 sequences; 2 sequences without device positions; a stride below one cache;
+        // a stride that is not a multiple of 8.
+        ar4j_llama_attention_batched(a.get(), 128, a.get(), a.get(), 512, 2, 0, 2, 1, 64, 8, ids, 0, 0.125f, out.get(),
+                                     128, 1, ws.get(), ws.bytes(), nullptr, 0, nullptr),
+        ar4j_llama_attention_batched(a.get(), 128, a.get(), a.get(), 512, 3, 2, 2, 1, 64, 8, ids, 0, 0.125f, out.get(),
+                                     128, 1, ws.get(), ws.bytes(), nullptr, 0, nullptr),
+        ar4j_llama_attention_batched(a.get(), 128, a.get(), a.get(), 512, 2, 2, 2, 1, 64, 8, nullptr, 0, 0.125f,
+                                     out.get(), 128, 1, ws.get(), ws.bytes(), nullptr, 0, nullptr),
+        ar4j_llama_attention_batched(a.get(), 128, a.get(), a.get(), 504, 2, 2, 2, 1, 64, 8, ids, 0, 0.125f, out.get(),
+                                     128, 1, ws.get(), ws.bytes(), nullptr, 0, nullptr),
+        ar4j_llama_attention_batched(a.get(), 128, a.get(), a.get(), 516, 2, 2, 2, 1, 64, 8, ids, 0, 0.125f, out.get(),
+                                     128, 1, ws.get(), ws.bytes(), nullptr, 0, nullptr),
+        // rope_kv_append_batched (1/1 heads of 64, max_positions 8): negative sequences; 3 tokens in 2
+        // sequences; 2 sequences without device positions; a stride below one cache.
+        ar4j_llama_rope_kv_append_batched(out.get(), 64, a.get(), 64, a.get(), 64, 2, -1, 1, 1, 64, a.as<float>(),
+                                          1.0f, out.get(), out.get(), 512, 8, ids, 0, nullptr, 0, nullptr),
+        ar4j_llama_rope_kv_append_batched(out.get(), 64, a.get(), 64, a.get(), 64, 3, 2, 1, 1, 64, a.as<float>(),
+                                          1.0f, out.get(), out.get(), 512, 8, ids, 0, nullptr, 0, nullptr),
+        ar4j_llama_rope_kv_append_batched(out.get(), 64, a.get(), 64, a.get(), 64, 2, 2, 1, 1, 64, a.as<float>(),
+                                          1.0f, out.get(), out.get(), 512, 8, nullptr, 0, nullptr, 0, nullptr),
+        ar4j_llama_rope_kv_append_batched(out.get(), 64, a.get(), 64, a.get(), 64, 2, 2, 1, 1, 64, a.as<float>(),
+                                          1.0f, out.get(), out.get(), 511, 8, ids, 0, nullptr, 0, nullptr),
     };
     const int expected[] = {
         AR4J_LLAMA_ERROR_NULL_POINTER, AR4J_LLAMA_ERROR_VOCAB_RANGE, AR4J_LLAMA_ERROR_SIZE,
@@ -63,6 +86,9 @@ inline void check_error_codes() {
         AR4J_LLAMA_ERROR_SIZE, AR4J_LLAMA_ERROR_MISALIGNED, AR4J_LLAMA_ERROR_MISALIGNED, AR4J_LLAMA_ERROR_STRIDE,
         AR4J_LLAMA_ERROR_HEAD_DIM, AR4J_LLAMA_ERROR_NULL_POINTER, AR4J_LLAMA_ERROR_MISALIGNED,
         AR4J_LLAMA_ERROR_SIZE, AR4J_LLAMA_ERROR_STRIDE, AR4J_LLAMA_ERROR_POSITION,
+        AR4J_LLAMA_ERROR_SIZE, AR4J_LLAMA_ERROR_SIZE, AR4J_LLAMA_ERROR_NULL_POINTER, AR4J_LLAMA_ERROR_STRIDE,
+        AR4J_LLAMA_ERROR_MISALIGNED,
+        AR4J_LLAMA_ERROR_SIZE, AR4J_LLAMA_ERROR_SIZE, AR4J_LLAMA_ERROR_NULL_POINTER, AR4J_LLAMA_ERROR_STRIDE,
     };
     sync();
     std::vector<uint32_t> after = out.download<uint32_t>(1024);

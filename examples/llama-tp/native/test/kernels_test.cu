@@ -12,6 +12,7 @@
 #include <chrono>
 
 #include "attention_checks.h"
+#include "batch_checks.h"
 #include "copy_checks.h"
 #include "exchange_checks.h"
 #include "graph_checks.h"
@@ -104,6 +105,40 @@ int main(int argc, char **argv) {
     for (const AttentionCase &c : cases) check_attention(c);
     check_attention_bad_position(1);  // one split: out written by the values kernel
     check_attention_bad_position(2);  // two splits: out written by the merge
+
+    printf("batched attention and rope_kv_append\n");
+    check_attention_batched_sizes();
+    // name, sequences, tokens per sequence, heads, kv heads, head_dim, max_positions, splits, pad
+    // between caches, contexts (random from the tokens to max_positions where not given).
+    // Decode (1 token per sequence) and verify (4); sequences 1, 2, 8, 64; contexts 1 .. 4099;
+    // GQA 1, 4, 8; head_dim 64, 128 (and 256); 4-, 8-, 16- and 32-row blocks; more than 8 tokens
+    // per sequence (scores computed twice, several row chunks per sequence).
+    const BatchCase batch_cases[] = {
+        {"1 decode", 1, 1, 32, 8, 128, 4608, 33, 0, {4099}},
+        {"1 verify", 1, 4, 8, 2, 64, 1024, 7, 64, {1000}},
+        {"2 decodes, contexts 1 and 4099", 2, 1, 32, 8, 128, 4608, 33, 0, {1, 4099}},
+        {"2 verifies, GQA 8 (32-row blocks)", 2, 4, 8, 1, 64, 1024, 8, 8, {7, 1000}},
+        {"8 decodes MHA (4-row blocks of 1 row)", 8, 1, 8, 8, 128, 4608, 16, 0, {1, 7, 64, 65, 1000, 4099, 2, 300}},
+        {"8 verifies (16-row blocks)", 8, 4, 32, 8, 128, 4608, 33, 128, {4, 64, 1000, 4099, 5, 129, 2048, 700}},
+        {"8 verifies, 1 split", 8, 4, 4, 1, 128, 4608, 1, 0, {4099, 4, 63, 64, 65, 1000, 9, 2000}},
+        {"64 decodes, GQA 8 (8-row blocks)", 64, 1, 16, 2, 64, 640, 4, 0, {}},
+        {"64 decodes, GQA 4", 64, 1, 32, 8, 128, 700, 2, 8, {}},
+        {"64 verifies", 64, 4, 8, 2, 64, 640, 3, 0, {}},
+        {"64 verifies MHA, 128 splits", 64, 4, 4, 4, 64, 300, 128, 0, {}},
+        {"3 sequences of 8, GQA 8 (2 chunks each)", 3, 8, 8, 1, 128, 2048, 5, 0, {8, 2048, 1500}},
+        {"4 chunks of 12 (scores computed twice)", 4, 12, 8, 2, 64, 512, 3, 16, {12, 100, 500, 33}},
+        {"5 decodes head_dim 256", 5, 1, 8, 2, 256, 512, 6, 0, {1, 300, 512, 64, 65}},
+    };
+    for (const BatchCase &c : batch_cases) check_attention_batched(c);
+    check_attention_single_is_batched(1, 32, 8, 128, 4000, 33);  // decode, start_pos
+    check_attention_single_is_batched(4, 8, 2, 64, 900, 7);      // verify
+    check_attention_single_is_batched(37, 8, 2, 64, 10, 3);      // prefill (scores computed twice)
+    check_attention_batched_bad_position();
+    check_rope_kv_append_batched(1, 5, 8, 2, 128, false);  // one sequence, positions NULL
+    check_rope_kv_append_batched(2, 1, 8, 2, 128, true);
+    check_rope_kv_append_batched(8, 4, 32, 8, 128, true);
+    check_rope_kv_append_batched(64, 1, 4, 1, 64, true);
+    check_rope_kv_append_batched(3, 2, 3, 1, 6, true);  // an odd shape: 3 pairs per head
 
     printf("prefill attention\n");
     // The softmax alone: rows, heads, first position, extra columns of the row stride.

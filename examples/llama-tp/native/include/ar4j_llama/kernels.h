@@ -62,7 +62,8 @@ enum ar4j_llama_status {
     AR4J_LLAMA_ERROR_DTYPE = 10008,          /* unknown dtype */
     AR4J_LLAMA_ERROR_WORKSPACE = 10009,      /* workspace smaller than ar4j_llama_attention_workspace_bytes() */
     AR4J_LLAMA_ERROR_SPLITS = 10010,         /* num_splits outside 1 .. AR4J_LLAMA_MAX_SPLITS */
-    AR4J_LLAMA_ERROR_STRIDE = 10011,         /* a row stride smaller than the row it must hold */
+    AR4J_LLAMA_ERROR_STRIDE = 10011,         /* a row stride smaller than the row it must hold (or a cache
+                                                sequence stride smaller than one sequence's cache) */
     AR4J_LLAMA_ERROR_MISALIGNED = 10012,     /* a pointer not aligned to its element size (4 bytes for workspace) */
     AR4J_LLAMA_ERROR_INVALID_ARGUMENT = 10013, /* another argument outside its documented range (e.g. a non-finite scale) */
     AR4J_LLAMA_ERROR_LOGITS = 10014          /* sampling: a row of logits without a finite value */
@@ -79,8 +80,9 @@ enum ar4j_llama_limits {
     AR4J_LLAMA_MAX_HEAD_DIM = 256,           /* head_dim: even, 2 .. 256 */
     AR4J_LLAMA_MAX_SPLITS = 128,             /* attention: key-range splits per (token, head) */
     AR4J_LLAMA_MAX_LINEAR_ROWS = 8,          /* ar4j_llama_linear_rows: rows of X per call */
-    AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS = 8, /* attention: up to this many query tokens keep their
-                                                scores in the workspace (K read once); more read K twice */
+    AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS = 8, /* attention: up to this many query tokens (per sequence
+                                                when batched) keep their scores in the workspace (K read
+                                                once); more read K twice */
     AR4J_LLAMA_MAX_HIDDEN = 1 << 20,         /* embedding: hidden elements per row */
     AR4J_LLAMA_SAMPLE_STATE_BYTES = 16,      /* ar4j_llama_sample: bytes of its state */
     AR4J_LLAMA_MAX_EXCHANGED_VOCAB = 1 << 24 /* ar4j_llama_argmax_pack: token ids exact in fp32 */

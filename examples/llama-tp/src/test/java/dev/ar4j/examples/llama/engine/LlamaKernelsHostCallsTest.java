@@ -27,4 +27,22 @@ class LlamaKernelsHostCallsTest {
         assertEquals(0, LlamaKernels.argmaxExchangeFloats(0, 2));
         assertEquals(ForwardPass.MAX_EXCHANGED_VOCAB, LlamaKernels.MAX_EXCHANGED_VOCAB, "the Java copy of the limit");
     }
+
+    @Test
+    void batchedHelpersReachTheirOwnFunctions() {
+        assumeTrue(LlamaKernelsHostCallsTest.class.getResource("/META-INF/native/linux-x86_64/libar4j_llama_kernels.so")
+                != null, "the kernels library was not built (-Dar4j.native.skip=true)");
+        // One sequence is the single-sequence call.
+        assertEquals(LlamaKernels.attentionSplits(4, 32, 8, 4096, 132),
+                LlamaKernels.attentionBatchedSplits(4, 1, 32, 8, 4096, 132));
+        assertEquals(LlamaKernels.attentionWorkspaceBytes(4, 32, 8, 128, 4096, 7),
+                LlamaKernels.attentionBatchedWorkspaceBytes(4, 1, 32, 8, 128, 4096, 7));
+        // 64 decodes of 32/8 heads: 64 x 8 blocks per split, so ceil(4 x 132 / 512) = 2 splits; their
+        // workspace: 512 counters, 2048 rows x 2 splits x (2 + 128) fp32, 2048 x 8192 bf16 scores.
+        assertEquals(2, LlamaKernels.attentionBatchedSplits(64, 64, 32, 8, 8192, 132));
+        assertEquals(2048 + 2048L * 2 * 2 * 4 + 2048L * 2 * 128 * 4 + 2048L * 8192 * 2,
+                LlamaKernels.attentionBatchedWorkspaceBytes(64, 64, 32, 8, 128, 8192, 2));
+        assertEquals(0, LlamaKernels.attentionBatchedWorkspaceBytes(3, 2, 32, 8, 128, 8192, 2), "n % sequences != 0");
+        assertEquals(1, LlamaKernels.attentionBatchedSplits(3, 2, 32, 8, 8192, 132), "n % sequences != 0");
+    }
 }
