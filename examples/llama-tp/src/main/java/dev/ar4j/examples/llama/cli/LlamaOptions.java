@@ -76,7 +76,25 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, P
     }
 
     /**
-     * Options of one sequence at a time.
+     * Options of one sequence at a time ({@code batch} 1); the parameters as the record's.
+     *
+     * @param model       {@code --model}
+     * @param synthetic   {@code --synthetic}
+     * @param tp          {@code --tp}
+     * @param mode        {@code --mode}
+     * @param promptInput how the prompt was given
+     * @param prompt      the prompt's token ids, or {@code null}
+     * @param steps       {@code --steps} or {@code --max-new-tokens}
+     * @param draft       {@code --draft}
+     * @param comms       {@code --comm}
+     * @param shareGpu    {@code --share-gpu}
+     * @param devices     {@code --devices}, or {@code null}
+     * @param context     {@code --context}, or 0
+     * @param seed        {@code --seed}
+     * @param tpShardOf   {@code --tp-shard-of}, or 0
+     * @param profile     {@code --profile}
+     * @param output      {@code --output}, or {@code null}
+     * @param sampling    how generate chooses its tokens
      */
     public LlamaOptions(Path model, String synthetic, int tp, RunMode mode, PromptInput promptInput, int[] prompt,
                         int steps, int draft, List<CommMode> comms, boolean shareGpu, int[] devices, int context,
