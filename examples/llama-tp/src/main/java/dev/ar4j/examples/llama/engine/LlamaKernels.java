@@ -80,19 +80,10 @@ final class LlamaKernels {
     }
 
     /**
-     * RoPE on q in place and on k into one layer's key cache, v copied to its value cache
-     * ({@code ar4j_llama_rope_kv_append}), positions from device memory.
-     */
-    void ropeKvAppend(long q, long qStride, long k, long kStride, long v, long vStride, int n, int heads, int kvHeads,
-                      int headDim, long invFreq, long kCache, long vCache, int maxPositions, long positions) {
-        check(kernels_h.ar4j_llama_rope_kv_append(at(q), qStride, at(k), kStride, at(v), vStride, n, heads, kvHeads,
-                headDim, at(invFreq), 1.0f, at(kCache), at(vCache), maxPositions, at(positions), 0, status, pdl, stream),
-                "ar4j_llama_rope_kv_append");
-    }
-
-    /**
-     * {@link #ropeKvAppend} for {@code sequences} equal runs of the n tokens, run s writing into the caches at
-     * {@code kCache + s * cacheSequenceStride} (elements; {@code ar4j_llama_rope_kv_append_batched}).
+     * RoPE on q in place and on k into one layer's key cache, v copied to its value cache, positions from device
+     * memory, for {@code sequences} equal runs of the n tokens, run s writing into the caches at
+     * {@code kCache + s * cacheSequenceStride} (elements; {@code ar4j_llama_rope_kv_append_batched}; one sequence:
+     * {@code ar4j_llama_rope_kv_append}).
      */
     void ropeKvAppendBatched(long q, long qStride, long k, long kStride, long v, long vStride, int n, int sequences,
                              int heads, int kvHeads, int headDim, long invFreq, long kCache, long vCache,
@@ -102,16 +93,10 @@ final class LlamaKernels {
                 at(positions), 0, status, pdl, stream), "ar4j_llama_rope_kv_append_batched");
     }
 
-    /** Appends n tokens' keys and values to one layer's caches. */
-    void kvAppend(long k, long kStride, long v, long vStride, int n, int kvHeads, int headDim, long kCache, long vCache,
-                  int maxPositions, long positions) {
-        check(kernels_h.ar4j_llama_kv_append(at(k), kStride, at(v), vStride, n, kvHeads, headDim, at(kCache), at(vCache),
-                maxPositions, at(positions), 0, status, pdl, stream), "ar4j_llama_kv_append");
-    }
-
     /**
-     * {@link #attention} for {@code sequences} equal runs of the n tokens, run s over the caches at
-     * {@code kCache + s * cacheSequenceStride} (elements; {@code ar4j_llama_attention_batched}).
+     * Causal GQA attention of n query tokens over one layer's caches, for {@code sequences} equal runs of the tokens,
+     * run s over the caches at {@code kCache + s * cacheSequenceStride} (elements; {@code ar4j_llama_attention_batched};
+     * one sequence: {@code ar4j_llama_attention}).
      */
     void attentionBatched(long q, long qStride, long kCache, long vCache, long cacheSequenceStride, int n,
                           int sequences, int heads, int kvHeads, int headDim, int maxPositions, long positions,
@@ -119,15 +104,6 @@ final class LlamaKernels {
         check(kernels_h.ar4j_llama_attention_batched(at(q), qStride, at(kCache), at(vCache), cacheSequenceStride, n,
                 sequences, heads, kvHeads, headDim, maxPositions, at(positions), 0, scale, at(out), outStride, splits,
                 at(workspace), workspaceBytes, status, pdl, stream), "ar4j_llama_attention_batched");
-    }
-
-    /** Causal GQA attention of n query tokens over one layer's caches. */
-    void attention(long q, long qStride, long kCache, long vCache, int n, int heads, int kvHeads, int headDim,
-                   int maxPositions, long positions, float scale, long out, long outStride, int splits, long workspace,
-                   long workspaceBytes) {
-        check(kernels_h.ar4j_llama_attention(at(q), qStride, at(kCache), at(vCache), n, heads, kvHeads, headDim,
-                maxPositions, at(positions), 0, scale, at(out), outStride, splits, at(workspace), workspaceBytes, status,
-                pdl, stream), "ar4j_llama_attention");
     }
 
     /**
