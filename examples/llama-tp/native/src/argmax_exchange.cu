@@ -25,17 +25,30 @@ __global__ void __launch_bounds__(kThreads) argmax_pack_kernel(const int32_t *in
     }
 }
 
+// Whether an exchanged id field holds what a rank packed: a whole number in [0, 2^24). A failed
+// all-reduce leaves NaN there (ar4j's contract), which no conversion may turn into a token.
+__device__ __forceinline__ bool exchanged_id(float x) {
+    return x >= 0.0f && x < float(AR4J_LLAMA_MAX_EXCHANGED_VOCAB) && x == truncf(x);
+}
+
 __global__ void __launch_bounds__(kThreads) argmax_pick_kernel(const float *exchange, int32_t rows, int32_t ranks,
-                                                               int32_t *out_index, float *out_value) {
+                                                               int32_t *out_index, float *out_value,
+                                                               int32_t *device_status) {
     pdl_enter();
     for (int32_t r = int32_t(blockIdx.x) * kThreads + threadIdx.x; r < rows; r += int32_t(gridDim.x) * kThreads) {
         const float *pairs = exchange + 2 * int64_t(r) * ranks;
-        float best = pairs[0];
-        int32_t best_index = int32_t(pairs[1]);
-        for (int32_t q = 1; q < ranks; ++q) {
+        float best = 0.0f;
+        int32_t best_index = -1;
+        for (int32_t q = 0; q < ranks; ++q) {
             const float v = pairs[2 * q];
+            if (!exchanged_id(pairs[2 * q + 1])) {
+                best_index = -1;
+                best = NAN;
+                report(device_status, AR4J_LLAMA_ERROR_TOKEN_ID);
+                break;
+            }
             const int32_t id = int32_t(pairs[2 * q + 1]);
-            if (argmax_wins(v, id, best, best_index)) {
+            if (q == 0 || argmax_wins(v, id, best, best_index)) {
                 best = v;
                 best_index = id;
             }
@@ -74,7 +87,7 @@ AR4J_LLAMA_API int ar4j_llama_argmax_pack(const int32_t *index, const float *val
 }
 
 AR4J_LLAMA_API int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index,
-                                          float *out_value, int32_t pdl, void *stream) {
+                                          float *out_value, int32_t *device_status, int32_t pdl, void *stream) {
     if (exchange == nullptr || out_index == nullptr) return AR4J_LLAMA_ERROR_NULL_POINTER;
     if (!valid_exchange(rows, ranks)) return AR4J_LLAMA_ERROR_SIZE;
     if (!aligned(exchange, 4) || !aligned(out_index, 4) || (out_value != nullptr && !aligned(out_value, 4))) {
@@ -82,5 +95,5 @@ AR4J_LLAMA_API int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, i
     }
     const unsigned int blocks = stride_blocks(rows, kThreads);
     return launch(argmax_pick_kernel, dim3(blocks), dim3(kThreads), 0, stream, pdl != 0, exchange, rows, ranks,
-                  out_index, out_value);
+                  out_index, out_value, device_status);
 }

@@ -57,8 +57,10 @@ inline void check_argmax_exchange(int32_t ranks, int32_t rows, int32_t vocab_per
     d_sum.upload(sum);
     d_out.poison();
     d_out_value.poison();
-    rc |= ar4j_llama_argmax_pick(d_sum.as<float>(), rows, ranks, d_out.as<int32_t>(), d_out_value.as<float>(), 1,
-                                 nullptr);
+    DeviceBuffer d_status(4);
+    TEST_CUDA(cudaMemset(d_status.get(), 0, 4));
+    rc |= ar4j_llama_argmax_pick(d_sum.as<float>(), rows, ranks, d_out.as<int32_t>(), d_out_value.as<float>(),
+                                 d_status.as<int32_t>(), 1, nullptr);
     sync();
     const std::vector<int32_t> got = d_out.download<int32_t>(rows);
     const std::vector<float> got_value = d_out_value.download<float>(rows);
@@ -68,11 +70,21 @@ inline void check_argmax_exchange(int32_t ranks, int32_t rows, int32_t vocab_per
         const bool value_ok = std::isnan(w) ? std::isnan(got_value[r]) : got_value[r] == w;
         wrong += got[r] != want[r] || !value_ok;
     }
-    check(rc == 0 && wrong == 0 && only_own_slot, "argmax exchange",
+    // What a failed all-reduce leaves (every float NaN): no token, a named error.
+    std::vector<float> poisoned(floats, NAN);
+    d_sum.upload(poisoned);
+    const bool clean_status = device_status_word(d_status) == 0;
+    rc |= ar4j_llama_argmax_pick(d_sum.as<float>(), rows, ranks, d_out.as<int32_t>(), d_out_value.as<float>(),
+                                 d_status.as<int32_t>(), 1, nullptr);
+    sync();
+    const std::vector<int32_t> refused = d_out.download<int32_t>(rows);
+    bool no_token = device_status_word(d_status) == AR4J_LLAMA_ERROR_TOKEN_ID;
+    for (int32_t x : refused) no_token &= x == -1;
+    check(rc == 0 && wrong == 0 && only_own_slot && clean_status && no_token, "argmax exchange",
           "(%d ranks x %d ids (vocab %d), %d rows: %d wrong; other slots zero %d; rows 0-3 got %d %d %d %d, want "
-          "%d %d %d %d: a tie across shards, a NaN in the last, all -inf, -0 = +0)",
+          "%d %d %d %d: a tie across shards, a NaN in the last, all -inf, -0 = +0; NaN pairs refused %d)",
           ranks, vocab_per_rank, vocab, rows, wrong, only_own_slot, got[0], got[1], got[2], got[3], want[0], want[1],
-          want[2], want[3]);
+          want[2], want[3], no_token);
 }
 
 // Refused calls: each returns its named code and launches nothing.
@@ -87,9 +99,10 @@ inline void check_argmax_exchange_arguments() {
         ar4j_llama_argmax_pack(ids, f, 1, 2, -1, 100, f, 0, nullptr),
         ar4j_llama_argmax_pack(ids, f, 1, 2, 0, AR4J_LLAMA_MAX_EXCHANGED_VOCAB + 1, f, 0, nullptr),
         ar4j_llama_argmax_pack(ids, f, 1, 2, 0, 100, reinterpret_cast<float *>(a.as<char>() + 2), 0, nullptr),
-        ar4j_llama_argmax_pick(f, 1, 0, ids, f, 0, nullptr),
-        ar4j_llama_argmax_pick(f, 1, 2, nullptr, f, 0, nullptr),
-        ar4j_llama_argmax_pick(f, 1, 2, ids, reinterpret_cast<float *>(a.as<char>() + 1), 0, nullptr),
+        ar4j_llama_argmax_pick(f, 1, 0, ids, f, nullptr, 0, nullptr),
+        ar4j_llama_argmax_pick(f, 1, 2, nullptr, f, nullptr, 0, nullptr),
+        ar4j_llama_argmax_pick(f, 1, 2, ids, reinterpret_cast<float *>(a.as<char>() + 1), nullptr, 0,
+                               nullptr),
     };
     const int expected[] = {
         AR4J_LLAMA_ERROR_NULL_POINTER, AR4J_LLAMA_ERROR_SIZE, AR4J_LLAMA_ERROR_INVALID_ARGUMENT,

@@ -506,7 +506,9 @@ int ar4j_llama_argmax(int32_t dtype, const void *logits, int64_t row_stride, int
  *      non-zero addend; the count ar4j_llama_argmax_exchange_floats gives, a multiple of 4);
  *   3. ar4j_llama_argmax_pick chooses per row among the ranks' pairs as torch.argmax over the whole
  *      vocabulary does (a NaN is the maximum, then the larger value, then the lower token id):
- *      out_index[r], and out_value[r] when out_value != NULL.
+ *      out_index[r], and out_value[r] when out_value != NULL. Device-side: an id field that is not a
+ *      whole number in [0, AR4J_LLAMA_MAX_EXCHANGED_VOCAB) (the NaN a failed all-reduce leaves) gives
+ *      out_index[r] = -1, out_value[r] = NaN and AR4J_LLAMA_ERROR_TOKEN_ID in device_status (may be NULL).
  * The buffer's floats past rows * ranks * 2 (up to the multiple of 4) are never written: zero them
  * once. vocab: the vocabulary size, 1 .. AR4J_LLAMA_MAX_EXCHANGED_VOCAB (ids exact in fp32;
  * AR4J_LLAMA_ERROR_SIZE otherwise); 1 <= rows, 1 <= ranks, rows * ranks <= 2^28; 0 <= rank < ranks
@@ -516,7 +518,7 @@ size_t ar4j_llama_argmax_exchange_floats(int32_t rows, int32_t ranks);  /* 0 whe
 int ar4j_llama_argmax_pack(const int32_t *index, const float *value, int32_t rows, int32_t ranks,
                            int32_t rank, int32_t vocab, float *exchange, int32_t pdl, void *stream);
 int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index,
-                           float *out_value, int32_t pdl, void *stream);
+                           float *out_value, int32_t *device_status, int32_t pdl, void *stream);
 
 /*
  * Sampling: for each of rows rows of bf16 logits (row r at logits + r * row_stride, its first n

@@ -221,10 +221,13 @@ final class LlamaKernels {
                 stream), "ar4j_llama_argmax_pack");
     }
 
-    /** Per row, the best of the ranks' pairs in the all-reduced exchange buffer, as torch.argmax over the vocabulary. */
+    /**
+     * Per row, the best of the ranks' pairs in the all-reduced exchange buffer, as torch.argmax over the vocabulary;
+     * a pair a failed all-reduce left NaN sets the status word (the step then throws) and gives no token.
+     */
     void argmaxPick(long exchange, int rows, int ranks, long outIndex, long outValue) {
-        check(kernels_h.ar4j_llama_argmax_pick(at(exchange), rows, ranks, at(outIndex), at(outValue), pdl, stream),
-                "ar4j_llama_argmax_pick");
+        check(kernels_h.ar4j_llama_argmax_pick(at(exchange), rows, ranks, at(outIndex), at(outValue), status, pdl,
+                stream), "ar4j_llama_argmax_pick");
     }
 
     /** Bytes of the sampling kernel's state (its step counter and completion word). */

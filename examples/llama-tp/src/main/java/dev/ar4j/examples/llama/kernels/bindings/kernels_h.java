@@ -1915,6 +1915,7 @@ public class kernels_h extends kernels_h$shared {
             kernels_h.C_INT,
             kernels_h.C_POINTER,
             kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
             kernels_h.C_INT,
             kernels_h.C_POINTER
         );
@@ -1927,7 +1928,7 @@ public class kernels_h extends kernels_h$shared {
     /**
      * Function descriptor for:
      * {@snippet lang=c :
-     * int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index, float *out_value, int32_t pdl, void *stream)
+     * int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index, float *out_value, int32_t *device_status, int32_t pdl, void *stream)
      * }
      */
     public static FunctionDescriptor ar4j_llama_argmax_pick$descriptor() {
@@ -1937,7 +1938,7 @@ public class kernels_h extends kernels_h$shared {
     /**
      * Downcall method handle for:
      * {@snippet lang=c :
-     * int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index, float *out_value, int32_t pdl, void *stream)
+     * int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index, float *out_value, int32_t *device_status, int32_t pdl, void *stream)
      * }
      */
     public static MethodHandle ar4j_llama_argmax_pick$handle() {
@@ -1947,7 +1948,7 @@ public class kernels_h extends kernels_h$shared {
     /**
      * Address for:
      * {@snippet lang=c :
-     * int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index, float *out_value, int32_t pdl, void *stream)
+     * int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index, float *out_value, int32_t *device_status, int32_t pdl, void *stream)
      * }
      */
     public static MemorySegment ar4j_llama_argmax_pick$address() {
@@ -1956,16 +1957,16 @@ public class kernels_h extends kernels_h$shared {
 
     /**
      * {@snippet lang=c :
-     * int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index, float *out_value, int32_t pdl, void *stream)
+     * int ar4j_llama_argmax_pick(const float *exchange, int32_t rows, int32_t ranks, int32_t *out_index, float *out_value, int32_t *device_status, int32_t pdl, void *stream)
      * }
      */
-    public static int ar4j_llama_argmax_pick(MemorySegment exchange, int rows, int ranks, MemorySegment out_index, MemorySegment out_value, int pdl, MemorySegment stream) {
+    public static int ar4j_llama_argmax_pick(MemorySegment exchange, int rows, int ranks, MemorySegment out_index, MemorySegment out_value, MemorySegment device_status, int pdl, MemorySegment stream) {
         var mh$ = ar4j_llama_argmax_pick.HANDLE;
         try {
             if (TRACE_DOWNCALLS) {
-                traceDowncall("ar4j_llama_argmax_pick", exchange, rows, ranks, out_index, out_value, pdl, stream);
+                traceDowncall("ar4j_llama_argmax_pick", exchange, rows, ranks, out_index, out_value, device_status, pdl, stream);
             }
-            return (int)mh$.invokeExact(exchange, rows, ranks, out_index, out_value, pdl, stream);
+            return (int)mh$.invokeExact(exchange, rows, ranks, out_index, out_value, device_status, pdl, stream);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
