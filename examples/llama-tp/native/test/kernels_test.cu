@@ -6,6 +6,7 @@
 //   build.sh OUT_DIR test && OUT_DIR/ar4j_llama_kernels_test [seed]
 //   OUT_DIR/ar4j_llama_kernels_test --bench-linear     (timing of the rows kernel only)
 //   OUT_DIR/ar4j_llama_kernels_test --bench-attention  (timing of the attention only)
+//   OUT_DIR/ar4j_llama_kernels_test --bench-prefetch   (what an L2 prefetch of a weight buys the rows kernel)
 //   OUT_DIR/ar4j_llama_kernels_test --bench-sample     (timing of the sampling kernel only)
 //
 // Exits 0 when every check passed, 1 when one failed, 2 when the test itself could not run.
@@ -19,6 +20,7 @@
 #include "attention_bench.h"
 #include "linear_bench.h"
 #include "linear_checks.h"
+#include "prefetch_bench.h"
 #include "prefill_checks.h"
 #include "sample_bench.h"
 #include "sample_checks.h"
@@ -34,6 +36,10 @@ int main(int argc, char **argv) {
     TEST_CUDA(cudaGetDeviceProperties(&prop, 0));
     if (argc > 1 && strcmp(argv[1], "--bench-linear") == 0) {
         bench_linear_rows();
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--bench-prefetch") == 0) {
+        bench_prefetch();
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--bench-sample") == 0) {
@@ -173,6 +179,7 @@ int main(int argc, char **argv) {
     check_linear_rows_splits(1, 300, 4096);
     check_linear_rows_splits(3, 77, 1048);
     check_linear_rows_splits(8, 40, 14336);
+    check_prefetch_l2();
     for (int32_t splits : {0, 1, 2, 4}) check_linear_rows_silu_mul(1, 700, 2048, splits);
     check_linear_rows_silu_mul(3, 515, 1024, 0);
     check_linear_rows_silu_mul(8, 64, 4096, 2);

@@ -131,3 +131,51 @@ inline void check_linear_rows_argmax(int32_t rows, int32_t n, int32_t k, int32_t
 }
 
 }  // namespace test
+
+namespace test {
+
+// An L2 prefetch of W before the product, both captured in one graph with PDL (as the engine's
+// step), changes nothing of the product's bits; its arguments are checked.
+inline void check_prefetch_l2() {
+    const int32_t rows = 1, n = 2048, k = 4096;
+    std::vector<uint16_t> w = random_bf16(size_t(n) * k, -1.0f, 1.0f);
+    std::vector<uint16_t> x = random_bf16(size_t(rows) * k, -2.0f, 2.0f);
+    DeviceBuffer d_w(w.size() * 2), d_x(x.size() * 2), d_y(size_t(rows) * n * 2), d_y2(size_t(rows) * n * 2);
+    d_w.upload(w);
+    d_x.upload(x);
+    d_y.poison();
+    d_y2.poison();
+    cudaStream_t stream;
+    TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    int rc = ar4j_llama_linear_rows(d_w.get(), d_x.get(), k, d_y.get(), n, rows, n, k, 1, stream);
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    rc |= ar4j_llama_prefetch_l2(d_w.get(), d_w.bytes(), 1, stream);
+    rc |= ar4j_llama_linear_rows(d_w.get(), d_x.get(), k, d_y2.get(), n, rows, n, k, 1, stream);
+    TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+    TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    TEST_CUDA(cudaGraphLaunch(exec, stream));
+    TEST_CUDA(cudaStreamSynchronize(stream));
+    std::vector<uint16_t> y = d_y.download<uint16_t>(size_t(n));
+    std::vector<uint16_t> y2 = d_y2.download<uint16_t>(size_t(n));
+    size_t differ = 0;
+    for (int j = 0; j < n; ++j) differ += y[j] != y2[j];
+    const char *bytes = static_cast<const char *>(d_w.get());
+    const int codes[] = {ar4j_llama_prefetch_l2(nullptr, 16, 1, stream), ar4j_llama_prefetch_l2(bytes, 0, 1, stream),
+                         ar4j_llama_prefetch_l2(bytes, 24, 1, stream), ar4j_llama_prefetch_l2(bytes + 8, 16, 1, stream),
+                         ar4j_llama_prefetch_l2(bytes, 16, 0, stream)};
+    const int expected[] = {AR4J_LLAMA_ERROR_NULL_POINTER, AR4J_LLAMA_ERROR_SIZE, AR4J_LLAMA_ERROR_SIZE,
+                            AR4J_LLAMA_ERROR_MISALIGNED, AR4J_LLAMA_OK};
+    int wrong = 0;
+    for (int i = 0; i < 5; ++i) wrong += codes[i] != expected[i];
+    TEST_CUDA(cudaStreamSynchronize(stream));
+    TEST_CUDA(cudaGraphExecDestroy(exec));
+    TEST_CUDA(cudaGraphDestroy(graph));
+    TEST_CUDA(cudaStreamDestroy(stream));
+    check(rc == 0 && differ == 0 && wrong == 0, "prefetch_l2",
+          "(a product after a prefetch of its weight in one graph: %zu of %d outputs differ; %d of 5 argument codes "
+          "wrong)", differ, n, wrong);
+}
+
+}  // namespace test

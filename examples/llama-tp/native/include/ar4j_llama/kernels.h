@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 /* The ABI version of this header; ar4j_llama_abi_version() returns the library's. */
-#define AR4J_LLAMA_ABI_VERSION 6
+#define AR4J_LLAMA_ABI_VERSION 7
 
 /* Named status codes (cudaError_t values are below 10000). */
 enum ar4j_llama_status {
@@ -445,6 +445,17 @@ int ar4j_llama_linear_rows_silu_mul(const void *w_gate_up, const void *x, int64_
                                     void *out, int64_t out_row_stride, int32_t rows,
                                     int32_t intermediate, int32_t k, int32_t k_splits, int32_t pdl,
                                     void *stream);
+
+/*
+ * Asks for bytes of device memory at p to be brought into the L2 cache, without waiting for them:
+ * the decode step issues it for the next product's weight before kernels that read little from
+ * memory (RoPE, attention, the norms), so the weight streams from L2 when the product reads it.
+ * A hint only: what is evicted before it is read costs time, never a wrong value. Launched with
+ * programmatic dependent launch when pdl is set, the next kernel may start at once; a kernel that
+ * waits for this one also waits for every kernel before it. p 16-byte aligned
+ * (AR4J_LLAMA_ERROR_MISALIGNED), bytes a positive multiple of 16 (AR4J_LLAMA_ERROR_SIZE).
+ */
+int ar4j_llama_prefetch_l2(const void *p, size_t bytes, int32_t pdl, void *stream);
 
 /* Bytes of device workspace ar4j_llama_linear_rows_argmax needs (0 when an argument is out of
  * range): 16 + rows * ceil(n / 8) * 8. */

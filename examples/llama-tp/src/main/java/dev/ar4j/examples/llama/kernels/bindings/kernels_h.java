@@ -23,10 +23,10 @@ public class kernels_h extends kernels_h$shared {
     static final SymbolLookup SYMBOL_LOOKUP = SymbolLookup.loaderLookup()
             .or(Linker.nativeLinker().defaultLookup());
 
-    private static final int AR4J_LLAMA_ABI_VERSION = (int)6L;
+    private static final int AR4J_LLAMA_ABI_VERSION = (int)7L;
     /**
      * {@snippet lang=c :
-     * #define AR4J_LLAMA_ABI_VERSION 6
+     * #define AR4J_LLAMA_ABI_VERSION 7
      * }
      */
     public static int AR4J_LLAMA_ABI_VERSION() {
@@ -1497,6 +1497,69 @@ public class kernels_h extends kernels_h$shared {
                 traceDowncall("ar4j_llama_linear_rows_silu_mul", w_gate_up, x, x_row_stride, out, out_row_stride, rows, intermediate, k, k_splits, pdl, stream);
             }
             return (int)mh$.invokeExact(w_gate_up, x, x_row_stride, out, out_row_stride, rows, intermediate, k, k_splits, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_prefetch_l2 {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_prefetch_l2");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_prefetch_l2(const void *p, size_t bytes, int32_t pdl, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_prefetch_l2$descriptor() {
+        return ar4j_llama_prefetch_l2.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_prefetch_l2(const void *p, size_t bytes, int32_t pdl, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_llama_prefetch_l2$handle() {
+        return ar4j_llama_prefetch_l2.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_prefetch_l2(const void *p, size_t bytes, int32_t pdl, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_llama_prefetch_l2$address() {
+        return ar4j_llama_prefetch_l2.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_prefetch_l2(const void *p, size_t bytes, int32_t pdl, void *stream)
+     * }
+     */
+    public static int ar4j_llama_prefetch_l2(MemorySegment p, long bytes, int pdl, MemorySegment stream) {
+        var mh$ = ar4j_llama_prefetch_l2.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_prefetch_l2", p, bytes, pdl, stream);
+            }
+            return (int)mh$.invokeExact(p, bytes, pdl, stream);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
