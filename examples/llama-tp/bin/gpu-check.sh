@@ -38,7 +38,9 @@
 #      of TP N alone: the per-rank compute of a TP N step, a projection), beside TP 1 at 512.
 #   batch (not in the default STEPS): llama3-8b bench with --batch B for B in BATCHES (default
 #      "1 8 32 64") at TP 1, prompt 512, --draft 3 (decode B tokens, verify 3B; tokens/s), and B 8 at
-#      TP 2 with the ranks sharing the GPU (functional, and the communication share).
+#      TP 2 with the ranks sharing the GPU (functional, and the communication share); then generate
+#      --batch with prompts of different lengths (tiny at TP 1 and TP 2 sharing the GPU, llama3-8b at
+#      TP 1), each sequence's tokens equal to its prompt generated alone.
 # Logs go to $OUT (or examples/llama-tp/.gpu/out). Exit 0 only when every step passed.
 #   PYTHON    the Python with torch and transformers (default /opt/torch/.venv/bin/python3, else python3)
 #   STEPS     which steps to run (default "kernels reference it text generate bench"; also: shard)
@@ -133,6 +135,27 @@ text_missing() {
   echo "no $reference/text/reference.json: make_reference.py did not make the text model (its log, reference or" \
     "reference-text, says why: without .gpu/tokenizers/llama3 it is skipped)"
   return 1
+}
+
+# generate --batch against each prompt alone: the model and options, then the prompts (id lists); every sequence's
+# 'tokens s:' line of the batch run must equal the 'tokens:' line of its prompt generated alone (greedy, --output ids).
+batch_generate() {  # model options..., --, prompt ids...
+  local opts=() prompts=() p s=0 alone batch_line
+  while [[ "$1" != -- ]]; do opts+=("$1"); shift; done; shift
+  prompts=("$@")
+  local joined; joined=$(IFS=';'; echo "${prompts[*]}")
+  llama "${opts[@]}" --batch "${#prompts[@]}" --prompt-ids "$joined" --output ids >"$logs/batch-generate.out" || return 1
+  cat "$logs/batch-generate.out"
+  for p in "${prompts[@]}"; do
+    alone=$(llama "${opts[@]}" --prompt-ids "$p" --output ids | grep '^tokens: ') || return 1
+    batch_line=$(grep "^tokens $s: " "$logs/batch-generate.out")
+    echo "sequence $s alone: $alone"
+    if [[ "${batch_line#tokens $s: }" != "${alone#tokens: }" || -z "$alone" ]]; then
+      echo "sequence $s of the batch differs from its prompt alone"; return 1
+    fi
+    s=$((s + 1))
+  done
+  echo "every sequence of the batch equals its prompt generated alone"
 }
 
 # The engine's bench at decode context $1: a prompt of $1 tokens (ids 1..$1), so decode and verify run at
@@ -273,7 +296,10 @@ sys.exit(0 if index.get("format_version") == 3 and all(m in index.get("models", 
           --prompt "$(seq -s, 1 512)" --context 520 --draft 3 --steps 300
       done
       step batch-llama3-8b-tp2-b8 llama --synthetic llama3-8b --tp 2 --share-gpu --mode bench --batch 8 \
-        --prompt "$(seq -s, 1 512)" --context 520 --draft 3 --steps 100 ;;
+        --prompt "$(seq -s, 1 512)" --context 520 --draft 3 --steps 100
+      step batch-generate-tiny batch_generate --synthetic tiny --steps 24 -- 1,2,3,4 5,6,7 9,10,11,12,13 42
+      step batch-generate-tiny-tp2 batch_generate --synthetic tiny --tp 2 --share-gpu --steps 24 -- 1,2,3,4 5,6,7 8
+      step batch-generate-llama3-8b batch_generate --synthetic llama3-8b --steps 16 -- 1,2,3,4 500,600,700 ;;
     *) echo "gpu-check: unknown step '$s' (kernels, reference, it, text, generate, bench, shard, batch)" >&2; exit 2 ;;
   esac
 done

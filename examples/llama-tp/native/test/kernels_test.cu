@@ -4,7 +4,7 @@
 // the stated tolerance where fp32 summation order or libm ulps may differ.
 //
 //   build.sh OUT_DIR test && OUT_DIR/ar4j_llama_kernels_test [seed]
-//   OUT_DIR/ar4j_llama_kernels_test --bench-linear     (timing of the rows kernel only)
+//   OUT_DIR/ar4j_llama_kernels_test --bench-linear [quick]  (timing of the rows kernel only; quick: TP 1 shapes, 1 row)
 //   OUT_DIR/ar4j_llama_kernels_test --bench-attention  (timing of the attention only)
 //   OUT_DIR/ar4j_llama_kernels_test --bench-prefetch   (what an L2 prefetch of a weight buys the rows kernel)
 //   OUT_DIR/ar4j_llama_kernels_test --bench-sample     (timing of the sampling kernel only)
@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
     cudaDeviceProp prop;
     TEST_CUDA(cudaGetDeviceProperties(&prop, 0));
     if (argc > 1 && strcmp(argv[1], "--bench-linear") == 0) {
-        bench_linear_rows();
+        bench_linear_rows(argc > 2 && strcmp(argv[2], "quick") == 0);
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--bench-prefetch") == 0) {

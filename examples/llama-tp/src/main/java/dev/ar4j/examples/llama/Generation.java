@@ -23,6 +23,21 @@ final class Generation {
         };
     }
 
+    /** The engine's per-sequence prefill and batch decode step. */
+    static BatchLoop.Steps batchSteps(RankEngine e) {
+        return new BatchLoop.Steps() {
+            @Override
+            public int prefill(int sequence, int[] prompt) {
+                return e.prefill(sequence, prompt);
+            }
+
+            @Override
+            public void decode(int[] ids, int[] positions, int[] next) {
+                e.decodeBatch(ids, positions, next);
+            }
+        };
+    }
+
     /**
      * Feeds the generated tokens again, {@code draft} at a time, through the verify step and counts
      * the positions where its greedy token is the decode step's.

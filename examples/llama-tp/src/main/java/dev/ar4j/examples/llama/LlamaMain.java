@@ -14,6 +14,7 @@ import picocli.CommandLine;
 import java.io.InputStream;
 import java.io.PrintStream;
 import java.nio.file.Files;
+import java.util.function.Function;
 import java.io.PrintWriter;
 
 /**
@@ -131,12 +132,17 @@ public final class LlamaMain {
 
     /**
      * The options with the prompt's token ids: given, or the text (of standard input with {@code --prompt -})
-     * through the tokenizer, its special tokens added (Llama's BOS).
+     * through the tokenizer, its special tokens added (Llama's BOS); in generate with {@code --batch B}, B prompts.
      */
     private static LlamaOptions withPrompt(LlamaOptions o, Tokenizer tokenizer, InputStream in) {
         String none = o.model() == null ? "synthetic models have none" : o.model() + " has no " + TOKENIZER_FILE;
-        int[] ids = o.prompt() != null ? o.prompt() : o.promptInput().resolve(o.mode() == RunMode.BENCH,
-                tokenizer == null ? null : text -> tokenizer.encode(text, true), none, in, Runner.launched());
+        Function<String, int[]> encoder = tokenizer == null ? null : text -> tokenizer.encode(text, true);
+        if (o.mode() == RunMode.GENERATE && o.batch() > 1) {
+            return o.withBatchPrompts(o.promptInput().resolveBatch(o.batch(), encoder, none, in, Runner.launched()),
+                    tokenizer != null);
+        }
+        int[] ids = o.prompt() != null ? o.prompt() : o.promptInput().resolve(o.mode() == RunMode.BENCH, encoder,
+                none, in, Runner.launched());
         return o.withPrompt(ids, tokenizer != null);
     }
 }

@@ -196,6 +196,10 @@ final class Runner {
      */
     private static void generate(LlamaOptions o, RankGroup group, List<RankEngine> engines, Tokenizer tokenizer,
                                  PrintStream out, PrintStream info) {
+        if (o.batch() > 1) {
+            generateBatch(o, group, engines, tokenizer, out, info);
+            return;
+        }
         AnswerPrinter printer = printer(o, tokenizer, out);
         int[] stopTokens = stopTokens(tokenizer);
         int[] prompt = o.prompt();
@@ -219,6 +223,47 @@ final class Runner {
             info.println("verify (--draft " + o.draft() + "): " + check.get(0));
         }
         info.println(made.get(0).summary());
+    }
+
+    /**
+     * Generation of a batch of prompts on every rank (greedy), each sequence's answer printed when the batch is done
+     * ({@code [s] text}, or {@code tokens s: 1,2,3}), the ranks' tokens compared, the summary line.
+     */
+    private static void generateBatch(LlamaOptions o, RankGroup group, List<RankEngine> engines, Tokenizer tokenizer,
+                                      PrintStream out, PrintStream info) {
+        int[][] prompts = o.batchPrompts();
+        int[] stopTokens = stopTokens(tokenizer);
+        if (o.output() != AnswerFormat.TEXT) {
+            for (int s = 0; s < prompts.length; s++) {
+                info.println("sequence " + s + " " + AnswerPrinter.promptIdsLine(prompts[s]));
+            }
+        }
+        List<List<Generated>> made = group.onEveryRank("generating a batch", STEP_TIMEOUT, (i, c) -> new BatchLoop(
+                Generation.batchSteps(engines.get(i)), stopTokens, System::nanoTime).run(prompts, o.steps()));
+        List<Generated> first = made.get(0);
+        for (List<Generated> rank : made) {
+            for (int s = 0; s < prompts.length; s++) {
+                if (!Arrays.equals(rank.get(s).tokens(), first.get(s).tokens())) {
+                    throw new IllegalStateException("the ranks generated different tokens for sequence " + s + ": "
+                            + Arrays.toString(rank.get(s).tokens()) + " and " + Arrays.toString(first.get(s).tokens()));
+                }
+            }
+        }
+        for (int s = 0; s < prompts.length; s++) {
+            int[] tokens = first.get(s).tokens();
+            if (o.output() == AnswerFormat.TEXT) {
+                int[] shown = first.get(s).stopToken() >= 0 ? Arrays.copyOf(tokens, tokens.length - 1) : tokens;
+                out.println("[" + s + "] " + tokenizer.decode(shown, true));
+            } else {
+                StringBuilder line = new StringBuilder("tokens " + s + ": ");
+                for (int j = 0; j < tokens.length; j++) {
+                    line.append(j == 0 ? "" : ",").append(tokens[j]);
+                }
+                out.println(line);
+            }
+        }
+        out.flush();
+        info.println(BatchLoop.summary(first));
     }
 
     /**

@@ -69,6 +69,22 @@ class TextPromptTest {
     }
 
     @Test
+    void aBatchsPromptsAreEncodedLineByLineAndTheLongestIsChecked(@TempDir Path dir) throws IOException {
+        folder(dir, true);
+        Tokenizer t = Tokenizer.load(dir);
+        int longest = t.encode("abc ab abc", true).length;
+        assertTrue(longest > t.encode("ab", true).length);
+        assertEquals(2, run("ab\nabc ab abc\n", "--model", dir.toString(), "--batch", "2", "--prompt", "-",
+                "--context", "8", "--steps", "8"));
+        assertTrue(errors().contains("the prompt (" + longest + " tokens) + --steps (--max-new-tokens) 8"), errors());
+        assertEquals(2, run("", "--model", dir.toString(), "--batch", "3", "--prompt", "ab\nc", "--steps", "8"));
+        assertTrue(errors().contains("--prompt gives 2 prompts but --batch is 3"), errors());
+        assertEquals(2, run("", "--model", dir.toString(), "--batch", "2", "--prompt-ids", "1,2;4096", "--steps", "8"));
+        assertTrue(errors().contains("--prompt-ids (prompt 2): token 0 is 4096, outside the vocabulary of 4096"),
+                errors());
+    }
+
+    @Test
     void standardInputIsEncodedToo(@TempDir Path dir) throws IOException {
         folder(dir, true);
         int n = Tokenizer.load(dir).encode("ab\nc", true).length;

@@ -80,9 +80,10 @@ public final class LlamaCommand {
             + "bench: 3)")
     private String draft;
 
-    @Option(names = "--batch", paramLabel = "B", description = "bench: sequences decoded at once, 1..256 (default 1): "
-            + "the decode step runs one token of each, the verify step --draft tokens of each; each sequence has its "
-            + "own KV cache of --context positions")
+    @Option(names = "--batch", paramLabel = "B", description = "sequences decoded at once, 1..256 (default 1), each with "
+            + "its own KV cache of --context positions. bench: the decode step runs one token of each, the verify step "
+            + "--draft tokens of each; generate: B prompts, one per line of --prompt (or of standard input), or "
+            + "--prompt-ids lists separated by ';', generated greedily together, each answer printed when all are done")
     private String batch;
 
     @Option(names = "--comm", paramLabel = "C[,C...]", description = "ar4j (default) | nccl | nccl-symm; a list in "
@@ -208,9 +209,11 @@ public final class LlamaCommand {
             }
         }
         PromptInput given = promptInput();
+        int sequences = OptionValues.intValue("--batch", or(batch, "1"), 1, EngineSettings.MAX_BATCH);
+        boolean batchPrompts = sequences > 1 && !bench;  // generate's B prompts are resolved with the model
         // Token ids given, by default, or for a model without tokenizer are checked now; text waits for the model.
-        int[] ids = given.resolvableWithout(model != null) ? given.resolve(bench, null, "synthetic models have none",
-                null, false) : null;
+        int[] ids = !batchPrompts && given.resolvableWithout(model != null)
+                ? given.resolve(bench, null, "synthetic models have none", null, false) : null;
         int stepCount = OptionValues.intValue(maxNewTokens != null ? "--max-new-tokens" : "--steps",
                 or(stepsGiven(bench), bench ? "1000" : "32"), 1, 1 << 24);
         int draftTokens = OptionValues.intValue("--draft", or(draft, bench ? "3" : "0"), bench ? 1 : 0, MAX_DRAFT);
@@ -233,15 +236,14 @@ public final class LlamaCommand {
             throw new UsageException("--profile: it profiles the steps of --mode bench; add --mode bench");
         }
         Sampling sampling = sampling(bench, weightSeed, draftTokens);
-        int sequences = OptionValues.intValue("--batch", or(batch, "1"), 1, EngineSettings.MAX_BATCH);
-        if (sequences > 1 && !bench) {
-            throw new UsageException("--batch " + sequences + ": generate decodes one sequence; a batch is for "
-                    + "--mode bench");
+        if (batchPrompts && (draftTokens > 0 || !sampling.greedy())) {
+            throw new UsageException("--batch " + sequences + " in generate: a batch is generated greedily, without a "
+                    + "verify step; leave out " + (draftTokens > 0 ? "--draft" : "--temperature, --top-k and --top-p"));
         }
         LlamaOptions options = new LlamaOptions(model == null ? null : folder(model), synthetic, ranks, runMode, given,
                 ids, stepCount, draftTokens, comms, shareGpu, deviceList, positions, weightSeed, shardOf, profile,
-                answerFormat(bench), sampling, sequences);
-        return synthetic != null ? options.withPrompt(ids, false) : options;
+                answerFormat(bench), sampling, sequences, null);
+        return synthetic != null && !batchPrompts ? options.withPrompt(ids, false) : options;
     }
 
     /** --temperature, --top-k and --top-p (with --seed): greedy unless a temperature above 0 is given. */

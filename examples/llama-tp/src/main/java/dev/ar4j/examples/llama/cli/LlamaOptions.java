@@ -35,12 +35,14 @@ import java.util.List;
  *                  {@link #withPrompt} picks the default
  * @param sampling  {@code --temperature}, {@code --top-k}, {@code --top-p} with {@code --seed}: how generate chooses
  *                  its tokens ({@link Sampling#GREEDY} by default and in bench)
- * @param batch     {@code --batch B}: sequences decoded at once (bench only; 1 elsewhere)
+ * @param batch     {@code --batch B}: sequences decoded at once (bench: B copies of the prompt; generate: B prompts,
+ *                  greedy, without a verify step)
+ * @param batchPrompts generate's B prompts ({@link #withBatchPrompts}), or {@code null}: one sequence, or bench
  */
 public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, PromptInput promptInput, int[] prompt,
                            int steps, int draft, List<CommMode> comms, boolean shareGpu, int[] devices, int context,
                            long seed, int tpShardOf, boolean profile, AnswerFormat output, Sampling sampling,
-                           int batch) {
+                           int batch, int[][] batchPrompts) {
 
     /** The KV-cache positions when {@code --context} is not given (fewer if the model allows fewer). */
     public static final int DEFAULT_CONTEXT = 2048;
@@ -66,11 +68,20 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, P
             throw new IllegalArgumentException(sampling.describe() + " in " + mode + " mode with --draft " + draft
                     + ": sampling chooses generate's tokens, without a verify step");
         }
-        if (batch < 1 || batch > EngineSettings.MAX_BATCH || (batch > 1 && mode != RunMode.BENCH)) {
-            throw new IllegalArgumentException("--batch " + batch + " in " + mode + " mode: a batch of 1.."
-                    + EngineSettings.MAX_BATCH + " sequences, in bench mode (generate decodes one sequence)");
+        if (batch < 1 || batch > EngineSettings.MAX_BATCH) {
+            throw new IllegalArgumentException("--batch " + batch + ": a batch of 1.." + EngineSettings.MAX_BATCH
+                    + " sequences");
+        }
+        if (batch > 1 && mode == RunMode.GENERATE && (draft > 0 || !sampling.greedy())) {
+            throw new IllegalArgumentException("--batch " + batch + " in generate with " + (draft > 0 ? "--draft "
+                    + draft : sampling.describe()) + ": a batch is generated greedily, without a verify step");
+        }
+        if (batchPrompts != null && (mode != RunMode.GENERATE || batchPrompts.length != batch)) {
+            throw new IllegalArgumentException(batchPrompts.length + " prompts for --batch " + batch + " in " + mode
+                    + " mode: generate takes one prompt per sequence of its batch");
         }
         prompt = prompt == null ? null : prompt.clone();
+        batchPrompts = batchPrompts == null ? null : deepCopy(batchPrompts);
         devices = devices == null ? null : devices.clone();
         comms = List.copyOf(comms);
     }
@@ -100,7 +111,46 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, P
                         int steps, int draft, List<CommMode> comms, boolean shareGpu, int[] devices, int context,
                         long seed, int tpShardOf, boolean profile, AnswerFormat output, Sampling sampling) {
         this(model, synthetic, tp, mode, promptInput, prompt, steps, draft, comms, shareGpu, devices, context, seed,
-                tpShardOf, profile, output, sampling, 1);
+                tpShardOf, profile, output, sampling, 1, null);
+    }
+
+    private static int[][] deepCopy(int[][] prompts) {
+        int[][] copy = new int[prompts.length][];
+        for (int i = 0; i < prompts.length; i++) {
+            copy[i] = prompts[i].clone();
+        }
+        return copy;
+    }
+
+    /**
+     * The prompts of generate's batch.
+     *
+     * @return a copy: one prompt per sequence of {@code --batch B} in generate, or {@code null} (one sequence, the
+     *         prompt is {@link #prompt()})
+     */
+    @Override
+    public int[][] batchPrompts() {
+        return batchPrompts == null ? null : deepCopy(batchPrompts);
+    }
+
+    /**
+     * These options with the prompts of generate's batch ({@link PromptInput#resolveBatch}); {@link #prompt()} becomes
+     * the longest of them (what the engine is sized for). The answer's format as {@link #withPrompt}.
+     *
+     * @param prompts   one prompt per sequence
+     * @param tokenizer whether the model has a tokenizer
+     * @return resolved options
+     */
+    public LlamaOptions withBatchPrompts(int[][] prompts, boolean tokenizer) {
+        int[] longest = prompts[0];
+        for (int[] p : prompts) {
+            if (p.length > longest.length) {
+                longest = p;
+            }
+        }
+        LlamaOptions one = withPrompt(longest, tokenizer);
+        return new LlamaOptions(model, synthetic, tp, mode, promptInput, longest, steps, draft, comms, shareGpu, devices,
+                context, seed, tpShardOf, profile, one.output(), sampling, batch, prompts);
     }
 
     /**
@@ -130,7 +180,7 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, P
         AnswerFormat format = mode != RunMode.GENERATE ? null : output != null ? output
                 : tokenizer ? AnswerFormat.TEXT : AnswerFormat.IDS;
         return new LlamaOptions(model, synthetic, tp, mode, promptInput, ids, steps, draft, comms, shareGpu, devices,
-                context, seed, tpShardOf, profile, format, sampling, batch);
+                context, seed, tpShardOf, profile, format, sampling, batch, batchPrompts);
     }
 
     /**
@@ -201,7 +251,7 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, P
         }
         return new LlamaOptions(model, synthetic, tp, mode, promptInput, prompt, steps, draft, comms, shareGpu, devices,
                 Math.min(DEFAULT_CONTEXT, c.maxPositionEmbeddings()), seed, tpShardOf, profile, output, sampling,
-                batch);
+                batch, batchPrompts);
     }
 
     /**
@@ -232,10 +282,13 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, P
             throw new UsageException("the prompt (" + prompt.length + " tokens) + 1 + --draft " + draft
                     + " positions do not fit --context " + context);
         }
-        for (int i = 0; i < prompt.length; i++) {
-            if (prompt[i] >= c.vocabSize()) {
-                throw new UsageException(promptInput.optionName() + ": token " + i + " is " + prompt[i] + ", outside the vocabulary of "
-                        + c.vocabSize());
+        int[][] all = batchPrompts != null ? batchPrompts : new int[][] {prompt};
+        for (int p = 0; p < all.length; p++) {
+            for (int i = 0; i < all[p].length; i++) {
+                if (all[p][i] >= c.vocabSize()) {
+                    throw new UsageException(promptInput.optionName() + (all.length > 1 ? " (prompt " + (p + 1) + ")" : "")
+                            + ": token " + i + " is " + all[p][i] + ", outside the vocabulary of " + c.vocabSize());
+                }
             }
         }
     }

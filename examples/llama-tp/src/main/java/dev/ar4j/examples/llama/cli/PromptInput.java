@@ -86,6 +86,46 @@ public record PromptInput(Source source, String value) {
     }
 
     /**
+     * The prompts of generate's batch: one per line of the text ({@code --prompt TEXT}, or standard input with
+     * {@code --prompt -}), or {@code --prompt-ids} lists separated by {@code ;}; each resolved as {@link #resolve}
+     * resolves one prompt.
+     *
+     * @param batch       the sequences of the batch ({@code --batch B}, at least 2)
+     * @param encoder     the model's tokenizer, or {@code null}
+     * @param noTokenizer why there is none
+     * @param stdin       standard input, read with {@code --prompt -}
+     * @param launched    whether a launcher started this process as one rank of several
+     * @return {@code batch} prompts, each at least one token
+     * @throws UsageException when there are not {@code batch} prompts, or one of them is malformed
+     */
+    public int[][] resolveBatch(int batch, Function<String, int[]> encoder, String noTokenizer, InputStream stdin,
+                                boolean launched) {
+        String[] parts = switch (source) {
+            case DEFAULT -> throw new UsageException("--batch " + batch + " in generate takes " + batch + " prompts: "
+                    + "one per line of --prompt TEXT (or of standard input with --prompt -), or --prompt-ids lists "
+                    + "separated by ';'");
+            case IDS -> value.split(";", -1);
+            case TEXT_OR_IDS -> value.split("\\r?\\n", -1);
+            case STDIN -> readStdin(stdin, launched).split("\\r?\\n", -1);
+        };
+        if (parts.length != batch) {
+            throw new UsageException(optionName() + " gives " + parts.length + (parts.length == 1 ? " prompt" : " prompts")
+                    + " but --batch is " + batch + ": give one prompt per sequence (" + (source == Source.IDS
+                    ? "id lists separated by ';'" : "one per line") + ")");
+        }
+        int[][] prompts = new int[batch][];
+        for (int i = 0; i < batch; i++) {
+            String option = optionName() + " (prompt " + (i + 1) + " of " + batch + ")";
+            prompts[i] = source == Source.IDS ? OptionValues.ids(option, parts[i], 0, Integer.MAX_VALUE)
+                    : textOrIds(option, parts[i], encoder, noTokenizer);
+            if (prompts[i].length > MAX_TOKENS) {
+                throw new UsageException(option + ": " + prompts[i].length + " tokens, more than " + MAX_TOKENS);
+            }
+        }
+        return prompts;
+    }
+
+    /**
      * The option that gave the prompt, for messages.
      *
      * @return e.g. {@code --prompt-ids}, or "the default prompt"

@@ -276,10 +276,15 @@ class LlamaCommandTest {
     }
 
     @Test
-    void aBatchIsForBenchAndItsSizeIsChecked() {
+    void aBatchsSizeIsCheckedAndGenerateTakesItGreedilyWithoutVerify() {
         assertEquals(1, LlamaCommand.parse("--synthetic", "tiny", "--mode", "bench").batch());
         assertEquals(8, LlamaCommand.parse("--synthetic", "tiny", "--mode", "bench", "--batch", "8").batch());
-        refused("a batch is for --mode bench", "--synthetic", "tiny", "--batch", "2");
+        LlamaOptions generate = LlamaCommand.parse("--synthetic", "tiny", "--batch", "2", "--prompt-ids", "1,2;3");
+        assertEquals(2, generate.batch());
+        assertNull(generate.prompt(), "generate's batch prompts are resolved with the model (LlamaMain)");
+        refused("a batch is generated greedily, without a verify step; leave out --draft", "--synthetic", "tiny",
+                "--batch", "2", "--draft", "2");
+        refused("leave out --temperature", "--synthetic", "tiny", "--batch", "2", "--temperature", "0.7");
         refused("--batch", "--synthetic", "tiny", "--mode", "bench", "--batch", "0");
         refused("--batch", "--synthetic", "tiny", "--mode", "bench", "--batch", "257");
     }

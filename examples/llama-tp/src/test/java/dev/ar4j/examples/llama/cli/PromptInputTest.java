@@ -84,4 +84,39 @@ class PromptInputTest {
         assertEquals("--prompt: 1048577 tokens, more than 1048576", tooLong);
         assertThrows(IllegalArgumentException.class, () -> new PromptInput(PromptInput.Source.IDS, null));
     }
+
+    @Test
+    void aBatchsPromptsAreLinesOrIdListsSeparatedBySemicolons() {
+        PromptInput text = new PromptInput(PromptInput.Source.TEXT_OR_IDS, "ab\r\nc");
+        int[][] two = text.resolveBatch(2, CODE_POINTS, "", null, false);
+        assertArrayEquals(new int[] {'a', 'b'}, two[0]);
+        assertArrayEquals(new int[] {'c'}, two[1]);
+        PromptInput ids = new PromptInput(PromptInput.Source.IDS, "1,2;3");
+        int[][] fromIds = ids.resolveBatch(2, null, "synthetic models have none", null, false);
+        assertArrayEquals(new int[] {1, 2}, fromIds[0]);
+        assertArrayEquals(new int[] {3}, fromIds[1]);
+        int[][] fromStdin = STDIN.resolveBatch(3, CODE_POINTS, "", stdin("x\ny\nz\n"), false);
+        assertArrayEquals(new int[] {'z'}, fromStdin[2]);
+        // Without a tokenizer, lines of ids.
+        int[][] idLines = new PromptInput(PromptInput.Source.TEXT_OR_IDS, "4,5\n6").resolveBatch(2, null, "none", null,
+                false);
+        assertArrayEquals(new int[] {6}, idLines[1]);
+    }
+
+    @Test
+    void aBatchWithTheWrongNumberOfPromptsOrAnEmptyOneIsRefused() {
+        String count = assertThrows(UsageException.class, () -> new PromptInput(PromptInput.Source.IDS, "1,2;3")
+                .resolveBatch(3, null, "none", null, false)).getMessage();
+        assertEquals("--prompt-ids gives 2 prompts but --batch is 3: give one prompt per sequence (id lists separated "
+                + "by ';')", count);
+        String lines = assertThrows(UsageException.class, () -> new PromptInput(PromptInput.Source.TEXT_OR_IDS, "a")
+                .resolveBatch(2, CODE_POINTS, "", null, false)).getMessage();
+        assertTrue(lines.contains("gives 1 prompt but --batch is 2") && lines.contains("one per line"), lines);
+        String empty = assertThrows(UsageException.class, () -> new PromptInput(PromptInput.Source.TEXT_OR_IDS, "a\n ")
+                .resolveBatch(2, CODE_POINTS, "", null, false)).getMessage();
+        assertTrue(empty.contains("(prompt 2 of 2) is empty"), empty);
+        String none = assertThrows(UsageException.class, () -> new PromptInput(PromptInput.Source.DEFAULT, null)
+                .resolveBatch(2, null, "none", null, false)).getMessage();
+        assertTrue(none.startsWith("--batch 2 in generate takes 2 prompts"), none);
+    }
 }
