@@ -39,8 +39,9 @@
 #   batch (not in the default STEPS): llama3-8b bench with --batch B for B in BATCHES (default
 #      "1 8 32 64") at TP 1, prompt 512, --draft 3 (decode B tokens, verify 3B; tokens/s), and B 8 at
 #      TP 2 with the ranks sharing the GPU (functional, and the communication share); then generate
-#      --batch with prompts of different lengths (tiny at TP 1 and TP 2 sharing the GPU, llama3-8b at
-#      TP 1), each sequence's tokens equal to its prompt generated alone.
+#      --batch 2 on the reference's text model (made first where the reference lacks it) at TP 1 and TP 2
+#      sharing the GPU: its prompt and its first half, the first sequence's tokens equal to transformers'
+#      generate (reference/check_text.py).
 # Logs go to $OUT (or examples/llama-tp/.gpu/out). Exit 0 only when every step passed.
 #   PYTHON    the Python with torch and transformers (default /opt/torch/.venv/bin/python3, else python3)
 #   STEPS     which steps to run (default "kernels reference it text generate bench"; also: shard)
@@ -137,25 +138,28 @@ text_missing() {
   return 1
 }
 
-# generate --batch against each prompt alone: the model and options, then the prompts (id lists); every sequence's
-# 'tokens s:' line of the batch run must equal the 'tokens:' line of its prompt generated alone (greedy, --output ids).
-batch_generate() {  # model options..., --, prompt ids...
-  local opts=() prompts=() p s=0 alone batch_line
-  while [[ "$1" != -- ]]; do opts+=("$1"); shift; done; shift
-  prompts=("$@")
-  local joined; joined=$(IFS=';'; echo "${prompts[*]}")
-  llama "${opts[@]}" --batch "${#prompts[@]}" --prompt-ids "$joined" --output ids >"$logs/batch-generate.out" || return 1
-  cat "$logs/batch-generate.out"
-  for p in "${prompts[@]}"; do
-    alone=$(llama "${opts[@]}" --prompt-ids "$p" --output ids | grep '^tokens: ') || return 1
-    batch_line=$(grep "^tokens $s: " "$logs/batch-generate.out")
-    echo "sequence $s alone: $alone"
-    if [[ "${batch_line#tokens $s: }" != "${alone#tokens: }" || -z "$alone" ]]; then
-      echo "sequence $s of the batch differs from its prompt alone"; return 1
-    fi
-    s=$((s + 1))
-  done
-  echo "every sequence of the batch equals its prompt generated alone"
+# generate --batch on the reference's text model: sequence 0 is the reference prompt (transformers' ids), sequence 1
+# the first half of it (another length, so mixed-up caches or positions would show); sequence 0's tokens must be
+# transformers' generate (reference/check_text.py ids on its lines). A sequence of a batch is not bitwise its prompt
+# alone (products of B rows and attention splits for B sequences sum in another order), so the check is against
+# the reference, whose greedy margins make_reference.py chose wide enough for any summation order.
+batch_text() {  # name, more ar4j-llama options...
+  local name="$1"; shift
+  local ref="$reference/text/reference.json" ids half
+  ids="$("$python" -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))["text"]["prompt_ids"])))' "$ref")" \
+    || return 2
+  half="$(echo "$ids" | tr ',' '\n' | head -n $(( ($(echo "$ids" | tr ',' '\n' | wc -l) + 1) / 2 )) | paste -sd,)"
+  llama --model "$reference/text/model" --batch 2 --prompt-ids "$ids;$half" --max-new-tokens 24 --output ids "$@" \
+    >"$logs/$name.out" 2>"$logs/$name.err"
+  local rc=$?
+  echo "-- standard error:"; cat "$logs/$name.err"
+  echo "-- standard output:"; cat "$logs/$name.out"
+  (( rc == 0 )) || { echo "ar4j-llama exited with $rc"; return 1; }
+  grep '^sequence 0 prompt ids: ' "$logs/$name.err" | sed 's/^sequence 0 //' >"$logs/$name.err0"
+  grep '^tokens 0: ' "$logs/$name.out" | sed 's/^tokens 0: /tokens: /' >"$logs/$name.out0"
+  grep -q '^tokens 1: ' "$logs/$name.out" || { echo "no 'tokens 1:' line"; return 1; }
+  echo "-- check_text.py ids, sequence 0:"
+  "$python" reference/check_text.py "$ref" ids "$logs/$name.out0" "$logs/$name.err0"
 }
 
 # The engine's bench at decode context $1: a prompt of $1 tokens (ids 1..$1), so decode and verify run at
@@ -297,9 +301,11 @@ sys.exit(0 if index.get("format_version") == 3 and all(m in index.get("models", 
       done
       step batch-llama3-8b-tp2-b8 llama --synthetic llama3-8b --tp 2 --share-gpu --mode bench --batch 8 \
         --prompt "$(seq -s, 1 512)" --context 520 --draft 3 --steps 100
-      step batch-generate-tiny batch_generate --synthetic tiny --steps 24 -- 1,2,3,4 5,6,7 9,10,11,12,13 42
-      step batch-generate-tiny-tp2 batch_generate --synthetic tiny --tp 2 --share-gpu --steps 24 -- 1,2,3,4 5,6,7 8
-      step batch-generate-llama3-8b batch_generate --synthetic llama3-8b --steps 16 -- 1,2,3,4 500,600,700 ;;
+      if [[ ! -f "$reference/text/reference.json" ]]; then
+        step reference-text make_reference "$reference" --models text --add
+      fi
+      step batch-text-tp1 batch_text batch-text-tp1 --tp 1
+      step batch-text-tp2 batch_text batch-text-tp2 --tp 2 --share-gpu ;;
     *) echo "gpu-check: unknown step '$s' (kernels, reference, it, text, generate, bench, shard, batch)" >&2; exit 2 ;;
   esac
 done

@@ -11,8 +11,9 @@ import java.util.function.LongSupplier;
  * decode steps of every sequence at once, each sequence at its own position, until every sequence has stopped (an
  * end-of-sequence token, or the token limit). A sequence that has stopped still takes part in the batch's steps
  * (the step has a fixed shape): it is fed its last token at the position after its end, which it never reads again,
- * and what the step returns for it is dropped. Each sequence's tokens are those it would get alone (the batch's
- * kernels compute each sequence's rows as one sequence's).
+ * and what the step returns for it is dropped. A sequence's logits are those of its prompt alone up to the
+ * summation order of the batch's kernels (products of B rows, attention split for B sequences), so where two logits
+ * are within rounding of each other its greedy token may differ from the one its prompt gets alone.
  */
 public final class BatchLoop {
 
