@@ -252,6 +252,7 @@ final class Runner {
         for (int s = 0; s < prompts.length; s++) {
             int[] tokens = first.get(s).tokens();
             if (o.output() == AnswerFormat.TEXT) {
+                // As the one-sequence stream prints it (Tokenizer.newTextStream()): special tokens left out.
                 int[] shown = first.get(s).stopToken() >= 0 ? Arrays.copyOf(tokens, tokens.length - 1) : tokens;
                 out.println("[" + s + "] " + tokenizer.decode(shown, true));
             } else {
