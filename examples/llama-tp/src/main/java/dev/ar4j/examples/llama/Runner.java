@@ -232,6 +232,10 @@ final class Runner {
     private static void generateBatch(LlamaOptions o, RankGroup group, List<RankEngine> engines, Tokenizer tokenizer,
                                       PrintStream out, PrintStream info) {
         int[][] prompts = o.batchPrompts();
+        if (prompts == null) {
+            throw new IllegalStateException("generate --batch " + o.batch() + " without its prompts: resolve them with "
+                    + "LlamaOptions.withBatchPrompts first");
+        }
         int[] stopTokens = stopTokens(tokenizer);
         if (o.output() != AnswerFormat.TEXT) {
             for (int s = 0; s < prompts.length; s++) {
