@@ -1,0 +1,85 @@
+package dev.ar4j.examples.llama.engine;
+
+import dev.ar4j.examples.llama.kernels.bindings.kernels_h;
+import dev.ar4j.examples.llama.model.ShardPlan;
+import dev.ar4j.examples.llama.model.TensorParallelLayout;
+
+import java.util.Locale;
+
+/**
+ * What a rank's engine needs of the GPU's memory before it allocates any of it: the split-KV attention's workspace
+ * for every step the settings allow, and the refusal of settings whose buffers cannot fit the free memory.
+ */
+final class EngineMemory {
+
+    /** cuBLAS's workspace per rank. */
+    static final long CUBLAS_WORKSPACE = 32L << 20;
+
+    private EngineMemory() {
+    }
+
+    /**
+     * The split-KV attention's workspace for every step it serves: prefill chunks of up to
+     * {@code AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS} tokens, decode and verify (longer chunks go
+     * through {@link PrefillAttention}). Not monotonic in the tokens (scores are kept up to that many).
+     */
+    static long attentionWorkspaceBytes(EngineSettings s, int sm) {
+        long ws = 0;
+        int most = Math.max(Math.min(s.maxTokens(), LlamaKernels.MAX_ATTENTION_STORED_TOKENS), s.draft());
+        for (int t = 1; t <= most; t++) {
+            ws = Math.max(ws, attentionWorkspaceBytes(s, sm, t, 1));
+        }
+        ws = Math.max(ws, attentionWorkspaceBytes(s, sm, s.stepTokens(false), s.batch()));
+        if (s.draft() > 0) {
+            ws = Math.max(ws, attentionWorkspaceBytes(s, sm, s.stepTokens(true), s.batch()));
+        }
+        return ws;
+    }
+
+    /** The workspace of a step of {@code tokens} tokens in {@code sequences} equal runs. */
+    private static long attentionWorkspaceBytes(EngineSettings s, int sm, int tokens, int sequences) {
+        TensorParallelLayout layout = s.layout();
+        int splits = LlamaKernels.attentionBatchedSplits(tokens, sequences, layout.headsPerRank(),
+                layout.kvHeadsPerRank(), s.context(), sm);
+        long b = LlamaKernels.attentionBatchedWorkspaceBytes(tokens, sequences, layout.headsPerRank(),
+                layout.kvHeadsPerRank(), layout.config().headDim(), s.context(), splits);
+        if (b == 0) {
+            throw new EngineException("head_dim " + layout.config().headDim() + ": the attention kernels need a "
+                    + "multiple of 8 up to " + kernels_h.AR4J_LLAMA_MAX_HEAD_DIM());
+        }
+        return b;
+    }
+
+    /** Room the CUDA context, cuBLAS's handle and the allocator's rounding may take besides the buffers. */
+    static final long MEMORY_MARGIN = 512L << 20;
+
+    /**
+     * Refuses, before any allocation, settings whose buffers cannot fit the GPU's free memory: the weights, the
+     * KV cache, the activations and the workspaces (split-KV attention, prefill scores, cuBLAS), plus
+     * {@link #MEMORY_MARGIN}.
+     */
+    static void checkFits(EngineSettings s, long attentionWs, int rank) {
+        TensorParallelLayout layout = s.layout();
+        long weights = ShardPlan.forRank(layout, rank).bf16Bytes();
+        long kv = KvCache.bytes(layout, s.context(), s.batch());
+        int chunkRows = Math.min(s.prefillMax(), s.prefillChunk());
+        long work = Activations.bytes(layout, s.maxTokens(), s.logitRows(), attentionWs) + CUBLAS_WORKSPACE
+                + (chunkRows > LlamaKernels.MAX_ATTENTION_STORED_TOKENS
+                        ? PrefillAttention.bytes(layout, chunkRows, s.context(), s.batch()) : 0);
+        long need = weights + kv + work + MEMORY_MARGIN;
+        long[] mem = LlamaKernels.deviceMemory();
+        if (need > mem[0]) {
+            throw new EngineException(String.format(Locale.ROOT, "rank %d: the GPU has %.2f GiB free (of %.2f "
+                    + "GiB) but this engine needs %.2f GiB: weights %.2f GiB, KV cache of --context %d x %d sequences "
+                    + "%.2f GiB, "
+                    + "activations and workspaces %.2f GiB (prefill chunk %d), margin %.2f GiB. Use a smaller --context "
+                    + "or a larger --tp", rank, gib(mem[0]), gib(mem[1]), gib(need), gib(weights), s.context(), s.batch(),
+                    gib(kv),
+                    gib(work), chunkRows, gib(MEMORY_MARGIN)));
+        }
+    }
+
+    private static double gib(long bytes) {
+        return bytes / (double) (1L << 30);
+    }
+}
