@@ -57,9 +57,20 @@ public final class AnswerPrinter implements IntConsumer {
      * @return the line, without its line break
      */
     public static String promptIdsLine(int[] prompt) {
-        StringBuilder line = new StringBuilder("prompt ids: ");
-        for (int i = 0; i < prompt.length; i++) {
-            line.append(i == 0 ? "" : ",").append(prompt[i]);
+        return idsLine("prompt ids: ", prompt);
+    }
+
+    /**
+     * Ids as one line: the label, then the ids separated by commas ({@code tokens 0: 1,2,3} for a batch's answers).
+     *
+     * @param label what comes before the ids
+     * @param ids   the ids
+     * @return the line, without its line break
+     */
+    public static String idsLine(String label, int[] ids) {
+        StringBuilder line = new StringBuilder(label);
+        for (int i = 0; i < ids.length; i++) {
+            line.append(i == 0 ? "" : ",").append(ids[i]);
         }
         return line.toString();
     }

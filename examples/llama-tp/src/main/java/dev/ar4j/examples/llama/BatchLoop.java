@@ -119,12 +119,7 @@ public final class BatchLoop {
     }
 
     private boolean isStop(int token) {
-        for (int s : stopTokens) {
-            if (s == token) {
-                return true;
-            }
-        }
-        return false;
+        return GreedyLoop.isStop(stopTokens, token);
     }
 
     /**

@@ -62,6 +62,11 @@ public final class GreedyLoop {
     }
 
     private boolean isStop(int token) {
+        return isStop(stopTokens, token);
+    }
+
+    /** Whether {@code token} is one of {@code stopTokens} (the end-of-sequence ids); shared with {@link BatchLoop}. */
+    static boolean isStop(int[] stopTokens, int token) {
         for (int s : stopTokens) {
             if (s == token) {
                 return true;

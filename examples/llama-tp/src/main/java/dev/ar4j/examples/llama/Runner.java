@@ -260,11 +260,7 @@ final class Runner {
                 int[] shown = first.get(s).stopToken() >= 0 ? Arrays.copyOf(tokens, tokens.length - 1) : tokens;
                 out.println("[" + s + "] " + tokenizer.decode(shown, true));
             } else {
-                StringBuilder line = new StringBuilder("tokens " + s + ": ");
-                for (int j = 0; j < tokens.length; j++) {
-                    line.append(j == 0 ? "" : ",").append(tokens[j]);
-                }
-                out.println(line);
+                out.println(AnswerPrinter.idsLine("tokens " + s + ": ", tokens));
             }
         }
         out.flush();

@@ -148,9 +148,8 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, P
                 longest = p;
             }
         }
-        LlamaOptions one = withPrompt(longest, tokenizer);
         return new LlamaOptions(model, synthetic, tp, mode, promptInput, longest, steps, draft, comms, shareGpu, devices,
-                context, seed, tpShardOf, profile, one.output(), sampling, batch, prompts);
+                context, seed, tpShardOf, profile, answerFormat(tokenizer), sampling, batch, prompts);
     }
 
     /**
@@ -173,14 +172,18 @@ public record LlamaOptions(Path model, String synthetic, int tp, RunMode mode, P
      * @throws UsageException for {@code --output text} without a tokenizer
      */
     public LlamaOptions withPrompt(int[] ids, boolean tokenizer) {
+        return new LlamaOptions(model, synthetic, tp, mode, promptInput, ids, steps, draft, comms, shareGpu, devices,
+                context, seed, tpShardOf, profile, answerFormat(tokenizer), sampling, batch, batchPrompts);
+    }
+
+    /** Generate's answer format: {@code --output} when given, else text with a tokenizer and ids without. */
+    private AnswerFormat answerFormat(boolean tokenizer) {
         if (output == AnswerFormat.TEXT && !tokenizer) {
             throw new UsageException("--output text needs the model's tokenizer (tokenizer.json in the --model folder)"
                     + "; without one the answer is printed as token ids");
         }
-        AnswerFormat format = mode != RunMode.GENERATE ? null : output != null ? output
-                : tokenizer ? AnswerFormat.TEXT : AnswerFormat.IDS;
-        return new LlamaOptions(model, synthetic, tp, mode, promptInput, ids, steps, draft, comms, shareGpu, devices,
-                context, seed, tpShardOf, profile, format, sampling, batch, batchPrompts);
+        return mode != RunMode.GENERATE ? null : output != null ? output : tokenizer ? AnswerFormat.TEXT
+                : AnswerFormat.IDS;
     }
 
     /**
