@@ -89,7 +89,7 @@ public final class BatchLoop {
             for (int s = 0; s < b; s++) {
                 ids[s] = out[s][made[s] - 1];
             }
-            steps.decode(ids, positions.clone(), next);
+            steps.decode(ids, positions, next);  // read-only to the steps
             for (int s = 0; s < b; s++) {
                 if (done[s]) {
                     continue;  // its position stays the one after its end
