@@ -1,29 +1,30 @@
 // Y = X · Wᵀ for a few rows of X: the decode and verify steps' linear layers, which stream the
 // weight through the SMs once (ar4j_llama_linear_rows and its fused forms in kernels.h).
 //
-// The layout of the work: the output features (or for the SwiGLU form gate/up row pairs) are
-// "tasks", cut into groups of 8 / S; each task's row of W is cut into S slices of equal length,
-// one warp each (split-K for the shapes with few outputs). The grid is persistent: as many blocks
-// of 8 warps as fit on the device at once, block b serving groups b, b + grid, ... A warp streams
-// its slices in batches of 32 lanes x U 16-byte chunks with an explicit register double buffer:
-// the loads of batch b + 1 are issued before the products of batch b, and the first batch of the
-// next group before the sums of this one, so U loads per lane stay in flight from a warp's first
-// row to its last. The first batch is issued BEFORE the programmatic-dependent-launch wait: W does
-// not depend on the previous kernel, only X does, so the weight stream starts while the previous
-// kernel drains; the next kernel is let in only when a block has streamed all its rows. X is copied once per block into shared memory after the wait (when ROWS x K fits
-// 40 KiB; otherwise every warp reads it through L2). The S partial sums of a task meet in shared
-// memory and are added in slice order (deterministic).
+// The layout of the work (linear_common.cuh): the output features (or for the SwiGLU form gate/up
+// row pairs) are "tasks", cut into groups of 8 / S; each task's row of W is cut into S slices of
+// equal length, one warp each (split-K for the shapes with few outputs). The grid is persistent:
+// block b serves groups b, b + grid, ... X is copied once per block into shared memory after the
+// programmatic-dependent-launch wait (when ROWS x K fits 40 KiB; otherwise every warp reads it
+// through L2). The S partial sums of a task meet in shared memory and are added in slice order
+// (deterministic). Two kernels stream W, with the same sums in the same order (the same bits):
+//  - this file's, on every architecture: as many blocks of 8 warps as fit at once; a warp streams
+//    its slices in batches of 32 lanes x U 16-byte chunks with an explicit register double buffer:
+//    the loads of batch b + 1 are issued before the products of batch b, and the first batch of the
+//    next group before the sums of this one, so U loads per lane stay in flight from a warp's first
+//    row to its last. The first batch is issued BEFORE the wait: W does not depend on the previous
+//    kernel, only X does, so the weight stream starts while the previous kernel drains; the next
+//    kernel is let in only when a block has streamed all its rows.
+//  - linear_ring.cu's on sm_90 and newer: W through a ring of bulk copies in shared memory.
+// ar4j_llama_set_linear_rows_kernel chooses between them (automatic: the ring where it runs).
 #include <algorithm>
+#include <atomic>
 
-#include "common.cuh"
+#include "linear_common.cuh"
 
 namespace ar4j_llama {
+namespace linear {
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int kWarps = kThreads / 32;
-
-enum Epilogue : int { kStore = 0, kSiluMul = 1, kArgmax = 2 };
 
 // 16 bytes of W, not kept in L1 (each is read once); the read-only path, L2 fetches 256 B.
 __device__ __forceinline__ uint4 load_streaming(const uint4 *p) {
@@ -33,47 +34,6 @@ __device__ __forceinline__ uint4 load_streaming(const uint4 *p) {
                  : "l"(p));
     return v;
 }
-
-__device__ __forceinline__ float2 bf16x2_to_float2(uint32_t bits) {
-    __nv_bfloat162 pair;
-    memcpy(&pair, &bits, sizeof(bits));
-    return __bfloat1622float2(pair);
-}
-
-// acc += dot(w[0..7], x[0..7]) in fp32, elements in order.
-__device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {
-    const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
-    const uint32_t xs[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const float2 a = bf16x2_to_float2(ws[i]);
-        const float2 b = bf16x2_to_float2(xs[i]);
-        acc = fmaf(a.x, b.x, acc);
-        acc = fmaf(a.y, b.y, acc);
-    }
-    return acc;
-}
-
-
-struct LinearArgs {
-    const uint4 *w;
-    const bf16 *x;
-    int64_t x_stride;
-    bf16 *y;  // may be null for kArgmax
-    int64_t y_stride;
-    int32_t tasks;   // output features (kStore, kArgmax) or gate/up pairs x 2 (kSiluMul)
-    int32_t half;    // kSiluMul: the offset of the up rows in W (the intermediate size)
-    int32_t chunks;  // k / 8
-    int32_t splits;  // S: 1, 2, 4 or 8
-    // kArgmax
-    int32_t argmax_cols;  // features below this take part in the argmax
-    int32_t index_offset;
-    int32_t *out_index;
-    float *out_value;
-    float *candidate_value;    // rows x blocks
-    int32_t *candidate_index;  // rows x blocks
-    unsigned int *blocks_done;
-};
 
 // Loads batch [base, base + 32 U) of a warp's slice (lane-strided), chunks at or past end as zero.
 template <int U>
@@ -85,51 +45,6 @@ __device__ __forceinline__ void load_batch(uint4 (&buf)[U], const uint4 *row, in
     }
 }
 
-// X's chunk c of row r: from the block's shared copy (XS), else through L2 (ld.global.cg, not the
-// non-coherent path: with PDL this grid started while the previous one still wrote X).
-template <bool XS>
-__device__ __forceinline__ uint4 x_chunk(const uint4 *x_shared, const uint4 *x_global, int64_t x_stride_chunks,
-                                         int32_t chunks, int r, int32_t c) {
-    if (XS) return x_shared[r * chunks + c];
-    return __ldcg(x_global + r * x_stride_chunks + c);
-}
-
-template <int ROWS, int U, bool XS>
-__device__ __forceinline__ void use_batch(const uint4 (&buf)[U], const uint4 *x_shared, const uint4 *x_global,
-                                          int64_t x_stride_chunks, int32_t chunks, int32_t c, int32_t end,
-                                          float (&acc)[ROWS]) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-        const int32_t cu = c + 32 * u;
-        if (cu < end) {
-#pragma unroll
-            for (int r = 0; r < ROWS; ++r) {
-                acc[r] = dot8(buf[u], x_chunk<XS>(x_shared, x_global, x_stride_chunks, chunks, r, cu), acc[r]);
-            }
-        }
-    }
-}
-
-// A warp's share of a group of tasks: its row of W and its slice [begin, end) of the row's chunks.
-struct WarpSlice {
-    const uint4 *row;
-    int32_t begin;
-    int32_t end;
-};
-
-template <int EPI>
-__device__ __forceinline__ WarpSlice slice_of(const LinearArgs &a, int32_t group, int warp) {
-    const int splits = a.splits;
-    const int32_t task = group * (kWarps / splits) + warp / splits;
-    const int slice = warp % splits;
-    int64_t w_row = task;
-    if (EPI == kSiluMul) w_row = (task & 1) ? int64_t(a.half) + (task >> 1) : (task >> 1);
-    WarpSlice s;
-    s.row = a.w + w_row * a.chunks;
-    s.begin = int32_t(int64_t(a.chunks) * slice / splits);
-    s.end = task < a.tasks ? int32_t(int64_t(a.chunks) * (slice + 1) / splits) : s.begin;
-    return s;
-}
 
 // A persistent grid: block b serves the groups b, b + gridDim.x, ... of kWarps / S tasks each
 // (every warp one slice of one task per group). The register double buffer runs on across the
@@ -189,126 +104,14 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs 
             load_batch<U>(buf0, ws.row, ws.begin + lane, ws.end);
         }
 
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r) {
-#pragma unroll
-            for (int offset = 16; offset > 0; offset >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], offset);
-        }
-        if (lane == 0) {
-#pragma unroll
-            for (int r = 0; r < ROWS; ++r) partial[warp][r] = acc[r];
-        }
-        __syncthreads();
-
-        const int32_t first_task = group * tasks_per_group;
-        // sum(t, r): task t's (group-local) sum of row r, slices added in order.
-        auto sum = [&](int t, int r) {
-            float s = 0.0f;
-            for (int i = 0; i < splits; ++i) s += partial[t * splits + i][r];
-            return s;
-        };
-        if (EPI == kStore) {
-            const int t = threadIdx.x / ROWS, r = threadIdx.x % ROWS;
-            if (t < tasks_per_group && first_task + t < a.tasks) {
-                a.y[r * a.y_stride + first_task + t] = __float2bfloat16_rn(sum(t, r));
-            }
-        } else if (EPI == kSiluMul) {
-            // HF: act_fn(gate_proj(x)) * up_proj(x) in bf16, each op rounded.
-            const int p = threadIdx.x / ROWS, r = threadIdx.x % ROWS;
-            if (p < tasks_per_group / 2 && first_task + 2 * p < a.tasks) {
-                const float gate = round_bf16(sum(2 * p, r));
-                const float up = round_bf16(sum(2 * p + 1, r));
-                const float act = round_bf16(gate / (1.0f + expf(-gate)));
-                a.y[r * a.y_stride + (first_task >> 1) + p] = __float2bfloat16_rn(act * up);
-            }
-        } else if (threadIdx.x < ROWS) {
-            // Logits rounded to bf16 (the LM head's output), stored when asked; the best per row.
-            const int r = threadIdx.x;
-            for (int t = 0; t < tasks_per_group; ++t) {
-                const int32_t f = first_task + t;
-                if (f >= a.tasks) break;
-                const float v = round_bf16(sum(t, r));
-                if (a.y != nullptr) a.y[r * a.y_stride + f] = __float2bfloat16_rn(v);
-                if (f < a.argmax_cols && (best_index < 0 || argmax_wins(v, f, best_value, best_index))) {
-                    best_value = v;
-                    best_index = f;
-                }
-            }
-        }
-        __syncthreads();  // partial is written again by the next group
+        finish_group<ROWS, EPI>(a, group, acc, partial, best_value, best_index);
     }
     // The next kernel may launch once every block is here, not at the start: a persistent grid's
     // blocks all start at once, and a dependent launched then would hold SM slots (waiting) for the
     // whole stream -- with ranks sharing one GPU, slots that another rank's kernels need.
     pdl_trigger();
 
-    if (EPI == kArgmax) {
-        if (threadIdx.x < ROWS) {
-            a.candidate_value[int64_t(threadIdx.x) * gridDim.x + blockIdx.x] = best_value;
-            a.candidate_index[int64_t(threadIdx.x) * gridDim.x + blockIdx.x] = best_index;
-        }
-        // The last block to finish reduces every block's candidates (any order: argmax_wins is a total order).
-        __shared__ bool last;
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) last = atomicAdd(a.blocks_done, 1u) == gridDim.x - 1;
-        __syncthreads();
-        if (!last) return;
-        __threadfence();
-        for (int r = 0; r < ROWS; ++r) {
-            float bv = 0.0f;
-            int32_t bi = -1;
-            // 8 candidates' loads in flight per thread before the comparisons (one L2 round trip per 8).
-            constexpr int kDepth = 8;
-            const float *values = a.candidate_value + int64_t(r) * gridDim.x;
-            const int32_t *indices = a.candidate_index + int64_t(r) * gridDim.x;
-            for (int32_t b0 = threadIdx.x; b0 < int32_t(gridDim.x); b0 += kThreads * kDepth) {
-                float v[kDepth];
-                int32_t i[kDepth];
-#pragma unroll
-                for (int d = 0; d < kDepth; ++d) {
-                    const int32_t b = b0 + d * kThreads;
-                    v[d] = b < int32_t(gridDim.x) ? __ldcg(values + b) : 0.0f;
-                    i[d] = b < int32_t(gridDim.x) ? __ldcg(indices + b) : -1;
-                }
-#pragma unroll
-                for (int d = 0; d < kDepth; ++d) {
-                    if (i[d] >= 0 && (bi < 0 || argmax_wins(v[d], i[d], bv, bi))) {
-                        bv = v[d];
-                        bi = i[d];
-                    }
-                }
-            }
-#pragma unroll
-            for (int offset = 16; offset > 0; offset >>= 1) {
-                const float ov = __shfl_xor_sync(0xffffffffu, bv, offset);
-                const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, offset);
-                if (oi >= 0 && (bi < 0 || argmax_wins(ov, oi, bv, bi))) {
-                    bv = ov;
-                    bi = oi;
-                }
-            }
-            __shared__ float warp_value[kWarps];
-            __shared__ int32_t warp_index[kWarps];
-            if (lane == 0) {
-                warp_value[warp] = bv;
-                warp_index[warp] = bi;
-            }
-            __syncthreads();
-            if (threadIdx.x == 0) {
-                for (int i = 0; i < kWarps; ++i) {
-                    if (warp_index[i] >= 0 && (bi < 0 || argmax_wins(warp_value[i], warp_index[i], bv, bi))) {
-                        bv = warp_value[i];
-                        bi = warp_index[i];
-                    }
-                }
-                a.out_index[r] = a.index_offset + bi;
-                if (a.out_value != nullptr) a.out_value[r] = bv;
-            }
-            __syncthreads();
-        }
-        if (threadIdx.x == 0) *a.blocks_done = 0u;  // ready for the next launch (graph replays)
-    }
+    if (EPI == kArgmax) finish_argmax<ROWS>(a, best_value, best_index);
 }
 
 // The 16-byte loads in flight per lane. 4 for every row count: with 8 for one or two rows the kernel
@@ -318,9 +121,6 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs 
 // are summed in the same order whatever U is, so the results do not change.
 template <int ROWS>
 constexpr int unroll_for() { return 4; }
-
-// X is kept in shared memory when ROWS x k fits this (the default dynamic limit, less the static part).
-constexpr size_t kMaxSharedX = 40 * 1024;
 
 template <int ROWS, int EPI, bool XS>
 int launch_grid(const LinearArgs &a, size_t shared, bool pdl, void *stream) {
@@ -358,14 +158,6 @@ int launch_epilogue(const LinearArgs &a, int32_t rows, bool pdl, void *stream) {
     }
 }
 
-// The multiprocessors of the current device (0 when unknown).
-int sm_count() {
-    int device = 0, count = 0;
-    if (cudaGetDevice(&device) != cudaSuccess) return 0;
-    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 0;
-    return count;
-}
-
 // The slices per row: enough warps for about 48 per multiprocessor, each slice at least 64
 // chunks (1 KiB) long. The argmax form keeps 1 (its blocks' candidates are per task).
 int32_t auto_splits(int64_t tasks, int32_t chunks) {
@@ -390,10 +182,50 @@ int check_common(const void *w, const void *x, int64_t x_row_stride, const void 
     return AR4J_LLAMA_OK;
 }
 
+// The kernel ar4j_llama_set_linear_rows_kernel asked for (AR4J_LLAMA_LINEAR_ROWS_*).
+std::atomic<int32_t> chosen_kernel{AR4J_LLAMA_LINEAR_ROWS_AUTO};
+
+// Whether the current device runs the bulk-copy ring (sm_90 and newer).
+bool ring_runs_here() {
+    int device = 0, major = 0;
+    return cudaGetDevice(&device) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
+}
+
+// The launch of the chosen kernel: the ring where asked for or, automatically, where it runs.
+template <int EPI>
+int dispatch(const LinearArgs &a, int32_t rows, bool pdl, void *stream) {
+    const int32_t kernel = chosen_kernel.load(std::memory_order_relaxed);
+    if (kernel == AR4J_LLAMA_LINEAR_ROWS_REGISTERS) return launch_epilogue<EPI>(a, rows, pdl, stream);
+    if (ring_runs_here()) return launch_ring(a, rows, EPI, pdl, stream);
+    if (kernel == AR4J_LLAMA_LINEAR_ROWS_RING) return AR4J_LLAMA_ERROR_UNSUPPORTED;
+    return launch_epilogue<EPI>(a, rows, pdl, stream);
+}
+
 }  // namespace
+
+int sm_count() {
+    int device = 0, count = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) return 0;
+    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 0;
+    return count;
+}
+
+}  // namespace linear
 }  // namespace ar4j_llama
 
 using namespace ar4j_llama;
+using namespace ar4j_llama::linear;
+
+AR4J_LLAMA_API int ar4j_llama_set_linear_rows_kernel(int32_t kernel) {
+    if (kernel != AR4J_LLAMA_LINEAR_ROWS_AUTO && kernel != AR4J_LLAMA_LINEAR_ROWS_REGISTERS &&
+        kernel != AR4J_LLAMA_LINEAR_ROWS_RING) {
+        return AR4J_LLAMA_ERROR_INVALID_ARGUMENT;
+    }
+    if (kernel == AR4J_LLAMA_LINEAR_ROWS_RING && !ring_runs_here()) return AR4J_LLAMA_ERROR_UNSUPPORTED;
+    chosen_kernel.store(kernel, std::memory_order_relaxed);
+    return AR4J_LLAMA_OK;
+}
 
 AR4J_LLAMA_API int ar4j_llama_linear_rows(const void *w, const void *x, int64_t x_row_stride, void *y,
                                           int64_t y_row_stride, int32_t rows, int32_t n, int32_t k, int32_t pdl,
@@ -416,7 +248,7 @@ AR4J_LLAMA_API int ar4j_llama_linear_rows_split(const void *w, const void *x, in
     a.tasks = n;
     a.chunks = k / 8;
     a.splits = k_splits != 0 ? k_splits : auto_splits(n, a.chunks);
-    return launch_epilogue<kStore>(a, rows, pdl != 0, stream);
+    return dispatch<kStore>(a, rows, pdl != 0, stream);
 }
 
 AR4J_LLAMA_API int ar4j_llama_linear_rows_silu_mul(const void *w_gate_up, const void *x, int64_t x_row_stride,
@@ -439,7 +271,7 @@ AR4J_LLAMA_API int ar4j_llama_linear_rows_silu_mul(const void *w_gate_up, const 
     a.chunks = k / 8;
     int32_t s = k_splits != 0 ? k_splits : auto_splits(a.tasks, a.chunks);
     a.splits = s > kWarps / 2 ? kWarps / 2 : s;
-    return launch_epilogue<kSiluMul>(a, rows, pdl != 0, stream);
+    return dispatch<kSiluMul>(a, rows, pdl != 0, stream);
 }
 
 AR4J_LLAMA_API size_t ar4j_llama_linear_rows_argmax_workspace_bytes(int32_t rows, int32_t n) {
@@ -479,5 +311,5 @@ AR4J_LLAMA_API int ar4j_llama_linear_rows_argmax(const void *w, const void *x, i
     a.blocks_done = reinterpret_cast<unsigned int *>(base);
     a.candidate_value = reinterpret_cast<float *>(base + 16);
     a.candidate_index = reinterpret_cast<int32_t *>(base + 16 + size_t(rows) * blocks * 4);
-    return launch_epilogue<kArgmax>(a, rows, pdl != 0, stream);
+    return dispatch<kArgmax>(a, rows, pdl != 0, stream);
 }

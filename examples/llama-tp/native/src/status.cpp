@@ -24,6 +24,7 @@ AR4J_LLAMA_API const char *ar4j_llama_error_string(int code) {
         case AR4J_LLAMA_ERROR_MISALIGNED: return "a pointer or row stride is not aligned as documented";
         case AR4J_LLAMA_ERROR_INVALID_ARGUMENT: return "an argument is outside its documented range";
         case AR4J_LLAMA_ERROR_LOGITS: return "a row of logits to sample from has no finite value";
+        case AR4J_LLAMA_ERROR_UNSUPPORTED: return "the current device cannot run what was asked for (the bulk-copy ring needs sm_90 or newer)";
         default: break;
     }
     if (code > 0 && code < 10000) return cudaGetErrorString(static_cast<cudaError_t>(code));

@@ -186,6 +186,7 @@ int main(int argc, char **argv) {
     check_linear_rows_argmax(1, 5000, 1024, 5000, false);
     check_linear_rows_argmax(3, 4099, 512, 4001, true);
     check_linear_rows_argmax(8, 1000, 256, 999, true);
+    check_linear_rows_kernels_agree(prop.major);
     check_argmax(AR4J_LLAMA_DTYPE_BFLOAT16);
     check_argmax(AR4J_LLAMA_DTYPE_FLOAT32);
     // Greedy across vocabulary shards: llama3-8b's vocabulary at TP 2; 4001 at TP 8 (the last shard

@@ -1,4 +1,4 @@
-// Timing of the rows kernel and its fused forms on the llama3-8b shapes and their TP shards:
+// Timing of the rows product's two kernels (registers, bulk-copy ring) and its fused forms on the llama3-8b shapes and their TP shards:
 // bytes of W streamed per second, each launch reading a different weight buffer (the buffers
 // together >= 1 GiB, so W comes from HBM, not from the 50 MB L2), in one CUDA graph with PDL,
 // median of 15 replays (`ar4j_llama_kernels_test --bench-linear`).
@@ -66,12 +66,17 @@ inline void bench_linear_rows(bool quick) {
     const size_t kRotation = size_t(1) << 30;  // distinct weight bytes per graph: >= 1 GiB
     printf("# linear_rows: W bytes / time (GB/s); each launch a different W (>= 1 GiB in all), one graph, PDL;"
            " median of 15 replays\n");
-    printf("# %-10s %7s %6s %5s %7s %10s %8s\n", "shape", "n", "k", "rows", "splits", "us/launch", "GB/s");
+    printf("# %-10s %7s %6s %5s %7s %10s %8s %s\n", "shape", "n", "k", "rows", "splits", "us/launch", "GB/s", "kernel");
     cudaStream_t stream;
     TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     DeviceBuffer x(size_t(8) * 14336 * 2), y(size_t(8) * 128256 * 2);
     TEST_CUDA(cudaMemset(x.get(), 0x3c, x.bytes()));
     bench_read_floor(stream);
+    int device = 0, major = 0;
+    TEST_CUDA(cudaGetDevice(&device));
+    TEST_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    std::vector<int32_t> kernels = {AR4J_LLAMA_LINEAR_ROWS_REGISTERS};
+    if (major >= 9) kernels.push_back(AR4J_LLAMA_LINEAR_ROWS_RING);
     for (const Shape &s : shapes) {
         if (quick && strchr(s.name, '/') != nullptr) continue;
         const size_t bytes = size_t(s.n) * s.k * 2;
@@ -80,17 +85,23 @@ inline void bench_linear_rows(bool quick) {
         DeviceBuffer w(bytes * copies);
         TEST_CUDA(cudaMemset(w.get(), 0x3c, w.bytes()));
         auto weight = [&](int i) { return static_cast<const char *>(w.get()) + bytes * size_t(i % copies); };
-        for (int32_t rows : {1, 3, 8}) {
-            for (int32_t splits : {0, 1, 2, 4, 8}) {
-                if ((rows != 1 || quick) && splits != 0) continue;
-                if (quick && rows != 1) continue;
-                const double us = graph_median_us(stream, launches, [&](int i) {
-                    return ar4j_llama_linear_rows_split(weight(i), x.get(), s.k, y.get(), s.n, rows, s.n, s.k, splits, 1, stream);
-                });
-                printf("  %-10s %7d %6d %5d %7s %10.2f %8.0f\n", s.name, s.n, s.k, rows,
-                       splits == 0 ? "auto" : std::to_string(splits).c_str(), us, double(bytes) / (us * 1e3));
+        for (int32_t kernel : kernels) {
+            TEST_CUDA(cudaError_t(ar4j_llama_set_linear_rows_kernel(kernel)));
+            const char *name = kernel == AR4J_LLAMA_LINEAR_ROWS_RING ? "ring" : "registers";
+            for (int32_t rows : {1, 3, 8}) {
+                for (int32_t splits : {0, 1, 2, 4, 8}) {
+                    if ((rows != 1 || quick) && splits != 0) continue;
+                    if (quick && rows != 1) continue;
+                    const double us = graph_median_us(stream, launches, [&](int i) {
+                        return ar4j_llama_linear_rows_split(weight(i), x.get(), s.k, y.get(), s.n, rows, s.n, s.k, splits,
+                                                            1, stream);
+                    });
+                    printf("  %-10s %7d %6d %5d %7s %10.2f %8.0f %s\n", s.name, s.n, s.k, rows,
+                           splits == 0 ? "auto" : std::to_string(splits).c_str(), us, double(bytes) / (us * 1e3), name);
+                }
             }
         }
+        TEST_CUDA(cudaError_t(ar4j_llama_set_linear_rows_kernel(AR4J_LLAMA_LINEAR_ROWS_AUTO)));
         if (quick) continue;
         if (strncmp(s.name, "gate_up", 7) == 0) {
             for (int32_t rows : {1, 3}) {
@@ -98,7 +109,7 @@ inline void bench_linear_rows(bool quick) {
                     return ar4j_llama_linear_rows_silu_mul(weight(i), x.get(), s.k, y.get(), s.n / 2, rows, s.n / 2, s.k, 0, 1,
                                                     stream);
                 });
-                printf("  %-10s %7d %6d %5d %7s %10.2f %8.0f   (+ SwiGLU epilogue)\n", s.name, s.n, s.k, rows, "auto",
+                printf("  %-10s %7d %6d %5d %7s %10.2f %8.0f   (+ SwiGLU epilogue, automatic kernel)\n", s.name, s.n, s.k, rows, "auto",
                        us, double(bytes) / (us * 1e3));
             }
         }
@@ -111,7 +122,7 @@ inline void bench_linear_rows(bool quick) {
                                                   index.as<int32_t>(), value.as<float>(), ws.get(), ws.bytes(), 1,
                                                   stream);
                 });
-                printf("  %-10s %7d %6d %5d %7s %10.2f %8.0f   (+ argmax epilogue)\n", s.name, s.n, s.k, rows, "1", us,
+                printf("  %-10s %7d %6d %5d %7s %10.2f %8.0f   (+ argmax epilogue, automatic kernel)\n", s.name, s.n, s.k, rows, "1", us,
                        double(bytes) / (us * 1e3));
             }
         }

@@ -179,3 +179,73 @@ inline void check_prefetch_l2() {
 }
 
 }  // namespace test
+
+namespace test {
+
+// The two kernels of the rows product (registers, bulk-copy ring) give the same bits for every
+// form: plain with each split count, SwiGLU and argmax; shapes with partial pieces (k not a
+// multiple of a piece), empty slices (n not a multiple of a group) and many groups per block.
+// Below sm_90 the ring is refused with AR4J_LLAMA_ERROR_UNSUPPORTED; bad values are refused.
+inline void check_linear_rows_kernels_agree(int major) {
+    const int bad = ar4j_llama_set_linear_rows_kernel(7);
+    if (major < 9) {
+        const int ring = ar4j_llama_set_linear_rows_kernel(AR4J_LLAMA_LINEAR_ROWS_RING);
+        check(bad == AR4J_LLAMA_ERROR_INVALID_ARGUMENT && ring == AR4J_LLAMA_ERROR_UNSUPPORTED, "linear_rows_kernels",
+              "(below sm_90: value 7 gave %d, the ring gave %d)", bad, ring);
+        return;
+    }
+    struct Shape { int32_t rows, n, k, splits; };
+    const Shape shapes[] = {{1, 6144, 4096, 0}, {1, 4096, 14336, 0}, {1, 77, 1048, 8}, {3, 1003, 1048, 0},
+                            {4, 768, 4096, 2},  {8, 300, 2056, 1},   {2, 4096, 512, 0}, {5, 1000, 14336, 4}};
+    size_t differ = 0, calls = 0;
+    int rc = bad == AR4J_LLAMA_ERROR_INVALID_ARGUMENT ? 0 : 1;
+    for (const Shape &s : shapes) {
+        std::vector<uint16_t> w = random_bf16(size_t(s.n) * s.k, -1.0f, 1.0f);
+        std::vector<uint16_t> x = random_bf16(size_t(s.rows) * s.k, -1.0f, 1.0f);
+        DeviceBuffer d_w(w.size() * 2), d_x(x.size() * 2), d_y(size_t(s.rows) * s.n * 2),
+            d_ws(ar4j_llama_linear_rows_argmax_workspace_bytes(s.rows, s.n)), d_index(64), d_value(64);
+        d_w.upload(w);
+        d_x.upload(x);
+        TEST_CUDA(cudaMemset(d_ws.get(), 0, d_ws.bytes()));
+        // Each form under each kernel: the outputs' bytes (y, then index and value for argmax).
+        auto run = [&](int32_t kernel, int form) {
+            rc |= ar4j_llama_set_linear_rows_kernel(kernel);
+            d_y.poison();
+            d_index.poison();
+            d_value.poison();
+            const int32_t half = s.n / 2;
+            if (form == 0) {
+                rc |= ar4j_llama_linear_rows_split(d_w.get(), d_x.get(), s.k, d_y.get(), s.n, s.rows, s.n, s.k, s.splits,
+                                                   1, nullptr);
+            } else if (form == 1) {
+                rc |= ar4j_llama_linear_rows_silu_mul(d_w.get(), d_x.get(), s.k, d_y.get(), half, s.rows, half, s.k,
+                                                      s.splits == 8 ? 4 : s.splits, 1, nullptr);
+            } else {
+                rc |= ar4j_llama_linear_rows_argmax(d_w.get(), d_x.get(), s.k, d_y.get(), s.n, s.rows, s.n, s.k, s.n, 5,
+                                                    d_index.as<int32_t>(), d_value.as<float>(), d_ws.get(), d_ws.bytes(),
+                                                    1, nullptr);
+            }
+            sync();
+            std::vector<uint16_t> out = d_y.download<uint16_t>(size_t(s.rows) * s.n);
+            if (form == 2) {
+                std::vector<uint16_t> idx = d_index.download<uint16_t>(size_t(s.rows) * 2);
+                std::vector<uint16_t> val = d_value.download<uint16_t>(size_t(s.rows) * 2);
+                out.insert(out.end(), idx.begin(), idx.end());
+                out.insert(out.end(), val.begin(), val.end());
+            }
+            return out;
+        };
+        for (int form = 0; form < 3; ++form) {
+            if (form == 1 && s.n % 2 != 0) continue;
+            const std::vector<uint16_t> registers = run(AR4J_LLAMA_LINEAR_ROWS_REGISTERS, form);
+            const std::vector<uint16_t> ring = run(AR4J_LLAMA_LINEAR_ROWS_RING, form);
+            for (size_t i = 0; i < ring.size(); ++i) differ += ring[i] != registers[i];
+            ++calls;
+        }
+    }
+    rc |= ar4j_llama_set_linear_rows_kernel(AR4J_LLAMA_LINEAR_ROWS_AUTO);
+    check(rc == 0 && differ == 0 && calls == 22, "linear_rows_kernels",
+          "(the ring against the registers kernel: %zu calls, %zu output values differ; status %d)", calls, differ, rc);
+}
+
+}  // namespace test

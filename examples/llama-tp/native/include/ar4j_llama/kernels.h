@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 /* The ABI version of this header; ar4j_llama_abi_version() returns the library's. */
-#define AR4J_LLAMA_ABI_VERSION 7
+#define AR4J_LLAMA_ABI_VERSION 8
 
 /* Named status codes (cudaError_t values are below 10000). */
 enum ar4j_llama_status {
@@ -66,7 +66,9 @@ enum ar4j_llama_status {
                                                 sequence stride smaller than one sequence's cache) */
     AR4J_LLAMA_ERROR_MISALIGNED = 10012,     /* a pointer not aligned to its element size (4 bytes for workspace) */
     AR4J_LLAMA_ERROR_INVALID_ARGUMENT = 10013, /* another argument outside its documented range (e.g. a non-finite scale) */
-    AR4J_LLAMA_ERROR_LOGITS = 10014          /* sampling: a row of logits without a finite value */
+    AR4J_LLAMA_ERROR_LOGITS = 10014,         /* sampling: a row of logits without a finite value */
+    AR4J_LLAMA_ERROR_UNSUPPORTED = 10015     /* the current device cannot run what was asked for (e.g. the
+                                                linear layer's bulk-copy ring below sm_90) */
 };
 
 /* dtype values (the numbering of ar4j's own ar4j_dtype). */
@@ -421,6 +423,25 @@ int ar4j_llama_device_memory(size_t *free_bytes, size_t *total_bytes);
 int ar4j_llama_linear_rows(const void *w, const void *x, int64_t x_row_stride, void *y,
                            int64_t y_row_stride, int32_t rows, int32_t n, int32_t k, int32_t pdl,
                            void *stream);
+
+/* The kernels of ar4j_llama_linear_rows and its fused forms (ar4j_llama_set_linear_rows_kernel). */
+enum ar4j_llama_linear_rows_kernel {
+    AR4J_LLAMA_LINEAR_ROWS_AUTO = 0,         /* the ring where the device runs it, else the registers kernel */
+    AR4J_LLAMA_LINEAR_ROWS_REGISTERS = 1,    /* W through a register double buffer (every architecture) */
+    AR4J_LLAMA_LINEAR_ROWS_RING = 2          /* W through a ring of bulk copies in shared memory (sm_90+) */
+};
+
+/*
+ * Chooses the kernel of every later ar4j_llama_linear_rows* call in the process (the default is
+ * AR4J_LLAMA_LINEAR_ROWS_AUTO). Both kernels add the same products in the same order: their
+ * results are the same bits; they differ in how W reaches the SMs. The ring keeps several KiB of
+ * W per warp in flight through cp.async.bulk into shared memory, the first of them issued before
+ * the programmatic-dependent-launch wait; the registers kernel keeps 4 16-byte loads per lane.
+ * Returns AR4J_LLAMA_ERROR_INVALID_ARGUMENT for another value, AR4J_LLAMA_ERROR_UNSUPPORTED for
+ * the ring when the current device is older than sm_90 (a later call on such a device with the
+ * ring chosen fails the same way).
+ */
+int ar4j_llama_set_linear_rows_kernel(int32_t kernel);
 
 /*
  * ar4j_llama_linear_rows with an explicit k_splits: 1, 2, 4 or 8 slices per row of W, or 0 to

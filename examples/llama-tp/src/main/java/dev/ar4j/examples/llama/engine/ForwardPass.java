@@ -4,6 +4,7 @@ import dev.ar4j.Communicator;
 import dev.ar4j.DType;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
+import dev.ar4j.examples.llama.kernels.bindings.kernels_h;
 import dev.ar4j.examples.llama.model.LlamaConfig;
 import dev.ar4j.examples.llama.model.TensorParallelLayout;
 import dev.ar4j.examples.llama.model.WeightName;
@@ -107,6 +108,31 @@ final class ForwardPass {
      */
     static final String LINEAR_PROPERTY = "ar4j.llama.linear";
 
+    /**
+     * The system property that chooses the rows product's kernel: {@code auto} (default: the
+     * bulk-copy ring on sm_90 and newer, else the registers kernel), {@code registers} or
+     * {@code ring}. Both give the same bits; the choice is for measuring one against the other.
+     */
+    static final String LINEAR_KERNEL_PROPERTY = "ar4j.llama.linear.kernel";
+
+    /**
+     * The {@code AR4J_LLAMA_LINEAR_ROWS_*} value a {@link #LINEAR_KERNEL_PROPERTY} value names.
+     *
+     * @param property the property's value, {@code null} for the default
+     * @return the kernel's value
+     * @throws IllegalArgumentException for another value, saying which are accepted
+     */
+    static int linearRowsKernel(String property) {
+        return switch (property == null ? "auto" : property) {
+            case "auto" -> kernels_h.AR4J_LLAMA_LINEAR_ROWS_AUTO();
+            case "registers" -> kernels_h.AR4J_LLAMA_LINEAR_ROWS_REGISTERS();
+            case "ring" -> kernels_h.AR4J_LLAMA_LINEAR_ROWS_RING();
+            default -> throw new IllegalArgumentException("-D" + LINEAR_KERNEL_PROPERTY + "=" + property
+                    + ": expected auto (the bulk-copy ring on sm_90 and newer, else the registers kernel; the "
+                    + "default), registers or ring (sm_90 and newer)");
+        };
+    }
+
     ForwardPass(Communicator comm, CudaStream stream, Cublas cublas, LlamaKernels kernels, RankWeights weights,
                 Activations activations, KvCache cache, PrefillAttention prefill, Sampling sampling,
                 boolean keepLogits) {
@@ -125,6 +151,7 @@ final class ForwardPass {
         this.exchangeArgmax = exchangesArgmax(layout, sampling, keepLogits, System.getProperty(ARGMAX_EXCHANGE_PROPERTY));
         this.eps = (float) c.rmsNormEps();
         this.scale = (float) Math.pow(c.headDim(), -0.5);
+        LlamaKernels.chooseLinearRowsKernel(linearRowsKernel(System.getProperty(LINEAR_KERNEL_PROPERTY)));
         String linear = System.getProperty(LINEAR_PROPERTY, "auto");
         this.rowsKernelMaxTokens = switch (linear) {
             case "auto" -> 1;

@@ -146,6 +146,17 @@ final class LlamaKernels {
         return t >= 1 && t <= MAX_LINEAR_ROWS && k % 8 == 0 && ldx % 8 == 0 && (w & 15) == 0 && (x & 15) == 0;
     }
 
+    /**
+     * Chooses the kernel of every later rows product in the process
+     * ({@code ar4j_llama_set_linear_rows_kernel}; both give the same bits).
+     *
+     * @param kernel {@code AR4J_LLAMA_LINEAR_ROWS_AUTO}, {@code _REGISTERS} or {@code _RING}
+     * @throws EngineException for the ring on a device older than sm_90
+     */
+    static void chooseLinearRowsKernel(int kernel) {
+        check(kernels_h.ar4j_llama_set_linear_rows_kernel(kernel), "ar4j_llama_set_linear_rows_kernel(" + kernel + ")");
+    }
+
     /** {@code Y[t, n] = X[t, k] · W[n, k]ᵀ} for a few rows ({@code ar4j_llama_linear_rows}). */
     void linearRows(long w, long x, long ldx, long y, long ldy, int t, int n, int k) {
         check(kernels_h.ar4j_llama_linear_rows(at(w), at(x), ldx, at(y), ldy, t, n, k, pdl, stream),

@@ -1,6 +1,7 @@
 package dev.ar4j.examples.llama.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -44,5 +45,16 @@ class LlamaKernelsHostCallsTest {
                 LlamaKernels.attentionBatchedWorkspaceBytes(64, 64, 32, 8, 128, 8192, 2));
         assertEquals(0, LlamaKernels.attentionBatchedWorkspaceBytes(3, 2, 32, 8, 128, 8192, 2), "n % sequences != 0");
         assertEquals(1, LlamaKernels.attentionBatchedSplits(3, 2, 32, 8, 8192, 132), "n % sequences != 0");
+    }
+
+    @Test
+    void theRowsKernelChoiceRefusesAnUnknownKernel() {
+        assumeTrue(LlamaKernelsHostCallsTest.class.getResource("/META-INF/native/linux-x86_64/libar4j_llama_kernels.so")
+                != null, "the kernels library was not built (-Dar4j.native.skip=true)");
+        EngineException e = assertThrows(EngineException.class, () -> LlamaKernels.chooseLinearRowsKernel(9));
+        assertTrue(e.getMessage().contains("ar4j_llama_set_linear_rows_kernel(9)")
+                && e.getMessage().contains("outside its documented range"), e.getMessage());
+        LlamaKernels.chooseLinearRowsKernel(ForwardPass.linearRowsKernel("registers"));
+        LlamaKernels.chooseLinearRowsKernel(ForwardPass.linearRowsKernel("auto"));
     }
 }

@@ -23,10 +23,10 @@ public class kernels_h extends kernels_h$shared {
     static final SymbolLookup SYMBOL_LOOKUP = SymbolLookup.loaderLookup()
             .or(Linker.nativeLinker().defaultLookup());
 
-    private static final int AR4J_LLAMA_ABI_VERSION = (int)7L;
+    private static final int AR4J_LLAMA_ABI_VERSION = (int)8L;
     /**
      * {@snippet lang=c :
-     * #define AR4J_LLAMA_ABI_VERSION 7
+     * #define AR4J_LLAMA_ABI_VERSION 8
      * }
      */
     public static int AR4J_LLAMA_ABI_VERSION() {
@@ -166,6 +166,15 @@ public class kernels_h extends kernels_h$shared {
      */
     public static int AR4J_LLAMA_ERROR_LOGITS() {
         return AR4J_LLAMA_ERROR_LOGITS;
+    }
+    private static final int AR4J_LLAMA_ERROR_UNSUPPORTED = (int)10015L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_llama_status.AR4J_LLAMA_ERROR_UNSUPPORTED = 10015
+     * }
+     */
+    public static int AR4J_LLAMA_ERROR_UNSUPPORTED() {
+        return AR4J_LLAMA_ERROR_UNSUPPORTED;
     }
     private static final int AR4J_LLAMA_DTYPE_FLOAT32 = (int)0L;
     /**
@@ -1357,6 +1366,93 @@ public class kernels_h extends kernels_h$shared {
                 traceDowncall("ar4j_llama_linear_rows", w, x, x_row_stride, y, y_row_stride, rows, n, k, pdl, stream);
             }
             return (int)mh$.invokeExact(w, x, x_row_stride, y, y_row_stride, rows, n, k, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+    private static final int AR4J_LLAMA_LINEAR_ROWS_AUTO = (int)0L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_llama_linear_rows_kernel.AR4J_LLAMA_LINEAR_ROWS_AUTO = 0
+     * }
+     */
+    public static int AR4J_LLAMA_LINEAR_ROWS_AUTO() {
+        return AR4J_LLAMA_LINEAR_ROWS_AUTO;
+    }
+    private static final int AR4J_LLAMA_LINEAR_ROWS_REGISTERS = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_llama_linear_rows_kernel.AR4J_LLAMA_LINEAR_ROWS_REGISTERS = 1
+     * }
+     */
+    public static int AR4J_LLAMA_LINEAR_ROWS_REGISTERS() {
+        return AR4J_LLAMA_LINEAR_ROWS_REGISTERS;
+    }
+    private static final int AR4J_LLAMA_LINEAR_ROWS_RING = (int)2L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_llama_linear_rows_kernel.AR4J_LLAMA_LINEAR_ROWS_RING = 2
+     * }
+     */
+    public static int AR4J_LLAMA_LINEAR_ROWS_RING() {
+        return AR4J_LLAMA_LINEAR_ROWS_RING;
+    }
+
+    private static class ar4j_llama_set_linear_rows_kernel {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_set_linear_rows_kernel");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_set_linear_rows_kernel(int32_t kernel)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_set_linear_rows_kernel$descriptor() {
+        return ar4j_llama_set_linear_rows_kernel.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_set_linear_rows_kernel(int32_t kernel)
+     * }
+     */
+    public static MethodHandle ar4j_llama_set_linear_rows_kernel$handle() {
+        return ar4j_llama_set_linear_rows_kernel.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_set_linear_rows_kernel(int32_t kernel)
+     * }
+     */
+    public static MemorySegment ar4j_llama_set_linear_rows_kernel$address() {
+        return ar4j_llama_set_linear_rows_kernel.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_set_linear_rows_kernel(int32_t kernel)
+     * }
+     */
+    public static int ar4j_llama_set_linear_rows_kernel(int kernel) {
+        var mh$ = ar4j_llama_set_linear_rows_kernel.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_set_linear_rows_kernel", kernel);
+            }
+            return (int)mh$.invokeExact(kernel);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

@@ -1,0 +1,263 @@
+// The few-rows linear layer's second kernel (sm_90 and newer): W reaches the SMs through a ring of
+// bulk copies (cp.async.bulk, the TMA unit's one-dimensional form) into shared memory instead of
+// through registers, so how many bytes are in flight no longer depends on registers or on where
+// the compiler places the loads.
+//
+// Each warp owns a ring of kStages slots of kPiece 16-byte chunks and an mbarrier per slot. Its
+// work is the same sequence of slices as the registers kernel's (linear.cu): for each of its
+// block's groups, its slice [begin, end) of a row of W, cut into pieces of at most kPiece chunks.
+// Lane 0 keeps the ring kStages pieces ahead: it fills every slot before the programmatic-
+// dependent-launch wait (W never depends on the previous kernel), and refills a slot as soon as
+// the warp has read it into registers. A lane takes the chunks lane, lane + 32, ... of each piece,
+// which are the chunks and the order the registers kernel gives it, so both produce the same bits.
+#include <algorithm>
+
+#include "linear_common.cuh"
+
+// Tuning (measured on the H100 and H200: see RESULTS.md): 16-byte chunks per lane per piece, the
+// ring's slots per warp, blocks per SM, and whether a block lets the next kernel launch as soon as
+// it has issued its last copy (1) or only when it has read it (0).
+#ifndef AR4J_LLAMA_RING_CHUNKS_PER_LANE
+#define AR4J_LLAMA_RING_CHUNKS_PER_LANE 8
+#endif
+#ifndef AR4J_LLAMA_RING_STAGES
+#define AR4J_LLAMA_RING_STAGES 4
+#endif
+#ifndef AR4J_LLAMA_RING_BLOCKS_PER_SM
+#define AR4J_LLAMA_RING_BLOCKS_PER_SM 1
+#endif
+#ifndef AR4J_LLAMA_RING_EARLY_TRIGGER
+#define AR4J_LLAMA_RING_EARLY_TRIGGER 0
+#endif
+
+namespace ar4j_llama {
+namespace linear {
+namespace {
+
+constexpr int kU = AR4J_LLAMA_RING_CHUNKS_PER_LANE;
+constexpr int kStages = AR4J_LLAMA_RING_STAGES;
+constexpr int32_t kPiece = 32 * kU;  // chunks per slot
+constexpr size_t kRingBytes = size_t(kWarps) * kStages * kPiece * 16;
+
+__device__ __forceinline__ uint32_t shared_address(const void *p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void barrier_init(uint64_t *bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bar)) : "memory");
+#endif
+}
+
+// The barrier's phase `parity` has completed (all its bytes have landed).
+__device__ __forceinline__ void barrier_wait(uint64_t *bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t done = 0;
+    do {
+        asm volatile(
+            "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+            : "=r"(done)
+            : "r"(shared_address(bar)), "r"(parity)
+            : "memory");
+    } while (!done);
+#endif
+}
+
+// One bulk copy of bytes from global src into the slot dst, completing on bar. W is read once:
+// evict-first in L2, so it does not push out the activations and the KV cache.
+__device__ __forceinline__ void bulk_copy(void *dst, const void *src, uint32_t bytes, uint64_t *bar,
+                                          uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes)
+                 : "memory");
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::
+            "r"(shared_address(dst)),
+        "l"(src), "r"(bytes), "r"(shared_address(bar)), "l"(policy)
+        : "memory");
+#endif
+}
+
+__device__ __forceinline__ uint64_t evict_first_policy() {
+    uint64_t policy = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+#endif
+    return policy;
+}
+
+// Orders this thread's earlier shared-memory accesses (and the barrier inits) before its later
+// bulk copies (the async proxy).
+__device__ __forceinline__ void fence_async_proxy() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// A warp's position in its sequence of pieces: group, slice and the first chunk of the next piece.
+// Every lane keeps it (the branches are warp-uniform); lane 0 issues the copies.
+template <int EPI>
+struct PieceCursor {
+    int32_t group;
+    int32_t groups;
+    WarpSlice ws;
+    int32_t c;
+
+    __device__ __forceinline__ void start(const LinearArgs &a, int32_t first_group, int32_t all_groups, int warp) {
+        group = first_group;
+        groups = all_groups;
+        if (group < groups) {
+            ws = slice_of<EPI>(a, group, warp);
+            c = ws.begin;
+        }
+        skip_empty(a, warp);
+    }
+    // Moves past slices without chunks (the tasks past the last of a partial group).
+    __device__ __forceinline__ void skip_empty(const LinearArgs &a, int warp) {
+        while (group < groups && c >= ws.end) {
+            group += gridDim.x;
+            if (group < groups) {
+                ws = slice_of<EPI>(a, group, warp);
+                c = ws.begin;
+            }
+        }
+    }
+    __device__ __forceinline__ bool done() const { return group >= groups; }
+    // Issues the next piece into slot (lane 0) and moves on.
+    __device__ __forceinline__ void issue(const LinearArgs &a, uint4 *slot, uint64_t *bar, uint64_t policy, int lane,
+                                          int warp) {
+        const int32_t count = min(kPiece, ws.end - c);
+        if (lane == 0) bulk_copy(slot, ws.row + c, uint32_t(count) * 16u, bar, policy);
+        c += count;
+        skip_empty(a, warp);
+    }
+};
+
+template <int ROWS, int EPI, bool XS>
+__global__ void __launch_bounds__(kThreads) linear_ring_kernel(const LinearArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) uint4 ring_shared[];
+    __shared__ __align__(8) uint64_t full[kWarps][kStages];
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    const int tasks_per_group = kWarps / a.splits;
+    const int32_t groups = (a.tasks + tasks_per_group - 1) / tasks_per_group;
+    uint4 *ring = ring_shared + size_t(warp) * kStages * kPiece;
+    uint4 *x_shared = ring_shared + kRingBytes / 16;
+
+    if (lane == 0) {
+        for (int s = 0; s < kStages; ++s) barrier_init(&full[warp][s]);
+        fence_async_proxy();
+    }
+    __syncwarp();
+    const uint64_t policy = evict_first_policy();
+    // The weights do not depend on the previous kernel: the whole ring is filled before the wait.
+    PieceCursor<EPI> producer;
+    producer.start(a, blockIdx.x, groups, warp);
+    for (int s = 0; s < kStages && !producer.done(); ++s) {
+        producer.issue(a, ring + s * kPiece, &full[warp][s], policy, lane, warp);
+    }
+#if AR4J_LLAMA_RING_EARLY_TRIGGER
+    bool triggered = false;
+#endif
+    pdl_wait();
+
+    const uint4 *x_global = reinterpret_cast<const uint4 *>(a.x);
+    const int64_t x_stride_chunks = a.x_stride / 8;
+    if (XS) {
+        for (int32_t i = threadIdx.x; i < ROWS * a.chunks; i += kThreads) {
+            const int r = i / a.chunks;
+            x_shared[i] = __ldcg(x_global + r * x_stride_chunks + (i - r * a.chunks));
+        }
+        __syncthreads();
+    }
+
+    __shared__ float partial[kWarps][ROWS];
+    float best_value = 0.0f;
+    int32_t best_index = -1;
+    uint32_t consumed = 0;  // pieces this warp has read: piece n sits in slot n % kStages, phase n / kStages
+
+    for (int32_t group = blockIdx.x; group < groups; group += gridDim.x) {
+        const WarpSlice ws = slice_of<EPI>(a, group, warp);
+        float acc[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) acc[r] = 0.0f;
+        for (int32_t base = ws.begin; base < ws.end; base += kPiece) {
+            const uint32_t slot = consumed % kStages;
+            barrier_wait(&full[warp][slot], (consumed / kStages) & 1u);
+            const uint4 *piece = ring + slot * kPiece;
+            uint4 buf[kU];
+#pragma unroll
+            for (int u = 0; u < kU; ++u) {
+                buf[u] = base + lane + 32 * u < ws.end ? piece[lane + 32 * u] : make_uint4(0, 0, 0, 0);
+            }
+            __syncwarp();
+            // The slot is read: it takes the piece kStages ahead.
+            if (!producer.done()) {
+                if (lane == 0) fence_async_proxy();
+                producer.issue(a, ring + slot * kPiece, &full[warp][slot], policy, lane, warp);
+            }
+#if AR4J_LLAMA_RING_EARLY_TRIGGER
+            if (producer.done() && !triggered) {
+                pdl_trigger();
+                triggered = true;
+            }
+#endif
+            ++consumed;
+            use_batch<ROWS, kU, XS>(buf, x_shared, x_global, x_stride_chunks, a.chunks, base + lane, ws.end, acc);
+        }
+        finish_group<ROWS, EPI>(a, group, acc, partial, best_value, best_index);
+    }
+    // As the registers kernel: the next kernel may launch once every block has read all its W.
+    pdl_trigger();
+    if (EPI == kArgmax) finish_argmax<ROWS>(a, best_value, best_index);
+#endif
+}
+
+template <int ROWS, int EPI, bool XS>
+int launch_grid(const LinearArgs &a, size_t x_bytes, bool pdl, void *stream) {
+    auto kernel = linear_ring_kernel<ROWS, EPI, XS>;
+    const size_t shared = kRingBytes + x_bytes;
+    // Above the default 48 KiB of dynamic shared memory: allowed once per kernel (every launch
+    // asks, so a device of another process or a reset context is covered; the call is cheap).
+    cudaError_t error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    if (error != cudaSuccess) return int(error);
+    const int64_t groups = (int64_t(a.tasks) + kWarps / a.splits - 1) / (kWarps / a.splits);
+    const int sms = sm_count();
+    const int64_t blocks = std::min<int64_t>(groups, int64_t(sms > 0 ? sms : 1) * AR4J_LLAMA_RING_BLOCKS_PER_SM);
+    return launch(kernel, dim3(static_cast<unsigned int>(blocks)), dim3(kThreads), shared, stream, pdl, a);
+}
+
+template <int ROWS, int EPI>
+int launch_rows(const LinearArgs &a, bool pdl, void *stream) {
+    const size_t x_bytes = size_t(ROWS) * size_t(a.chunks) * 16;
+    if (x_bytes <= kMaxSharedX) return launch_grid<ROWS, EPI, true>(a, x_bytes, pdl, stream);
+    return launch_grid<ROWS, EPI, false>(a, 0, pdl, stream);
+}
+
+template <int EPI>
+int launch_epilogue(const LinearArgs &a, int32_t rows, bool pdl, void *stream) {
+    switch (rows) {
+        case 1: return launch_rows<1, EPI>(a, pdl, stream);
+        case 2: return launch_rows<2, EPI>(a, pdl, stream);
+        case 3: return launch_rows<3, EPI>(a, pdl, stream);
+        case 4: return launch_rows<4, EPI>(a, pdl, stream);
+        case 5: return launch_rows<5, EPI>(a, pdl, stream);
+        case 6: return launch_rows<6, EPI>(a, pdl, stream);
+        case 7: return launch_rows<7, EPI>(a, pdl, stream);
+        default: return launch_rows<8, EPI>(a, pdl, stream);
+    }
+}
+
+}  // namespace
+
+int launch_ring(const LinearArgs &a, int32_t rows, int epilogue, bool pdl, void *stream) {
+    switch (epilogue) {
+        case kStore: return launch_epilogue<kStore>(a, rows, pdl, stream);
+        case kSiluMul: return launch_epilogue<kSiluMul>(a, rows, pdl, stream);
+        default: return launch_epilogue<kArgmax>(a, rows, pdl, stream);
+    }
+}
+
+}  // namespace linear
+}  // namespace ar4j_llama
