@@ -10,32 +10,27 @@
 // dependent-launch wait (W never depends on the previous kernel), and refills a slot as soon as
 // the warp has read it into registers. A lane takes the chunks lane, lane + 32, ... of each piece,
 // which are the chunks and the order the registers kernel gives it, so both produce the same bits.
+//
+// Measured against the registers kernel (1x H100, 2026-12-06, --bench-linear quick, each launch a
+// different W, one lease): gate_up 75.9 against 77.3 us and down 40.1 against 41.8 (the ring ahead),
+// qkv 22.7 against 19.1 and o_proj 16.8 against 13.8 (behind: a block of 128 KiB of ring cannot sit
+// beside the previous kernel's, so a short product's start does not overlap the previous one's end),
+// the decode step 6.21 against 5.85 ms. It is not the default; it stays selectable for GPUs whose
+// memory needs more bytes in flight than 3 blocks of registers keep (the H200's 4.8 TB/s).
 #include <algorithm>
 
 #include "linear_common.cuh"
-
-// Tuning (measured on the H100 and H200: see RESULTS.md): 16-byte chunks per lane per piece, the
-// ring's slots per warp, blocks per SM, and whether a block lets the next kernel launch as soon as
-// it has issued its last copy (1) or only when it has read it (0).
-#ifndef AR4J_LLAMA_RING_CHUNKS_PER_LANE
-#define AR4J_LLAMA_RING_CHUNKS_PER_LANE 8
-#endif
-#ifndef AR4J_LLAMA_RING_STAGES
-#define AR4J_LLAMA_RING_STAGES 4
-#endif
-#ifndef AR4J_LLAMA_RING_BLOCKS_PER_SM
-#define AR4J_LLAMA_RING_BLOCKS_PER_SM 1
-#endif
-#ifndef AR4J_LLAMA_RING_EARLY_TRIGGER
-#define AR4J_LLAMA_RING_EARLY_TRIGGER 0
-#endif
 
 namespace ar4j_llama {
 namespace linear {
 namespace {
 
-constexpr int kU = AR4J_LLAMA_RING_CHUNKS_PER_LANE;
-constexpr int kStages = AR4J_LLAMA_RING_STAGES;
+// The ring's shape, the best of those measured (1x H100, --bench-linear quick, one lease): 4 slots
+// of 4 KiB per warp (128 KiB per block, one block per SM), the next kernel let in once a block has
+// issued its last copy. 2 slots of 4 KiB, 4 of 2 KiB, or 2 blocks per SM streamed slower.
+constexpr int kU = 8;
+constexpr int kStages = 4;
+constexpr int kBlocksPerSm = 1;
 constexpr int32_t kPiece = 32 * kU;  // chunks per slot
 constexpr size_t kRingBytes = size_t(kWarps) * kStages * kPiece * 16;
 
@@ -157,9 +152,7 @@ __global__ void __launch_bounds__(kThreads) linear_ring_kernel(const LinearArgs 
     for (int s = 0; s < kStages && !producer.done(); ++s) {
         producer.issue(a, ring + s * kPiece, &full[warp][s], policy, lane, warp);
     }
-#if AR4J_LLAMA_RING_EARLY_TRIGGER
     bool triggered = false;
-#endif
     pdl_wait();
 
     const uint4 *x_global = reinterpret_cast<const uint4 *>(a.x);
@@ -197,19 +190,17 @@ __global__ void __launch_bounds__(kThreads) linear_ring_kernel(const LinearArgs 
                 if (lane == 0) fence_async_proxy();
                 producer.issue(a, ring + slot * kPiece, &full[warp][slot], policy, lane, warp);
             }
-#if AR4J_LLAMA_RING_EARLY_TRIGGER
+            // Every copy of this warp is issued: the next kernel may launch once every block is here.
             if (producer.done() && !triggered) {
                 pdl_trigger();
                 triggered = true;
             }
-#endif
             ++consumed;
             use_batch<ROWS, kU, XS>(buf, x_shared, x_global, x_stride_chunks, a.chunks, base + lane, ws.end, acc);
         }
         finish_group<ROWS, EPI>(a, group, acc, partial, best_value, best_index);
     }
-    // As the registers kernel: the next kernel may launch once every block has read all its W.
-    pdl_trigger();
+    pdl_trigger();  // a block without pieces
     if (EPI == kArgmax) finish_argmax<ROWS>(a, best_value, best_index);
 #endif
 }
@@ -224,7 +215,7 @@ int launch_grid(const LinearArgs &a, size_t x_bytes, bool pdl, void *stream) {
     if (error != cudaSuccess) return int(error);
     const int64_t groups = (int64_t(a.tasks) + kWarps / a.splits - 1) / (kWarps / a.splits);
     const int sms = sm_count();
-    const int64_t blocks = std::min<int64_t>(groups, int64_t(sms > 0 ? sms : 1) * AR4J_LLAMA_RING_BLOCKS_PER_SM);
+    const int64_t blocks = std::min<int64_t>(groups, int64_t(sms > 0 ? sms : 1) * kBlocksPerSm);
     return launch(kernel, dim3(static_cast<unsigned int>(blocks)), dim3(kThreads), shared, stream, pdl, a);
 }
 

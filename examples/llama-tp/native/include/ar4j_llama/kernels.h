@@ -426,7 +426,7 @@ int ar4j_llama_linear_rows(const void *w, const void *x, int64_t x_row_stride, v
 
 /* The kernels of ar4j_llama_linear_rows and its fused forms (ar4j_llama_set_linear_rows_kernel). */
 enum ar4j_llama_linear_rows_kernel {
-    AR4J_LLAMA_LINEAR_ROWS_AUTO = 0,         /* the ring where the device runs it, else the registers kernel */
+    AR4J_LLAMA_LINEAR_ROWS_AUTO = 0,         /* the library's choice: the registers kernel (the faster where measured) */
     AR4J_LLAMA_LINEAR_ROWS_REGISTERS = 1,    /* W through a register double buffer (every architecture) */
     AR4J_LLAMA_LINEAR_ROWS_RING = 2          /* W through a ring of bulk copies in shared memory (sm_90+) */
 };
@@ -434,9 +434,9 @@ enum ar4j_llama_linear_rows_kernel {
 /*
  * Chooses the kernel of every later ar4j_llama_linear_rows* call in the process (the default is
  * AR4J_LLAMA_LINEAR_ROWS_AUTO). Both kernels add the same products in the same order: their
- * results are the same bits; they differ in how W reaches the SMs. The ring keeps several KiB of
- * W per warp in flight through cp.async.bulk into shared memory, the first of them issued before
- * the programmatic-dependent-launch wait; the registers kernel keeps 4 16-byte loads per lane.
+ * results are the same bits; they differ in how W reaches the SMs. The ring keeps 16 KiB of W per
+ * warp in flight through cp.async.bulk into shared memory, all of it issued before the
+ * programmatic-dependent-launch wait; the registers kernel keeps 4 16-byte loads per lane.
  * Returns AR4J_LLAMA_ERROR_INVALID_ARGUMENT for another value, AR4J_LLAMA_ERROR_UNSUPPORTED for
  * the ring when the current device is older than sm_90 (a later call on such a device with the
  * ring chosen fails the same way).
