@@ -1,5 +1,6 @@
 package dev.ar4j.examples.llama;
 
+import dev.ar4j.examples.llama.engine.EngineMemory;
 import dev.ar4j.examples.llama.engine.StepKind;
 import dev.ar4j.examples.llama.engine.StepTiming.Figures;
 import dev.ar4j.examples.llama.engine.StepTiming.Profile;
@@ -41,6 +42,26 @@ public final class BenchTable {
         out.printf(Locale.ROOT, "  %-10s %-8s %7d %12.4f %12.1f %10s %16s%n", comm,
                 f.kind().name().toLowerCase(Locale.ROOT), f.tokens(), f.medianMillis(), f.tokensPerSecond(), share,
                 alloc);
+    }
+
+    /**
+     * The device memory of a run: rank 0's buffers by kind, and the most the GPU had in use after any of the
+     * steps (every buffer is allocated before the first step, so this is the run's peak).
+     *
+     * @param comm  the communication mode
+     * @param plan  rank 0's buffers
+     * @param inUse the most bytes in use on the GPU (cudaMemGetInfo: every process, the CUDA contexts too)
+     * @param ranks the ranks in this process
+     */
+    public void memory(String comm, EngineMemory.Plan plan, long inUse, int ranks) {
+        out.printf(Locale.ROOT, "# memory (%s): rank 0's buffers %.2f GiB = weights %.2f + KV cache %.2f + activations "
+                + "and workspaces %.2f; the GPU's memory in use after the steps %.2f GiB (%d rank(s) of this process, "
+                + "CUDA context included)%n", comm, gib(plan.total()), gib(plan.weights()), gib(plan.kvCache()),
+                gib(plan.work()), gib(inUse), ranks);
+    }
+
+    private static double gib(long bytes) {
+        return bytes / (double) (1L << 30);
     }
 
     /**

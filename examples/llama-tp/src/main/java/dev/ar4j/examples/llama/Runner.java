@@ -6,6 +6,7 @@ import dev.ar4j.examples.llama.cli.AnswerFormat;
 import dev.ar4j.examples.llama.cli.CommMode;
 import dev.ar4j.examples.llama.cli.LlamaOptions;
 import dev.ar4j.examples.llama.cli.RunMode;
+import dev.ar4j.examples.llama.engine.EngineMemory;
 import dev.ar4j.examples.llama.engine.EngineSettings;
 import dev.ar4j.examples.llama.engine.RankEngine;
 import dev.ar4j.examples.llama.engine.RankGroup;
@@ -169,11 +170,18 @@ final class Runner {
                 int p = o.prompt().length;
                 List<StepKind> kinds = o.draft() > 0 ? List.of(StepKind.PREFILL, StepKind.DECODE, StepKind.VERIFY)
                         : List.of(StepKind.PREFILL, StepKind.DECODE);
+                long peak = 0;
+                EngineMemory.Plan plan = null;
                 for (StepKind k : kinds) {
                     List<Figures> figures = group.onEveryRank("bench " + k, STEP_TIMEOUT,
                             (i, c) -> StepTiming.measure(engines.get(i), k, p, o.steps(), 20));
                     table.row(comm.flag(), slowest(figures));
+                    EngineMemory.Use use = group.onEveryRank("memory in use", STEP_TIMEOUT,
+                            (i, c) -> engines.get(i).memoryUse()).get(0);
+                    peak = Math.max(peak, use.inUse());
+                    plan = use.plan();
                 }
+                table.memory(comm.flag(), plan, peak, engines.size());
                 if (o.profile()) {
                     for (StepKind k : kinds) {
                         List<StepTiming.Profile> profiles = group.onEveryRank("profile " + k, STEP_TIMEOUT,

@@ -47,7 +47,7 @@ public final class LlamaCommand {
     private String model;
 
     @Option(names = "--synthetic", paramLabel = "NAME", description = "random weights of a known shape: tiny, "
-            + "llama3-8b or verify-7168")
+            + "llama3-8b, llama3.1-8b (131072 positions) or verify-7168")
     private String synthetic;
 
     @Option(names = "--tp", paramLabel = "N", description = "ranks (tensor-parallel degree), default 1")

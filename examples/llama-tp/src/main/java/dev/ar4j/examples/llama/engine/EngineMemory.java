@@ -10,7 +10,7 @@ import java.util.Locale;
  * What a rank's engine needs of the GPU's memory before it allocates any of it: the split-KV attention's workspace
  * for every step the settings allow, and the refusal of settings whose buffers cannot fit the free memory.
  */
-final class EngineMemory {
+public final class EngineMemory {
 
     /** cuBLAS's workspace per rank. */
     static final long CUBLAS_WORKSPACE = 32L << 20;
@@ -54,29 +54,59 @@ final class EngineMemory {
     static final long MEMORY_MARGIN = 512L << 20;
 
     /**
-     * Refuses, before any allocation, settings whose buffers cannot fit the GPU's free memory: the weights, the
-     * KV cache, the activations and the workspaces (split-KV attention, prefill scores, cuBLAS), plus
-     * {@link #MEMORY_MARGIN}.
+     * The bytes of a rank's buffers, by kind.
+     *
+     * @param weights  its shard of the weights
+     * @param kvCache  its KV cache
+     * @param work     the activations and the workspaces (split-KV attention, prefill scores, cuBLAS)
      */
-    static void checkFits(EngineSettings s, long attentionWs, int rank) {
+    public record Plan(long weights, long kvCache, long work) {
+
+        /** The buffers' sum. */
+        public long total() {
+            return weights + kvCache + work;
+        }
+    }
+
+    /**
+     * A rank's buffers and the GPU's memory in use.
+     *
+     * @param plan  the rank's buffers
+     * @param inUse the GPU's memory in use (total minus free: all its processes, the CUDA contexts too)
+     */
+    public record Use(Plan plan, long inUse) {
+    }
+
+    /** The buffers rank {@code rank} allocates for settings {@code s} and an attention workspace of {@code attentionWs}. */
+    static Plan plan(EngineSettings s, long attentionWs, int rank) {
         TensorParallelLayout layout = s.layout();
-        long weights = ShardPlan.forRank(layout, rank).bf16Bytes();
-        long kv = KvCache.bytes(layout, s.context(), s.batch());
         int chunkRows = Math.min(s.prefillMax(), s.prefillChunk());
         long work = Activations.bytes(layout, s.maxTokens(), s.logitRows(), attentionWs) + CUBLAS_WORKSPACE
                 + (chunkRows > LlamaKernels.MAX_ATTENTION_STORED_TOKENS
                         ? PrefillAttention.bytes(layout, chunkRows, s.context(), s.batch()) : 0);
-        long need = weights + kv + work + MEMORY_MARGIN;
+        return new Plan(ShardPlan.forRank(layout, rank).bf16Bytes(), KvCache.bytes(layout, s.context(), s.batch()), work);
+    }
+
+    /**
+     * Refuses, before any allocation, settings whose buffers ({@link #plan}) cannot fit the GPU's free memory,
+     * with {@link #MEMORY_MARGIN} besides.
+     *
+     * @return the plan, when it fits
+     */
+    static Plan checkFits(EngineSettings s, long attentionWs, int rank) {
+        Plan p = plan(s, attentionWs, rank);
+        int chunkRows = Math.min(s.prefillMax(), s.prefillChunk());
+        long need = p.total() + MEMORY_MARGIN;
         long[] mem = LlamaKernels.deviceMemory();
         if (need > mem[0]) {
             throw new EngineException(String.format(Locale.ROOT, "rank %d: the GPU has %.2f GiB free (of %.2f "
                     + "GiB) but this engine needs %.2f GiB: weights %.2f GiB, KV cache of --context %d x %d sequences "
                     + "%.2f GiB, "
                     + "activations and workspaces %.2f GiB (prefill chunk %d), margin %.2f GiB. Use a smaller --context "
-                    + "or a larger --tp", rank, gib(mem[0]), gib(mem[1]), gib(need), gib(weights), s.context(), s.batch(),
-                    gib(kv),
-                    gib(work), chunkRows, gib(MEMORY_MARGIN)));
+                    + "or a larger --tp", rank, gib(mem[0]), gib(mem[1]), gib(need), gib(p.weights()), s.context(),
+                    s.batch(), gib(p.kvCache()), gib(p.work()), chunkRows, gib(MEMORY_MARGIN)));
         }
+        return p;
     }
 
     private static double gib(long bytes) {

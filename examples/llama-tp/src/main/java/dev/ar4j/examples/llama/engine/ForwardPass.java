@@ -110,8 +110,9 @@ final class ForwardPass {
 
     /**
      * The system property that chooses the rows product's kernel: {@code auto} (default: the
-     * bulk-copy ring on sm_90 and newer, else the registers kernel), {@code registers} or
-     * {@code ring}. Both give the same bits; the choice is for measuring one against the other.
+     * library's choice, the registers kernel), {@code registers} or {@code ring} (the bulk-copy
+     * ring, sm_90 and newer). Both give the same bits; the choice is for measuring one against the
+     * other on a given GPU.
      */
     static final String LINEAR_KERNEL_PROPERTY = "ar4j.llama.linear.kernel";
 
@@ -128,8 +129,8 @@ final class ForwardPass {
             case "registers" -> kernels_h.AR4J_LLAMA_LINEAR_ROWS_REGISTERS();
             case "ring" -> kernels_h.AR4J_LLAMA_LINEAR_ROWS_RING();
             default -> throw new IllegalArgumentException("-D" + LINEAR_KERNEL_PROPERTY + "=" + property
-                    + ": expected auto (the bulk-copy ring on sm_90 and newer, else the registers kernel; the "
-                    + "default), registers or ring (sm_90 and newer)");
+                    + ": expected auto (the library's choice; the default), registers or ring (the bulk-copy ring, "
+                    + "sm_90 and newer)");
         };
     }
 

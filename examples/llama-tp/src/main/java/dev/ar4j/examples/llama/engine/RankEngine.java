@@ -38,6 +38,7 @@ public final class RankEngine implements AutoCloseable {
     private final int smCount;
     private final StepRunner decode;
     private final StepRunner verify;
+    private final EngineMemory.Plan memoryPlan;
     /** The rows of logits the last prefill kept (its last positions). */
     private int prefillLogitRows;
 
@@ -59,7 +60,7 @@ public final class RankEngine implements AutoCloseable {
             // One SM count for the workspace's size and every launch's split count: the communicator's GPU.
             smCount = Cuda.deviceAttribute(DeviceAttribute.MULTI_PROCESSOR_COUNT, comm.device());
             long attentionWs = EngineMemory.attentionWorkspaceBytes(s, smCount);
-            EngineMemory.checkFits(s, attentionWs, comm.rank());
+            memoryPlan = EngineMemory.checkFits(s, attentionWs, comm.rank());
             // Non-blocking: no implicit order with the legacy stream, which another thread (a watchdog, a
             // synchronous copy) may use while this stream is being captured.
             stream = own(CudaStream.create(true, 0));
@@ -101,6 +102,16 @@ public final class RankEngine implements AutoCloseable {
             closeOwned(e);
             throw e;
         }
+    }
+
+    /**
+     * This rank's buffers, by kind, and the GPU's memory in use now (all its processes, the CUDA contexts too).
+     *
+     * @return the plan and {@code cudaMemGetInfo}'s total minus free, in bytes
+     */
+    public EngineMemory.Use memoryUse() {
+        long[] mem = LlamaKernels.deviceMemory();
+        return new EngineMemory.Use(memoryPlan, mem[1] - mem[0]);
     }
 
     /**
