@@ -45,7 +45,7 @@
 # Logs go to $OUT (or examples/llama-tp/.gpu/out). Exit 0 only when every step passed.
 #   PYTHON    the Python with torch and transformers (default /opt/torch/.venv/bin/python3, else python3)
 #   STEPS     which steps to run (default "kernels reference it text generate bench"; also: shard)
-#   CONTEXTS  the bench's decode contexts (default "512 4096 8000"; each at most 8183 for llama3-8b)
+#   CONTEXTS  the bench's decode contexts (default "512 4096 8000"; past 8184, llama3.1-8b's shapes and positions)
 #   FORMS     the PyTorch forms the bench runs (default "plain compile")
 #   BENCH_TP2 0: the bench step leaves out its two TP 2 runs (to fit one call's time limit)
 set -uo pipefail
@@ -167,7 +167,10 @@ batch_text() {  # name, more ar4j-llama options...
 engine_at() {  # context, more options...
   local ctx="$1"; shift
   local capacity=$(( ctx + 8 > 2048 ? ctx + 8 : 2048 ))
-  llama --synthetic llama3-8b --tp 1 --mode bench --prompt "$(seq -s, 1 "$ctx")" --context "$capacity" \
+  # Past llama3-8b's 8192 positions: the same shapes with Llama 3.1's 131072 (and its rope scaling).
+  local model=llama3-8b
+  (( capacity > 8192 )) && model=llama3.1-8b
+  llama --synthetic "$model" --tp 1 --mode bench --prompt "$(seq -s, 1 "$ctx")" --context "$capacity" \
     --draft 3 "$@"
 }
 
