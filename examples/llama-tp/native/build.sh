@@ -51,7 +51,7 @@ if [[ "${AR4J_PTXAS_VERBOSE:-0}" == "1" ]]; then FLAGS+=(-Xptxas -v); fi
 
 LIB="$OUT_DIR/libar4j_llama_kernels.so"
 OBJ_DIR="$OUT_DIR/obj"
-UNITS=(status.cpp gather.cu rope.cu attention.cu elementwise.cu argmax_exchange.cu fill.cu linear.cu linear_ring.cu prefetch.cu prefill.cu sample.cu
+UNITS=(status.cpp gather.cu rope.cu attention.cu elementwise.cu argmax_exchange.cu fill.cu linear.cu linear_ring.cu prefetch.cu prefill.cu prefill_attention.cu sample.cu
        device_memory.cpp)
 mkdir -p "$OBJ_DIR"
 

@@ -171,6 +171,7 @@ int main(int argc, char **argv) {
         {"context 4099 MHA", 19, 4, 4, 128, 4104, 4080, 1, false},
     };
     for (const AttentionCase &c : prefill_cases) check_prefill_attention(c);
+    check_prefill_attention_errors();
 
     printf("elementwise\n");
     check_silu_mul();

@@ -1,5 +1,5 @@
-// Checks of prefill attention: ar4j_llama_prefill_softmax alone against a CPU reference, and the
-// engine's whole sequence (cuBLAS batched GEMM S_h = Q_h . K_g^T, the softmax, batched GEMM
+// Checks of prefill attention: ar4j_llama_prefill_softmax alone against a CPU reference, the
+// one-kernel ar4j_llama_prefill_attention and the engine's cuBLAS sequence (cuBLAS batched GEMM S_h = Q_h . K_g^T, the softmax, batched GEMM
 // O_h = P_h . V_g, with the engine's pointer arrays and strides) against the eager-attention
 // reference of attention_checks.h. cuBLAS is opened with dlopen (libcublas.so.13, the GPU host's
 // /usr/local/cuda/lib64), so that the test links nothing but the library under test.
@@ -173,25 +173,62 @@ inline void check_prefill_attention(const AttentionCase &c) {
                                    int(ld_s), &zero, const_cast<void *const *>(p + 5 * c.n_heads), Cublas::R_16BF,
                                    int(q_row), c.n_heads, Cublas::COMPUTE_32F, Cublas::GEMM_DEFAULT);
     sync();
-    std::vector<uint16_t> out = d_out.download<uint16_t>(size_t(c.n) * q_row);
-    double max_err = 0, sum_err = 0;
-    size_t nans = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-        const float got = from_bf16(out[i]);
-        if (std::isnan(got)) {
-            ++nans;
-            continue;
+    // The same chunk through the one-kernel tensor-core attention, into a second poisoned output.
+    DeviceBuffer d_fa(size_t(c.n) * q_row * 2);
+    d_fa.poison();
+    const int fa = ar4j_llama_prefill_attention(qkv_d, qkv_stride, k_d, v_d, kv_row, d_fa.get(), q_row, c.n,
+                                                c.first_pos, c.n_heads, c.n_kv_heads, c.head_dim, scale, 1, nullptr);
+    sync();
+    struct Errors { double max, mean; size_t nans; };
+    auto errors = [&](const DeviceBuffer &d) {
+        std::vector<uint16_t> out = d.download<uint16_t>(size_t(c.n) * q_row);
+        Errors e = {0.0, 0.0, 0};
+        for (size_t i = 0; i < out.size(); ++i) {
+            const float got = from_bf16(out[i]);
+            if (std::isnan(got)) {
+                ++e.nans;
+                continue;
+            }
+            const double err = std::fabs(double(got) - want[i]);
+            e.max = std::max(e.max, err);
+            e.mean += err;
         }
-        const double e = std::fabs(double(got) - want[i]);
-        max_err = std::max(max_err, e);
-        sum_err += e;
-    }
-    const double mean_err = sum_err / double(out.size());
+        e.mean /= double(out.size());
+        return e;
+    };
+    const Errors g = errors(d_out), f = errors(d_fa);
     // Values are in [-1, 1): check_attention's bounds.
-    check(s1 == 0 && s2 == 0 && rc == 0 && nans == 0 && max_err <= 1.0 / 32 && mean_err <= 1.0 / 1024,
+    check(s1 == 0 && s2 == 0 && rc == 0 && g.nans == 0 && g.max <= 1.0 / 32 && g.mean <= 1.0 / 1024,
           "prefill attention", "(%s: %d rows from %d, %d/%d heads x %d: max err %.5f, mean %.6f, NaN %zu, "
           "gemm %d/%d, softmax %d)",
-          c.name, c.n, c.first_pos, c.n_heads, c.n_kv_heads, c.head_dim, max_err, mean_err, nans, s1, s2, rc);
+          c.name, c.n, c.first_pos, c.n_heads, c.n_kv_heads, c.head_dim, g.max, g.mean, g.nans, s1, s2, rc);
+    check(fa == 0 && f.nans == 0 && f.max <= 1.0 / 32 && f.mean <= 1.0 / 1024, "prefill_attention (one kernel)",
+          "(%s: %d rows from %d, %d/%d heads x %d: max err %.5f, mean %.6f, NaN %zu, rc %d)", c.name, c.n,
+          c.first_pos, c.n_heads, c.n_kv_heads, c.head_dim, f.max, f.mean, f.nans, fa);
+}
+
+// Bad arguments of the one-kernel prefill attention: named codes, nothing launched.
+inline void check_prefill_attention_errors() {
+    DeviceBuffer d(1 << 16);
+    const char *p = d.as<char>();
+    void *o = d.get();
+    const float scale = 0.125f;
+    // A valid call: 2 rows, 4/2 heads of 64 (q and out rows 256, kv rows 128).
+    auto call = [&](const void *q, int64_t qs, int64_t kvs, int64_t os, int32_t n, int32_t start, int32_t heads,
+                    int32_t kv, int32_t dim, float sc) {
+        return ar4j_llama_prefill_attention(q, qs, p, p, kvs, o, os, n, start, heads, kv, dim, sc, 0, nullptr);
+    };
+    const bool ok = call(nullptr, 256, 128, 256, 2, 0, 4, 2, 64, scale) == AR4J_LLAMA_ERROR_NULL_POINTER &&
+                    call(p, 256, 128, 256, 2, 0, 4, 2, 96, scale) == AR4J_LLAMA_ERROR_HEAD_DIM &&
+                    call(p, 256, 128, 256, 0, 0, 4, 2, 64, scale) == AR4J_LLAMA_ERROR_SIZE &&
+                    call(p, 256, 128, 256, 2, -1, 4, 2, 64, scale) == AR4J_LLAMA_ERROR_SIZE &&
+                    call(p, 256, 128, 256, 2, 0, 4, 3, 64, scale) == AR4J_LLAMA_ERROR_GQA &&
+                    call(p, 128, 128, 256, 2, 0, 4, 2, 64, scale) == AR4J_LLAMA_ERROR_STRIDE &&
+                    call(p, 256, 64, 256, 2, 0, 4, 2, 64, scale) == AR4J_LLAMA_ERROR_STRIDE &&
+                    call(p + 2, 256, 128, 256, 2, 0, 4, 2, 64, scale) == AR4J_LLAMA_ERROR_MISALIGNED &&
+                    call(p, 260, 128, 256, 2, 0, 4, 2, 64, scale) == AR4J_LLAMA_ERROR_MISALIGNED &&
+                    call(p, 256, 128, 256, 2, 0, 4, 2, 64, 0.0f) == AR4J_LLAMA_ERROR_INVALID_ARGUMENT;
+    check(ok, "prefill_attention refusals", "(null, head_dim, size, start, GQA, strides, alignment, scale)");
 }
 
 // Bad arguments of the softmax: named codes, nothing launched.

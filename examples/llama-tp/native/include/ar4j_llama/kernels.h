@@ -372,6 +372,31 @@ int ar4j_llama_attention_batched(const void *q, int64_t q_row_stride, const void
                                  int32_t pdl, void *stream);
 
 /*
+ * Causal grouped-query attention of a prefill chunk in one kernel on tensor cores (sm_80+): n query
+ * rows at positions start_pos .. start_pos + n - 1 against the KV-cache rows 0 .. start_pos + n - 1
+ * (this chunk's keys appended before), with the rounding points of transformers' eager attention
+ * and of the batched-GEMM sequence (ar4j_llama_prefill_softmax): for query head h (KV head
+ * h / (n_heads / n_kv_heads)) and row i,
+ *   s_j = bf16(bf16(q_i . k_j) * scale)          (q . k in fp32)
+ *   p_j = bf16(expf(s_j - max) / sum)            for j <= start_pos + i, max and sum over those j
+ *   out_i = bf16(sum_j p_j v_j)                  (fp32)
+ * The scores never reach memory: a block of 64 rows of one head walks its keys twice (max and
+ * sum, then P . V), so the probabilities are rounded where eager attention rounds them. Sums run
+ * in another order than cuBLAS's: results match the GEMM sequence to fp32 rounding, not bitwise.
+ * q: n rows of n_heads x head_dim bf16, row stride q_row_stride (e.g. the fused QKV output);
+ * k_cache, v_cache: rows of n_kv_heads x head_dim, row stride kv_row_stride; out: n rows of
+ * n_heads x head_dim, row stride out_row_stride. head_dim 64 or 128 (AR4J_LLAMA_ERROR_HEAD_DIM
+ * otherwise: use the batched-GEMM sequence); 1 <= n; 1 <= n_heads <= 65535, a multiple of
+ * n_kv_heads; 0 <= start_pos; scale finite > 0; pointers 16-byte aligned and strides multiples
+ * of 8 (AR4J_LLAMA_ERROR_MISALIGNED).
+ */
+int ar4j_llama_prefill_attention(const void *q, int64_t q_row_stride, const void *k_cache,
+                                 const void *v_cache, int64_t kv_row_stride, void *out,
+                                 int64_t out_row_stride, int32_t n, int32_t start_pos, int32_t n_heads,
+                                 int32_t n_kv_heads, int32_t head_dim, float scale, int32_t pdl,
+                                 void *stream);
+
+/*
  * The middle step of prefill attention through batched GEMMs (the engine's chunked prefill:
  * S_h = Q_h . K_g^T with cuBLAS, bf16 out; this; O_h = P_h . V_g with cuBLAS), in place on the
  * scores of n query rows of n_heads heads. Query row i is at position start_pos + i; the keys are

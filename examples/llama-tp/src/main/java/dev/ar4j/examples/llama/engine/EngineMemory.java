@@ -82,7 +82,7 @@ public final class EngineMemory {
         TensorParallelLayout layout = s.layout();
         int chunkRows = Math.min(s.prefillMax(), s.prefillChunk());
         long work = Activations.bytes(layout, s.maxTokens(), s.logitRows(), attentionWs) + CUBLAS_WORKSPACE
-                + (chunkRows > LlamaKernels.MAX_ATTENTION_STORED_TOKENS
+                + (chunkRows > LlamaKernels.MAX_ATTENTION_STORED_TOKENS && !PrefillAttention.inOneKernel(layout)
                         ? PrefillAttention.bytes(layout, chunkRows, s.context(), s.batch()) : 0);
         return new Plan(ShardPlan.forRank(layout, rank).bf16Bytes(), KvCache.bytes(layout, s.context(), s.batch()), work);
     }

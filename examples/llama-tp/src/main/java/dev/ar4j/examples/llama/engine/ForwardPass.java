@@ -67,6 +67,8 @@ final class ForwardPass {
     private final int rowsKernelMaxTokens;
     /** Prefill chunks' attention through cuBLAS batched GEMMs (steps of more than 8 tokens), or {@code null}. */
     private final PrefillAttention prefill;
+    /** Whether a prefill chunk's attention is one kernel ({@link PrefillAttention#inOneKernel}). */
+    private final boolean prefillInOneKernel;
     /** Greedy (the argmax, fused into the LM head where it can be) or a draw on the GPU. */
     private final Sampling sampling;
     /** At TP > 1 greedy steps exchange the ranks' (max, index) pairs instead of all-reducing the logits. */
@@ -140,6 +142,7 @@ final class ForwardPass {
         this.comm = comm;
         this.sampling = sampling;
         this.prefill = prefill;
+        this.prefillInOneKernel = PrefillAttention.inOneKernel(weights.plan().layout());
         this.stream = stream;
         this.cublas = cublas;
         this.kernels = kernels;
@@ -219,7 +222,8 @@ final class ForwardPass {
     void enqueue(StepViews v, int splits, SectionTimer timer, int logitRows, int chunkStart, int sequences,
                  int sequence) {
         int t = v.tokens();
-        boolean chunkAttention = prefill != null && chunkStart >= 0 && t > LlamaKernels.MAX_ATTENTION_STORED_TOKENS;
+        boolean chunkAttention = (prefill != null || prefillInOneKernel) && chunkStart >= 0
+                && t > LlamaKernels.MAX_ATTENTION_STORED_TOKENS;
         int h = c.hiddenSize();
         int hd = c.headDim();
         int heads = layout.headsPerRank();
@@ -250,7 +254,10 @@ final class ForwardPass {
                     positions, act.positions.address());
             end(timer);
             begin(timer, StepSection.ATTENTION, timer == null ? 0 : kvBytesPerKey * timer.contextKeys());
-            if (chunkAttention) {
+            if (chunkAttention && prefillInOneKernel) {
+                kernels.prefillAttention(qkv, qkvW, cache.keys(l, sequence), cache.values(l, sequence), kvW,
+                        act.attention.address(), qW, t, chunkStart, heads, kvHeads, hd, scale);
+            } else if (chunkAttention) {
                 prefill.enqueue(l, sequence, t, chunkStart, scale);
             } else {
                 kernels.attentionBatched(qkv, qkvW, cache.keys(l, sequence), cache.values(l, sequence),

@@ -116,6 +116,16 @@ final class LlamaKernels {
                 stream), "ar4j_llama_prefill_softmax");
     }
 
+    /**
+     * Causal attention of a prefill chunk in one kernel ({@code ar4j_llama_prefill_attention}): {@code n} query
+     * rows at positions {@code start .. start + n - 1} against the cache rows {@code 0 .. start + n - 1}.
+     */
+    void prefillAttention(long q, long qStride, long kCache, long vCache, long kvStride, long out, long outStride,
+                          int n, int start, int heads, int kvHeads, int headDim, float scale) {
+        check(kernels_h.ar4j_llama_prefill_attention(at(q), qStride, at(kCache), at(vCache), kvStride, at(out),
+                outStride, n, start, heads, kvHeads, headDim, scale, pdl, stream), "ar4j_llama_prefill_attention");
+    }
+
     /** {@code AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS}: above it, a step's attention recomputes its scores. */
     static final int MAX_ATTENTION_STORED_TOKENS = kernels_h.AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS();
 

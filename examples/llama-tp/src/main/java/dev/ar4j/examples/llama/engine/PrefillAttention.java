@@ -31,6 +31,38 @@ import java.lang.foreign.ValueLayout;
  */
 final class PrefillAttention implements AutoCloseable {
 
+    /**
+     * The system property that chooses prefill chunks' attention: {@code auto} (default: one kernel,
+     * {@code ar4j_llama_prefill_attention}, where the head dimension is 64 or 128; else this class's
+     * batched GEMMs) or {@code gemm} (always the batched GEMMs).
+     */
+    static final String PROPERTY = "ar4j.llama.prefill.attention";
+
+    /**
+     * Whether a prefill chunk's attention runs in one kernel (no scores in memory, no instance of this class).
+     *
+     * @param layout   the split (its head dimension)
+     * @param property the {@link #PROPERTY} value, {@code null} for the default
+     * @return true for the one kernel
+     * @throws IllegalArgumentException for another property value, saying which are accepted
+     */
+    static boolean inOneKernel(TensorParallelLayout layout, String property) {
+        boolean auto = switch (property == null ? "auto" : property) {
+            case "auto" -> true;
+            case "gemm" -> false;
+            default -> throw new IllegalArgumentException("-D" + PROPERTY + "=" + property + ": expected auto (one "
+                    + "tensor-core kernel where the head dimension is 64 or 128; the default) or gemm (batched GEMMs "
+                    + "around a softmax kernel)");
+        };
+        int hd = layout.config().headDim();
+        return auto && (hd == 64 || hd == 128);
+    }
+
+    /** {@link #inOneKernel(TensorParallelLayout, String)} with the property of this JVM. */
+    static boolean inOneKernel(TensorParallelLayout layout) {
+        return inOneKernel(layout, System.getProperty(PROPERTY));
+    }
+
     /** The most bytes of scores held at once (heads are done in passes above it): 1 GiB. */
     static final long SCORE_BUDGET_BYTES = 1L << 30;
 

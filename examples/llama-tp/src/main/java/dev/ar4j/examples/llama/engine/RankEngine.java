@@ -81,6 +81,7 @@ public final class RankEngine implements AutoCloseable {
             io = own(new HostIo(s.maxTokens(), 2L * s.logitRows() * layout.paddedVocab(), s.keepLogits()));
             int chunkRows = Math.min(s.prefillMax(), s.prefillChunk());
             PrefillAttention prefillAttention = chunkRows > LlamaKernels.MAX_ATTENTION_STORED_TOKENS
+                    && !PrefillAttention.inOneKernel(layout)
                     ? own(new PrefillAttention(cublas, kernels, layout, cache, act.qkv.address(),
                             act.attention.address(), chunkRows))
                     : null;

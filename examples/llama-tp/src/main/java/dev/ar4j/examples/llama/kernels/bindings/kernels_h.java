@@ -1175,6 +1175,80 @@ public class kernels_h extends kernels_h$shared {
         }
     }
 
+    private static class ar4j_llama_prefill_attention {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_FLOAT,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_prefill_attention");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_prefill_attention(const void *q, int64_t q_row_stride, const void *k_cache, const void *v_cache, int64_t kv_row_stride, void *out, int64_t out_row_stride, int32_t n, int32_t start_pos, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, int32_t pdl, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_prefill_attention$descriptor() {
+        return ar4j_llama_prefill_attention.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_prefill_attention(const void *q, int64_t q_row_stride, const void *k_cache, const void *v_cache, int64_t kv_row_stride, void *out, int64_t out_row_stride, int32_t n, int32_t start_pos, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, int32_t pdl, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_llama_prefill_attention$handle() {
+        return ar4j_llama_prefill_attention.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_prefill_attention(const void *q, int64_t q_row_stride, const void *k_cache, const void *v_cache, int64_t kv_row_stride, void *out, int64_t out_row_stride, int32_t n, int32_t start_pos, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, int32_t pdl, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_llama_prefill_attention$address() {
+        return ar4j_llama_prefill_attention.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_prefill_attention(const void *q, int64_t q_row_stride, const void *k_cache, const void *v_cache, int64_t kv_row_stride, void *out, int64_t out_row_stride, int32_t n, int32_t start_pos, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, int32_t pdl, void *stream)
+     * }
+     */
+    public static int ar4j_llama_prefill_attention(MemorySegment q, long q_row_stride, MemorySegment k_cache, MemorySegment v_cache, long kv_row_stride, MemorySegment out, long out_row_stride, int n, int start_pos, int n_heads, int n_kv_heads, int head_dim, float scale, int pdl, MemorySegment stream) {
+        var mh$ = ar4j_llama_prefill_attention.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_prefill_attention", q, q_row_stride, k_cache, v_cache, kv_row_stride, out, out_row_stride, n, start_pos, n_heads, n_kv_heads, head_dim, scale, pdl, stream);
+            }
+            return (int)mh$.invokeExact(q, q_row_stride, k_cache, v_cache, kv_row_stride, out, out_row_stride, n, start_pos, n_heads, n_kv_heads, head_dim, scale, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class ar4j_llama_prefill_softmax {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             kernels_h.C_INT,
