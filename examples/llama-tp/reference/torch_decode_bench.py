@@ -35,6 +35,10 @@ import time
 SHAPES = {
     "llama3-8b": dict(hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128, intermediate=14336,
                       vocab=128256, theta=500000.0, eps=1e-5, max_positions=8192),
+    # llama3-8b's shapes with Llama 3.1's positions (the engine's --synthetic llama3.1-8b). Its rope
+    # scaling changes the rotary frequencies' values, not the work: these benches time it unscaled.
+    "llama3.1-8b": dict(hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128, intermediate=14336,
+                        vocab=128256, theta=500000.0, eps=1e-5, max_positions=131072),
     "tiny": dict(hidden=512, layers=4, heads=8, kv_heads=4, head_dim=64, intermediate=1536, vocab=4096,
                  theta=10000.0, eps=1e-5, max_positions=2048),
 }

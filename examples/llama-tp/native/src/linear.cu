@@ -103,18 +103,15 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs 
             ws = slice_of<EPI>(a, next, warp);
             load_batch<U>(buf0, ws.row, ws.begin + lane, ws.end);
         }
-        else {
-            // Every load of this block is issued: the next kernel may launch once every block is here
-            // (its first loads then overlap this kernel's last sums; 1x H100, one lease: qkv 19.2 -> 18.8
-            // us, o_proj 13.9 -> 13.4, the decode step 5.93 -> 5.91 ms).
-            pdl_trigger();
-        }
 
         finish_group<ROWS, EPI>(a, group, acc, partial, best_value, best_index);
     }
-    // Not at the start: a persistent grid's blocks all start at once, and a dependent launched then
-    // would hold SM slots (waiting) for the whole stream -- with ranks sharing one GPU, slots that
-    // another rank's kernels need. (A block without groups triggers here.)
+    // The next kernel may launch once every block is here, not earlier: a persistent grid's blocks
+    // all start at once, and a dependent launched early holds SM slots (waiting) -- with ranks sharing
+    // one GPU, slots that another rank's kernels need. Letting it in at a block's last group was measured
+    // (1x H100: qkv 19.2 -> 18.8 us, the decode step 5.93 -> 5.91 ms) and not kept: in the run with it
+    // (and with the one-kernel prefill attention as the default, since changed too) ranks sharing the
+    // GPU at TP 4 and 8 failed 3 of 44 LlamaReferenceIT runs (custom all-reduce timeouts).
     pdl_trigger();
 
     if (EPI == kArgmax) finish_argmax<ROWS>(a, best_value, best_index);

@@ -12,11 +12,13 @@
 // which are the chunks and the order the registers kernel gives it, so both produce the same bits.
 //
 // Measured against the registers kernel (1x H100, 2026-12-06, --bench-linear quick, each launch a
-// different W, one lease): gate_up 75.9 against 77.3 us and down 40.1 against 41.8 (the ring ahead),
-// qkv 22.7 against 19.1 and o_proj 16.8 against 13.8 (behind: a block of 128 KiB of ring cannot sit
-// beside the previous kernel's, so a short product's start does not overlap the previous one's end),
-// the decode step 6.21 against 5.85 ms. It is not the default; it stays selectable for GPUs whose
-// memory needs more bytes in flight than 3 blocks of registers keep (the H200's 4.8 TB/s).
+// different W, one lease): qkv 23.9 against 19.1 us, o_proj 18.1 against 13.8, gate_up 79.8 against
+// 77.3, down 43.7 against 41.8, the LM head 338.9 against 333.2; the decode step 6.29 against 5.85 ms.
+// A block of 128 KiB of ring cannot sit beside the previous kernel's, so a product's start does not
+// overlap the previous one's end; letting the next kernel in at the last copy put the ring ahead on
+// gate_up (75.9) and down (40.1) but is not safe with ranks sharing a GPU (see linear.cu). It is not
+// the default; it stays selectable for GPUs whose memory needs more bytes in flight than 3 blocks of
+// registers keep (the H200's 4.8 TB/s), where it has not been measured.
 #include <algorithm>
 
 #include "linear_common.cuh"
@@ -26,8 +28,8 @@ namespace linear {
 namespace {
 
 // The ring's shape, the best of those measured (1x H100, --bench-linear quick, one lease): 4 slots
-// of 4 KiB per warp (128 KiB per block, one block per SM), the next kernel let in once a block has
-// issued its last copy. 2 slots of 4 KiB, 4 of 2 KiB, or 2 blocks per SM streamed slower.
+// of 4 KiB per warp (128 KiB per block, one block per SM). 2 slots of 4 KiB, 4 of 2 KiB, or 2
+// blocks per SM streamed slower.
 constexpr int kU = 8;
 constexpr int kStages = 4;
 constexpr int kBlocksPerSm = 1;
@@ -152,7 +154,6 @@ __global__ void __launch_bounds__(kThreads) linear_ring_kernel(const LinearArgs 
     for (int s = 0; s < kStages && !producer.done(); ++s) {
         producer.issue(a, ring + s * kPiece, &full[warp][s], policy, lane, warp);
     }
-    bool triggered = false;
     pdl_wait();
 
     const uint4 *x_global = reinterpret_cast<const uint4 *>(a.x);
@@ -190,17 +191,12 @@ __global__ void __launch_bounds__(kThreads) linear_ring_kernel(const LinearArgs 
                 if (lane == 0) fence_async_proxy();
                 producer.issue(a, ring + slot * kPiece, &full[warp][slot], policy, lane, warp);
             }
-            // Every copy of this warp is issued: the next kernel may launch once every block is here.
-            if (producer.done() && !triggered) {
-                pdl_trigger();
-                triggered = true;
-            }
             ++consumed;
             use_batch<ROWS, kU, XS>(buf, x_shared, x_global, x_stride_chunks, a.chunks, base + lane, ws.end, acc);
         }
         finish_group<ROWS, EPI>(a, group, acc, partial, best_value, best_index);
     }
-    pdl_trigger();  // a block without pieces
+    pdl_trigger();  // as the registers kernel (linear.cu): once every block has read all its W
     if (EPI == kArgmax) finish_argmax<ROWS>(a, best_value, best_index);
 #endif
 }

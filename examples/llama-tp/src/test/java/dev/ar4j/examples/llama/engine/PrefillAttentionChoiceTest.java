@@ -9,8 +9,8 @@ import dev.ar4j.examples.llama.model.TensorParallelLayout;
 import org.junit.jupiter.api.Test;
 
 /**
- * A prefill chunk's attention is the one tensor-core kernel where the head dimension is 64 or 128 (unless
- * {@code -Dar4j.llama.prefill.attention=gemm}), the batched GEMMs elsewhere; a bad value names the accepted ones.
+ * A prefill chunk's attention is the batched GEMMs unless {@code -Dar4j.llama.prefill.attention=fused} asks for
+ * the one tensor-core kernel, which serves head dimensions 64 and 128; a bad value names the accepted ones.
  */
 class PrefillAttentionChoiceTest {
 
@@ -20,11 +20,12 @@ class PrefillAttentionChoiceTest {
     }
 
     @Test
-    void headDimensionsOf64And128RunTheOneKernel() {
-        assertTrue(PrefillAttention.inOneKernel(withHeadDim(128), null));
-        assertTrue(PrefillAttention.inOneKernel(withHeadDim(64), "auto"));
-        assertFalse(PrefillAttention.inOneKernel(withHeadDim(96), null), "the kernel is built for 64 and 128");
-        assertFalse(PrefillAttention.inOneKernel(withHeadDim(128), "gemm"), "asked for the batched GEMMs");
+    void theOneKernelRunsWhereAskedForAndBuilt() {
+        assertFalse(PrefillAttention.inOneKernel(withHeadDim(128), null), "the default is the batched GEMMs");
+        assertFalse(PrefillAttention.inOneKernel(withHeadDim(128), "gemm"));
+        assertTrue(PrefillAttention.inOneKernel(withHeadDim(128), "fused"));
+        assertTrue(PrefillAttention.inOneKernel(withHeadDim(64), "fused"));
+        assertFalse(PrefillAttention.inOneKernel(withHeadDim(96), "fused"), "the kernel is built for 64 and 128");
     }
 
     @Test
