@@ -7,6 +7,7 @@ import dev.ar4j.examples.llama.engine.StepTiming.Profile;
 import dev.ar4j.examples.llama.engine.StepTiming.ProfileRow;
 
 import java.io.PrintStream;
+import java.util.List;
 import java.util.Locale;
 
 /**
@@ -58,6 +59,23 @@ public final class BenchTable {
                 + "and workspaces %.2f; the GPU's memory in use after the steps %.2f GiB (%d rank(s) of this process, "
                 + "CUDA context included)%n", comm, gib(plan.total()), gib(plan.weights()), gib(plan.kvCache()),
                 gib(plan.work()), gib(inUse), ranks);
+    }
+
+    /**
+     * What ar4j runs for each size of all-reduce the steps make (rank 0's {@code explainResidualRmsNorm}).
+     *
+     * @param comm      the communication mode
+     * @param sizes     the sizes
+     * @param explained one line per size, in the same order
+     */
+    void allReduces(String comm, List<AllReduceSizes.Size> sizes, List<String> explained) {
+        out.printf(Locale.ROOT, "# all-reduces (%s): each an all-reduce + residual + RMSNorm of rows x hidden bf16%n",
+                comm);
+        for (int i = 0; i < sizes.size(); i++) {
+            AllReduceSizes.Size z = sizes.get(i);
+            out.printf(Locale.ROOT, "#   %s, %d row(s), %d bytes, %d per step: %s%n", z.step(), z.rows(), z.bytes(),
+                    z.callsPerStep(), explained.get(i));
+        }
     }
 
     private static double gib(long bytes) {

@@ -1,6 +1,7 @@
 package dev.ar4j.examples.llama;
 
 import dev.ar4j.Communicator;
+import dev.ar4j.DType;
 import dev.ar4j.dispatch.Algorithm;
 import dev.ar4j.examples.llama.cli.AnswerFormat;
 import dev.ar4j.examples.llama.cli.CommMode;
@@ -182,6 +183,14 @@ final class Runner {
                     plan = use.plan();
                 }
                 table.memory(comm.flag(), plan, peak, engines.size());
+                if (engines.get(0).communicator().worldSize() > 1) {
+                    List<String> explained = group.onEveryRank("explaining the all-reduces", STEP_TIMEOUT,
+                            (i, c) -> AllReduceSizes.of(s, p).stream()
+                                    .map(z -> c.explainResidualRmsNorm(z.bytes(), s.layout().config().hiddenSize(),
+                                            DType.BFLOAT16))
+                                    .toList()).get(0);
+                    table.allReduces(comm.flag(), AllReduceSizes.of(s, p), explained);
+                }
                 if (o.profile()) {
                     for (StepKind k : kinds) {
                         List<StepTiming.Profile> profiles = group.onEveryRank("profile " + k, STEP_TIMEOUT,
