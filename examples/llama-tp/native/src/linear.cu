@@ -149,16 +149,7 @@ int launch_rows(const LinearArgs &a, bool pdl, void *stream) {
 
 template <int EPI>
 int launch_epilogue(const LinearArgs &a, int32_t rows, bool pdl, void *stream) {
-    switch (rows) {
-        case 1: return launch_rows<1, EPI>(a, pdl, stream);
-        case 2: return launch_rows<2, EPI>(a, pdl, stream);
-        case 3: return launch_rows<3, EPI>(a, pdl, stream);
-        case 4: return launch_rows<4, EPI>(a, pdl, stream);
-        case 5: return launch_rows<5, EPI>(a, pdl, stream);
-        case 6: return launch_rows<6, EPI>(a, pdl, stream);
-        case 7: return launch_rows<7, EPI>(a, pdl, stream);
-        default: return launch_rows<8, EPI>(a, pdl, stream);
-    }
+    return with_rows(rows, [&](auto r) { return launch_rows<decltype(r)::value, EPI>(a, pdl, stream); });
 }
 
 // The slices per row: enough warps for about 48 per multiprocessor, each slice at least 64

@@ -5,6 +5,8 @@
 // reduce a group alike, so they produce the same bits.
 #pragma once
 
+#include <type_traits>
+
 #include "common.cuh"
 
 namespace ar4j_llama {
@@ -236,6 +238,22 @@ __device__ __forceinline__ void finish_argmax(const LinearArgs &a, float best_va
         __syncthreads();
     }
     if (threadIdx.x == 0) *a.blocks_done = 0u;  // ready for the next launch (graph replays)
+}
+
+// f(std::integral_constant<int, ROWS>{}) for ROWS = rows (1 .. AR4J_LLAMA_MAX_LINEAR_ROWS; the kernels are
+// built per row count): each kernel's launcher picks its instantiation through this one switch.
+template <typename F>
+int with_rows(int32_t rows, F &&f) {
+    switch (rows) {
+        case 1: return f(std::integral_constant<int, 1>{});
+        case 2: return f(std::integral_constant<int, 2>{});
+        case 3: return f(std::integral_constant<int, 3>{});
+        case 4: return f(std::integral_constant<int, 4>{});
+        case 5: return f(std::integral_constant<int, 5>{});
+        case 6: return f(std::integral_constant<int, 6>{});
+        case 7: return f(std::integral_constant<int, 7>{});
+        default: return f(std::integral_constant<int, 8>{});
+    }
 }
 
 // The launcher of the bulk-copy ring kernel (linear_ring.cu): AR4J_LLAMA_OK or a cudaError_t.
