@@ -280,7 +280,8 @@ public final class StepTiming {
      */
     static long allocatedByReplays(RankEngine e, StepRunner graph, int tokens, int first, int steps) {
         com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-        HostIo io = e.timing().io();
+        RankEngine.Timing timing = e.timing();
+        HostIo io = timing.io();
         int sink = 0;
         long before = mx.getCurrentThreadAllocatedBytes();
         int perSequence = tokens / e.settings().batch();
@@ -289,7 +290,7 @@ public final class StepTiming {
                 io.setInput(i, sink & 1023, first + i % perSequence);
             }
             graph.replay();
-            e.timing().finish("replay");
+            timing.finish("replay");
             for (int i = 0; i < tokens; i++) {
                 sink += io.argmax(i);
             }
