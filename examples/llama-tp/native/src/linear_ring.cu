@@ -25,16 +25,10 @@
 
 namespace ar4j_llama {
 namespace linear {
-namespace {
 
-// The ring's shape, the best of those measured (1x H100, --bench-linear quick, one lease): 4 slots
-// of 4 KiB per warp (128 KiB per block, one block per SM). 2 slots of 4 KiB, 4 of 2 KiB, or 2
-// blocks per SM streamed slower.
-constexpr int kU = 8;
-constexpr int kStages = 4;
-constexpr int kBlocksPerSm = 1;
-constexpr int32_t kPiece = 32 * kU;  // chunks per slot
-constexpr size_t kRingBytes = size_t(kWarps) * kStages * kPiece * 16;
+// The bulk-copy and mbarrier instructions (sm_90); in a named namespace, since the kernels of
+// the older architectures' passes (compiled empty) do not use them.
+namespace bulk {
 
 __device__ __forceinline__ uint32_t shared_address(const void *p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -90,6 +84,22 @@ __device__ __forceinline__ void fence_async_proxy() {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 #endif
 }
+
+}  // namespace bulk
+
+namespace {
+
+using namespace bulk;
+
+
+// The ring's shape, the best of those measured (1x H100, --bench-linear quick, one lease): 4 slots
+// of 4 KiB per warp (128 KiB per block, one block per SM). 2 slots of 4 KiB, 4 of 2 KiB, or 2
+// blocks per SM streamed slower.
+constexpr int kU = 8;
+constexpr int kStages = 4;
+constexpr int kBlocksPerSm = 1;
+constexpr int32_t kPiece = 32 * kU;  // chunks per slot
+constexpr size_t kRingBytes = size_t(kWarps) * kStages * kPiece * 16;
 
 // A warp's position in its sequence of pieces: group, slice and the first chunk of the next piece.
 // Every lane keeps it (the branches are warp-uniform); lane 0 issues the copies.

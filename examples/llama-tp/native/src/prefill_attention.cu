@@ -3,7 +3,7 @@
 // ar4j_llama_prefill_attention in kernels.h.
 //
 // A block takes 64 query rows of one head (4 warps of 16 rows) and walks the key tiles of 64 keys
-// its rows can see, twice: the first walk finds each row's softmax max and sum (pairs merged tile
+// its rows can see, twice (each tile's copies, cp.async, in flight while the previous tile is used): the first walk finds each row's softmax max and sum (pairs merged tile
 // by tile), the second recomputes the same scores (the same products in the same order: the same
 // bits), turns them into probabilities rounded to bf16 as transformers' eager attention does, and
 // accumulates P . V. Two walks cost a third more products than one online-softmax walk, but give
@@ -51,17 +51,29 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     return bits;
 }
 
-// rows x D bf16 from global (row stride in elements) into shared (row stride D + kPad); rows at or
-// past `valid` are zero.
+// Issues the copies of a tile of kKeys rows x D bf16 from global (row stride in elements) into shared
+// (row stride D + kPad) as one cp.async group (16 bytes a copy, through L2); rows at or past `valid`
+// are zero-filled without a read. Every copy is in flight at once: the caller waits for the group.
 template <int D>
-__device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *src, int64_t stride, int32_t valid) {
+__device__ __forceinline__ void issue_tile(bf16 *dst, const bf16 *src, int64_t stride, int32_t valid) {
     constexpr int kChunks = D / 8;
+#pragma unroll
     for (int i = threadIdx.x; i < kKeys * kChunks; i += kThreadsFa) {
         const int r = i / kChunks, c = i % kChunks;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (r < valid) v = __ldcg(reinterpret_cast<const uint4 *>(src + int64_t(r) * stride) + c);
-        *reinterpret_cast<uint4 *>(dst + r * (D + kPad) + c * 8) = v;
+        const bool in = r < valid;
+        const bf16 *from = in ? src + int64_t(r) * stride + c * 8 : src;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_u32(dst + r * (D + kPad) + c * 8)),
+                     "l"(from), "r"(in ? 16 : 0)
+                     : "memory");
     }
+}
+
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+// Waits until at most `pending` of this thread's copy groups are still in flight.
+template <int pending>
+__device__ __forceinline__ void wait_copies() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(pending) : "memory");
 }
 
 struct FaArgs {
@@ -115,9 +127,12 @@ __device__ __forceinline__ void tile_scores(float (&s)[kKeys / 8][4], const uint
 template <int D>
 __global__ void __launch_bounds__(kThreadsFa) prefill_attention_kernel(const FaArgs a) {
     extern __shared__ __align__(16) bf16 fa_shared[];
-    bf16 *k_tile = fa_shared;
-    bf16 *v_tile = fa_shared + kKeys * (D + kPad);
-    bf16 *q_tile = v_tile;  // Q passes through the V buffer once, before the first walk
+    // Two K and two V tiles: tile t + 1's copies fly while tile t is computed on. Q passes through
+    // the second V buffer once, before the first walk.
+    constexpr int kTile = kKeys * (D + kPad);
+    auto k_buf = [&](int i) { return fa_shared + i * kTile; };
+    auto v_buf = [&](int i) { return fa_shared + (2 + i) * kTile; };
+    bf16 *q_tile = v_buf(1);
     pdl_enter();
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -129,32 +144,44 @@ __global__ void __launch_bounds__(kThreadsFa) prefill_attention_kernel(const FaA
     const int32_t last_row = min(a.n, row0 + kRows) - 1;
     const int32_t keys = a.start + last_row + 1;  // the keys this block's rows can see
     const int32_t tiles = (keys + kKeys - 1) / kKeys;
+    const bf16 *k_head = a.k + int64_t(kv_head) * D;
+    const bf16 *v_head = a.v + int64_t(kv_head) * D;
 
-    // Q: 64 rows of this head -> shared -> each warp's A fragments (16 rows x D).
-    load_tile<D>(q_tile, a.q + int64_t(row0) * a.q_stride + int64_t(head) * D, a.q_stride, a.n - row0);
+    // Q: 64 rows of this head -> shared -> each warp's A fragments (16 rows x D); K's first tile
+    // flies meanwhile.
+    issue_tile<D>(q_tile, a.q + int64_t(row0) * a.q_stride + int64_t(head) * D, a.q_stride, a.n - row0);
+    commit_copies();
+    issue_tile<D>(k_buf(0), k_head, a.kv_stride, keys);
+    commit_copies();
+    wait_copies<1>();
     __syncthreads();
     uint32_t qf[D / 16][4];
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
         ldmatrix_x4(qf[kk], q_tile + (warp * 16 + (lane & 15)) * (D + kPad) + 16 * kk + ((lane >> 4) << 3));
     }
-    __syncthreads();
 
     const int32_t wrow0 = row0 + warp * 16;          // the warp's first row (chunk index)
     const int32_t rows_valid = a.n - wrow0;           // rows of the warp below n (may be <= 0)
     const int32_t pos0 = a.start + wrow0;             // its first row's position
-    const bf16 *k_head = a.k + int64_t(kv_head) * D;
-    const bf16 *v_head = a.v + int64_t(kv_head) * D;
 
     // Walk 1: each row's max and sum (rows g and g + 8 of the warp; the 4 lanes of a quad share them).
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     for (int32_t tile = 0; tile < tiles; ++tile) {
         const int32_t key0 = tile * kKeys;
-        load_tile<D>(k_tile, k_head + int64_t(key0) * a.kv_stride, a.kv_stride, keys - key0);
+        if (tile + 1 < tiles) {
+            // The buffer was last read in the previous trip, before its closing barrier.
+            issue_tile<D>(k_buf((tile + 1) & 1), k_head + int64_t(key0 + kKeys) * a.kv_stride, a.kv_stride,
+                          keys - key0 - kKeys);
+            commit_copies();
+            wait_copies<1>();
+        } else {
+            wait_copies<0>();
+        }
         __syncthreads();
         if (key0 <= pos0 + 15 && rows_valid > 0) {
             float s[kKeys / 8][4];
-            tile_scores<D>(s, qf, k_tile, lane, key0, pos0, rows_valid, a.scale);
+            tile_scores<D>(s, qf, k_buf(tile & 1), lane, key0, pos0, rows_valid, a.scale);
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 float tm = -INFINITY;
@@ -182,14 +209,25 @@ __global__ void __launch_bounds__(kThreadsFa) prefill_attention_kernel(const FaA
     float o[D / 8][4];
 #pragma unroll
     for (int j = 0; j < D / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    issue_tile<D>(k_buf(0), k_head, a.kv_stride, keys);
+    issue_tile<D>(v_buf(0), v_head, a.kv_stride, keys);
+    commit_copies();
     for (int32_t tile = 0; tile < tiles; ++tile) {
         const int32_t key0 = tile * kKeys;
-        load_tile<D>(k_tile, k_head + int64_t(key0) * a.kv_stride, a.kv_stride, keys - key0);
-        load_tile<D>(v_tile, v_head + int64_t(key0) * a.kv_stride, a.kv_stride, keys - key0);
+        if (tile + 1 < tiles) {
+            const int next = (tile + 1) & 1;
+            issue_tile<D>(k_buf(next), k_head + int64_t(key0 + kKeys) * a.kv_stride, a.kv_stride, keys - key0 - kKeys);
+            issue_tile<D>(v_buf(next), v_head + int64_t(key0 + kKeys) * a.kv_stride, a.kv_stride, keys - key0 - kKeys);
+            commit_copies();
+            wait_copies<1>();
+        } else {
+            wait_copies<0>();
+        }
         __syncthreads();
         if (key0 <= pos0 + 15 && rows_valid > 0) {
+            const bf16 *v_tile = v_buf(tile & 1);
             float s[kKeys / 8][4];
-            tile_scores<D>(s, qf, k_tile, lane, key0, pos0, rows_valid, a.scale);
+            tile_scores<D>(s, qf, k_buf(tile & 1), lane, key0, pos0, rows_valid, a.scale);
             uint32_t p[kKeys / 16][4];  // A fragments of P, 16 keys each
 #pragma unroll
             for (int j = 0; j < kKeys / 8; ++j) {
@@ -237,7 +275,7 @@ __global__ void __launch_bounds__(kThreadsFa) prefill_attention_kernel(const FaA
 
 template <int D>
 int launch_fa(const FaArgs &a, int32_t n_heads, bool pdl, void *stream) {
-    const size_t shared = size_t(2) * kKeys * (D + kPad) * sizeof(bf16);
+    const size_t shared = size_t(4) * kKeys * (D + kPad) * sizeof(bf16);
     auto kernel = prefill_attention_kernel<D>;
     const cudaError_t error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
     if (error != cudaSuccess) return int(error);

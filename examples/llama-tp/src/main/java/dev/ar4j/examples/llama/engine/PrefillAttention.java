@@ -34,8 +34,9 @@ final class PrefillAttention implements AutoCloseable {
     /**
      * The system property that chooses prefill chunks' attention: {@code gemm} (default: this class's
      * batched GEMMs around a softmax kernel) or {@code fused} (one tensor-core kernel,
-     * {@code ar4j_llama_prefill_attention}, where the head dimension is 64 or 128: no scores in memory, but
-     * slower so far -- 1x H100, llama3-8b, prefill of 4096 tokens: attention 84.5 ms against 58.4).
+     * {@code ar4j_llama_prefill_attention}, where the head dimension is 64 or 128: no scores in memory; its first
+     * form, with synchronous tile loads, was slower -- 1x H100, llama3-8b, prefill of 4096 tokens: attention 84.5
+     * ms against 58.4 -- and its tiles are now double-buffered copies, not measured yet).
      */
     static final String PROPERTY = "ar4j.llama.prefill.attention";
 
