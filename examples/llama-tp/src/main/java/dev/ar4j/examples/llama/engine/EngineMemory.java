@@ -62,7 +62,11 @@ public final class EngineMemory {
      */
     public record Plan(long weights, long kvCache, long work) {
 
-        /** The buffers' sum. */
+        /**
+         * The buffers' sum.
+         *
+         * @return bytes
+         */
         public long total() {
             return weights + kvCache + work;
         }
