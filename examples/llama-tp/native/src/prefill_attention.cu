@@ -161,6 +161,21 @@ __global__ void __launch_bounds__(kThreadsFa) prefill_attention_kernel(const FaA
         ldmatrix_x4(qf[kk], q_tile + (warp * 16 + (lane & 15)) * (D + kPad) + 16 * kk + ((lane >> 4) << 3));
     }
 
+    // Before tile `tile` is used: its successor's copies (K, and V when with_v) go out into the other
+    // buffers -- last read in the previous trip, before its closing barrier -- and tile `tile`'s are waited for.
+    auto next_tile = [&](int32_t tile, bool with_v) {
+        if (tile + 1 < tiles) {
+            const int next = (tile + 1) & 1;
+            const int64_t row = int64_t(tile + 1) * kKeys;
+            issue_tile<D>(k_buf(next), k_head + row * a.kv_stride, a.kv_stride, keys - int32_t(row));
+            if (with_v) issue_tile<D>(v_buf(next), v_head + row * a.kv_stride, a.kv_stride, keys - int32_t(row));
+            commit_copies();
+            wait_copies<1>();
+        } else {
+            wait_copies<0>();
+        }
+    };
+
     const int32_t wrow0 = row0 + warp * 16;          // the warp's first row (chunk index)
     const int32_t rows_valid = a.n - wrow0;           // rows of the warp below n (may be <= 0)
     const int32_t pos0 = a.start + wrow0;             // its first row's position
@@ -169,15 +184,7 @@ __global__ void __launch_bounds__(kThreadsFa) prefill_attention_kernel(const FaA
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     for (int32_t tile = 0; tile < tiles; ++tile) {
         const int32_t key0 = tile * kKeys;
-        if (tile + 1 < tiles) {
-            // The buffer was last read in the previous trip, before its closing barrier.
-            issue_tile<D>(k_buf((tile + 1) & 1), k_head + int64_t(key0 + kKeys) * a.kv_stride, a.kv_stride,
-                          keys - key0 - kKeys);
-            commit_copies();
-            wait_copies<1>();
-        } else {
-            wait_copies<0>();
-        }
+        next_tile(tile, false);
         __syncthreads();
         if (key0 <= pos0 + 15 && rows_valid > 0) {
             float s[kKeys / 8][4];
@@ -214,15 +221,7 @@ __global__ void __launch_bounds__(kThreadsFa) prefill_attention_kernel(const FaA
     commit_copies();
     for (int32_t tile = 0; tile < tiles; ++tile) {
         const int32_t key0 = tile * kKeys;
-        if (tile + 1 < tiles) {
-            const int next = (tile + 1) & 1;
-            issue_tile<D>(k_buf(next), k_head + int64_t(key0 + kKeys) * a.kv_stride, a.kv_stride, keys - key0 - kKeys);
-            issue_tile<D>(v_buf(next), v_head + int64_t(key0 + kKeys) * a.kv_stride, a.kv_stride, keys - key0 - kKeys);
-            commit_copies();
-            wait_copies<1>();
-        } else {
-            wait_copies<0>();
-        }
+        next_tile(tile, true);
         __syncthreads();
         if (key0 <= pos0 + 15 && rows_valid > 0) {
             const bf16 *v_tile = v_buf(tile & 1);
