@@ -70,13 +70,7 @@ __global__ void __launch_bounds__(kThreads) linear_rows_kernel(const LinearArgs 
 
     const uint4 *x_global = reinterpret_cast<const uint4 *>(a.x);
     const int64_t x_stride_chunks = a.x_stride / 8;
-    if (XS) {
-        for (int32_t i = threadIdx.x; i < ROWS * a.chunks; i += kThreads) {
-            const int r = i / a.chunks;
-            x_shared[i] = __ldcg(x_global + r * x_stride_chunks + (i - r * a.chunks));
-        }
-        __syncthreads();
-    }
+    if (XS) copy_x_to_shared<ROWS>(x_shared, x_global, x_stride_chunks, a.chunks);
 
     __shared__ float partial[kWarps][ROWS];
     // kArgmax: the block's best (value, index) per row over all its groups (threads < ROWS).
@@ -140,16 +134,11 @@ int launch_grid(const LinearArgs &a, size_t shared, bool pdl, void *stream) {
     return launch(kernel, dim3(static_cast<unsigned int>(blocks)), dim3(kThreads), shared, stream, pdl, a);
 }
 
-template <int ROWS, int EPI>
-int launch_rows(const LinearArgs &a, bool pdl, void *stream) {
-    const size_t shared = size_t(ROWS) * size_t(a.chunks) * 16;
-    if (shared <= kMaxSharedX) return launch_grid<ROWS, EPI, true>(a, shared, pdl, stream);
-    return launch_grid<ROWS, EPI, false>(a, 0, pdl, stream);
-}
-
 template <int EPI>
 int launch_epilogue(const LinearArgs &a, int32_t rows, bool pdl, void *stream) {
-    return with_rows(rows, [&](auto r) { return launch_rows<decltype(r)::value, EPI>(a, pdl, stream); });
+    return with_shape(a, rows, [&](auto r, auto xs, size_t x_bytes) {
+        return launch_grid<decltype(r)::value, EPI, decltype(xs)::value>(a, x_bytes, pdl, stream);
+    });
 }
 
 // The slices per row: enough warps for about 48 per multiprocessor, each slice at least 64

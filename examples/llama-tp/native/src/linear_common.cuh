@@ -70,6 +70,18 @@ __device__ __forceinline__ uint4 x_chunk(const uint4 *x_shared, const uint4 *x_g
     return __ldcg(x_global + r * x_stride_chunks + c);
 }
 
+// X (ROWS rows of `chunks` 16-byte chunks) into the block's shared copy, read by every warp after the
+// barrier. Through L2 (ld.global.cg): with PDL this grid started while the previous one still wrote X.
+template <int ROWS>
+__device__ __forceinline__ void copy_x_to_shared(uint4 *x_shared, const uint4 *x_global, int64_t x_stride_chunks,
+                                                 int32_t chunks) {
+    for (int32_t i = threadIdx.x; i < ROWS * chunks; i += kThreads) {
+        const int r = i / chunks;
+        x_shared[i] = __ldcg(x_global + r * x_stride_chunks + (i - r * chunks));
+    }
+    __syncthreads();
+}
+
 template <int ROWS, int U, bool XS>
 __device__ __forceinline__ void use_batch(const uint4 (&buf)[U], const uint4 *x_shared, const uint4 *x_global,
                                           int64_t x_stride_chunks, int32_t chunks, int32_t c, int32_t end,
@@ -240,19 +252,26 @@ __device__ __forceinline__ void finish_argmax(const LinearArgs &a, float best_va
     if (threadIdx.x == 0) *a.blocks_done = 0u;  // ready for the next launch (graph replays)
 }
 
-// f(std::integral_constant<int, ROWS>{}) for ROWS = rows (1 .. AR4J_LLAMA_MAX_LINEAR_ROWS; the kernels are
-// built per row count): each kernel's launcher picks its instantiation through this one switch.
+// f(std::integral_constant<int, ROWS>{}, std::bool_constant<XS>{}, x_bytes) for ROWS = rows (1 ..
+// AR4J_LLAMA_MAX_LINEAR_ROWS; the kernels are built per row count) and XS: whether X (ROWS x k, x_bytes)
+// fits the block's shared copy (kMaxSharedX; x_bytes 0 when not). Both kernels' launchers pick their
+// instantiation through this one switch.
 template <typename F>
-int with_rows(int32_t rows, F &&f) {
+int with_shape(const LinearArgs &a, int32_t rows, F &&f) {
+    auto for_rows = [&](auto r) {
+        const size_t x_bytes = size_t(decltype(r)::value) * size_t(a.chunks) * 16;
+        if (x_bytes <= kMaxSharedX) return f(r, std::true_type{}, x_bytes);
+        return f(r, std::false_type{}, size_t(0));
+    };
     switch (rows) {
-        case 1: return f(std::integral_constant<int, 1>{});
-        case 2: return f(std::integral_constant<int, 2>{});
-        case 3: return f(std::integral_constant<int, 3>{});
-        case 4: return f(std::integral_constant<int, 4>{});
-        case 5: return f(std::integral_constant<int, 5>{});
-        case 6: return f(std::integral_constant<int, 6>{});
-        case 7: return f(std::integral_constant<int, 7>{});
-        default: return f(std::integral_constant<int, 8>{});
+        case 1: return for_rows(std::integral_constant<int, 1>{});
+        case 2: return for_rows(std::integral_constant<int, 2>{});
+        case 3: return for_rows(std::integral_constant<int, 3>{});
+        case 4: return for_rows(std::integral_constant<int, 4>{});
+        case 5: return for_rows(std::integral_constant<int, 5>{});
+        case 6: return for_rows(std::integral_constant<int, 6>{});
+        case 7: return for_rows(std::integral_constant<int, 7>{});
+        default: return for_rows(std::integral_constant<int, 8>{});
     }
 }
 

@@ -40,17 +40,25 @@ __device__ __forceinline__ void barrier_init(uint64_t *bar) {
 #endif
 }
 
-// The barrier's phase `parity` has completed (all its bytes have landed).
+// The barrier's phase `parity` has completed (all its bytes have landed). Bounded: past the deadline
+// the kernel traps, so the launch fails (the next synchronisation names the error) instead of hanging.
 __device__ __forceinline__ void barrier_wait(uint64_t *bar, uint32_t parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr uint64_t kDeadlineNs = 2000000000ull;  // a slot's copy lands in microseconds: 2 s means it was lost
     uint32_t done = 0;
-    do {
+    uint64_t start = 0;
+    for (uint32_t spins = 0;; ++spins) {
         asm volatile(
             "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
             : "=r"(done)
             : "r"(shared_address(bar)), "r"(parity)
             : "memory");
-    } while (!done);
+        if (done) return;
+        uint64_t now;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        if (spins == 0) start = now;
+        if (now - start > kDeadlineNs) __trap();
+    }
 #endif
 }
 
@@ -168,13 +176,7 @@ __global__ void __launch_bounds__(kThreads) linear_ring_kernel(const LinearArgs 
 
     const uint4 *x_global = reinterpret_cast<const uint4 *>(a.x);
     const int64_t x_stride_chunks = a.x_stride / 8;
-    if (XS) {
-        for (int32_t i = threadIdx.x; i < ROWS * a.chunks; i += kThreads) {
-            const int r = i / a.chunks;
-            x_shared[i] = __ldcg(x_global + r * x_stride_chunks + (i - r * a.chunks));
-        }
-        __syncthreads();
-    }
+    if (XS) copy_x_to_shared<ROWS>(x_shared, x_global, x_stride_chunks, a.chunks);
 
     __shared__ float partial[kWarps][ROWS];
     float best_value = 0.0f;
@@ -225,16 +227,11 @@ int launch_grid(const LinearArgs &a, size_t x_bytes, bool pdl, void *stream) {
     return launch(kernel, dim3(static_cast<unsigned int>(blocks)), dim3(kThreads), shared, stream, pdl, a);
 }
 
-template <int ROWS, int EPI>
-int launch_rows(const LinearArgs &a, bool pdl, void *stream) {
-    const size_t x_bytes = size_t(ROWS) * size_t(a.chunks) * 16;
-    if (x_bytes <= kMaxSharedX) return launch_grid<ROWS, EPI, true>(a, x_bytes, pdl, stream);
-    return launch_grid<ROWS, EPI, false>(a, 0, pdl, stream);
-}
-
 template <int EPI>
 int launch_epilogue(const LinearArgs &a, int32_t rows, bool pdl, void *stream) {
-    return with_rows(rows, [&](auto r) { return launch_rows<decltype(r)::value, EPI>(a, pdl, stream); });
+    return with_shape(a, rows, [&](auto r, auto xs, size_t x_bytes) {
+        return launch_grid<decltype(r)::value, EPI, decltype(xs)::value>(a, x_bytes, pdl, stream);
+    });
 }
 
 }  // namespace
