@@ -81,12 +81,15 @@ public final class EngineMemory {
     public record Use(Plan plan, long inUse) {
     }
 
-    /** The buffers rank {@code rank} allocates for settings {@code s} and an attention workspace of {@code attentionWs}. */
-    static Plan plan(EngineSettings s, long attentionWs, int rank) {
+    /**
+     * The buffers rank {@code rank} allocates for settings {@code s}, an attention workspace of {@code attentionWs}
+     * and prefill attention in one kernel ({@code fusedPrefill}: no scores buffer) or not.
+     */
+    static Plan plan(EngineSettings s, long attentionWs, int rank, boolean fusedPrefill) {
         TensorParallelLayout layout = s.layout();
         int chunkRows = Math.min(s.prefillMax(), s.prefillChunk());
         long work = Activations.bytes(layout, s.maxTokens(), s.logitRows(), attentionWs) + CUBLAS_WORKSPACE
-                + (chunkRows > LlamaKernels.MAX_ATTENTION_STORED_TOKENS && !PrefillAttention.inOneKernel(layout)
+                + (chunkRows > LlamaKernels.MAX_ATTENTION_STORED_TOKENS && !fusedPrefill
                         ? PrefillAttention.bytes(layout, chunkRows, s.context(), s.batch()) : 0);
         return new Plan(ShardPlan.forRank(layout, rank).bf16Bytes(), KvCache.bytes(layout, s.context(), s.batch()), work);
     }
@@ -97,8 +100,8 @@ public final class EngineMemory {
      *
      * @return the plan, when it fits
      */
-    static Plan checkFits(EngineSettings s, long attentionWs, int rank) {
-        Plan p = plan(s, attentionWs, rank);
+    static Plan checkFits(EngineSettings s, long attentionWs, int rank, boolean fusedPrefill) {
+        Plan p = plan(s, attentionWs, rank, fusedPrefill);
         int chunkRows = Math.min(s.prefillMax(), s.prefillChunk());
         long need = p.total() + MEMORY_MARGIN;
         long[] mem = LlamaKernels.deviceMemory();

@@ -137,12 +137,12 @@ final class ForwardPass {
     }
 
     ForwardPass(Communicator comm, CudaStream stream, Cublas cublas, LlamaKernels kernels, RankWeights weights,
-                Activations activations, KvCache cache, PrefillAttention prefill, Sampling sampling,
-                boolean keepLogits) {
+                Activations activations, KvCache cache, PrefillAttention prefill, boolean prefillInOneKernel,
+                Sampling sampling, boolean keepLogits) {
         this.comm = comm;
         this.sampling = sampling;
         this.prefill = prefill;
-        this.prefillInOneKernel = PrefillAttention.inOneKernel(weights.plan().layout());
+        this.prefillInOneKernel = prefillInOneKernel;
         this.stream = stream;
         this.cublas = cublas;
         this.kernels = kernels;

@@ -62,7 +62,9 @@ public final class RankEngine implements AutoCloseable {
             // One SM count for the workspace's size and every launch's split count: the communicator's GPU.
             smCount = Cuda.deviceAttribute(DeviceAttribute.MULTI_PROCESSOR_COUNT, comm.device());
             long attentionWs = EngineMemory.attentionWorkspaceBytes(s, smCount);
-            memoryPlan = EngineMemory.checkFits(s, attentionWs, comm.rank());
+            // Read once: the memory plan, the buffers and the forward pass must agree on it.
+            boolean fusedPrefill = PrefillAttention.inOneKernel(layout);
+            memoryPlan = EngineMemory.checkFits(s, attentionWs, comm.rank(), fusedPrefill);
             // Non-blocking: no implicit order with the legacy stream, which another thread (a watchdog, a
             // synchronous copy) may use while this stream is being captured.
             stream = own(CudaStream.create(true, 0));
@@ -83,11 +85,11 @@ public final class RankEngine implements AutoCloseable {
             io = own(new HostIo(s.maxTokens(), 2L * s.logitRows() * layout.paddedVocab(), s.keepLogits()));
             int chunkRows = Math.min(s.prefillMax(), s.prefillChunk());
             PrefillAttention prefillAttention = chunkRows > LlamaKernels.MAX_ATTENTION_STORED_TOKENS
-                    && !PrefillAttention.inOneKernel(layout)
+                    && !fusedPrefill
                     ? own(new PrefillAttention(cublas, kernels, layout, cache, act.qkv.address(),
                             act.attention.address(), chunkRows))
                     : null;
-            forward = new ForwardPass(comm, stream, cublas, kernels, weights, act, cache, prefillAttention,
+            forward = new ForwardPass(comm, stream, cublas, kernels, weights, act, cache, prefillAttention, fusedPrefill,
                     s.sampling(), s.keepLogits());
             int b = s.batch();
             decode = own(new StepRunner(forward, stream, act, status, io, b, splits(b, b), b, -1, b, 0));
