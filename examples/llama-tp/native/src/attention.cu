@@ -350,18 +350,6 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     }
 }
 
-// Raises the kernel's dynamic shared memory limit to bytes when it is lower (never lowers it: a
-// graph captured earlier may hold a launch of more). The default limit is 48 KiB less the kernel's
-// static shared memory, which a comparison with 48 KiB alone would miss.
-template <typename Kernel>
-int allow_shared(Kernel kernel, size_t bytes) {
-    cudaFuncAttributes attributes;
-    cudaError_t error = cudaFuncGetAttributes(&attributes, kernel);
-    if (error != cudaSuccess) return static_cast<int>(error);
-    if (bytes <= size_t(attributes.maxDynamicSharedSizeBytes)) return 0;
-    return static_cast<int>(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-}
-
 template <int ROWS, int RPT, bool STORED>
 int launch_attention(const AttentionArgs &a, dim3 grid, bool pdl, void *stream) {
     const size_t scores_bytes = scores_shared_bytes(a.block_rows, a.head_dim);

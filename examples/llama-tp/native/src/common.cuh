@@ -107,6 +107,21 @@ inline int launch(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t s
     return static_cast<int>(error);
 }
 
+// Raises the kernel's dynamic shared memory limit to bytes when it is lower (never lowers it: a
+// graph captured earlier may hold a launch of more). The default limit is 48 KiB less the kernel's
+// static shared memory, which a comparison with 48 KiB alone would miss. Only the first launch of a
+// size sets it: setting a function attribute is not a free call -- the runtime may wait in it for
+// work in flight on the device, and with ranks sharing one GPU that work can be a peer's all-reduce
+// kernel waiting for this rank's next launch.
+template <typename Kernel>
+int allow_shared(Kernel kernel, size_t bytes) {
+    cudaFuncAttributes attributes;
+    cudaError_t error = cudaFuncGetAttributes(&attributes, kernel);
+    if (error != cudaSuccess) return static_cast<int>(error);
+    if (bytes <= size_t(attributes.maxDynamicSharedSizeBytes)) return 0;
+    return static_cast<int>(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+}
+
 // Blocks for a grid-stride loop over count elements, threads per block.
 inline unsigned int stride_blocks(int64_t count, int threads) {
     int64_t blocks = (count + threads - 1) / threads;

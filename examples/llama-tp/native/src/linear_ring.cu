@@ -217,10 +217,9 @@ template <int ROWS, int EPI, bool XS>
 int launch_grid(const LinearArgs &a, size_t x_bytes, bool pdl, void *stream) {
     auto kernel = linear_ring_kernel<ROWS, EPI, XS>;
     const size_t shared = kRingBytes + x_bytes;
-    // Above the default 48 KiB of dynamic shared memory: allowed once per kernel (every launch
-    // asks, so a device of another process or a reset context is covered; the call is cheap).
-    cudaError_t error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
-    if (error != cudaSuccess) return int(error);
+    // Above the default 48 KiB of dynamic shared memory: raised at the first launch of a size.
+    const int error = allow_shared(kernel, shared);
+    if (error != 0) return error;
     const int64_t groups = (int64_t(a.tasks) + kWarps / a.splits - 1) / (kWarps / a.splits);
     const int sms = sm_count();
     const int64_t blocks = std::min<int64_t>(groups, int64_t(sms > 0 ? sms : 1) * kBlocksPerSm);

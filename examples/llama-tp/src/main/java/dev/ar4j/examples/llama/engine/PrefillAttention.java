@@ -32,11 +32,10 @@ import java.lang.foreign.ValueLayout;
 final class PrefillAttention implements AutoCloseable {
 
     /**
-     * The system property that chooses prefill chunks' attention: {@code gemm} (default: this class's
-     * batched GEMMs around a softmax kernel) or {@code fused} (one tensor-core kernel,
-     * {@code ar4j_llama_prefill_attention}, where the head dimension is 64 or 128: no scores in memory; its first
-     * form, with synchronous tile loads, was slower -- 1x H100, llama3-8b, prefill of 4096 tokens: attention 84.5
-     * ms against 58.4 -- and its tiles are now double-buffered copies, not measured yet).
+     * The system property that chooses prefill chunks' attention: {@code fused} (the default where the head
+     * dimension is 64 or 128: one tensor-core kernel, {@code ar4j_llama_prefill_attention}, no scores in memory;
+     * 1x H100, llama3-8b, prefill of 4096 tokens: attention 33.2 ms against 59.1) or {@code gemm} (this class's
+     * batched GEMMs around a softmax kernel, the one form for other head dimensions).
      */
     static final String PROPERTY = "ar4j.llama.prefill.attention";
 
@@ -44,17 +43,17 @@ final class PrefillAttention implements AutoCloseable {
      * Whether a prefill chunk's attention runs in one kernel (no scores in memory, no instance of this class).
      *
      * @param layout   the split (its head dimension)
-     * @param property the {@link #PROPERTY} value, {@code null} for the default
-     * @return true for the one kernel
+     * @param property the {@link #PROPERTY} value, {@code null} for the default ({@code fused})
+     * @return true for the one kernel: asked for or by default, and the head dimension is 64 or 128
      * @throws IllegalArgumentException for another property value, saying which are accepted
      */
     static boolean inOneKernel(TensorParallelLayout layout, String property) {
-        boolean fused = switch (property == null ? "gemm" : property) {
+        boolean fused = switch (property == null ? "fused" : property) {
             case "gemm" -> false;
             case "fused" -> true;
-            default -> throw new IllegalArgumentException("-D" + PROPERTY + "=" + property + ": expected gemm "
-                    + "(batched GEMMs around a softmax kernel; the default) or fused (one tensor-core kernel, for head "
-                    + "dimensions 64 and 128)");
+            default -> throw new IllegalArgumentException("-D" + PROPERTY + "=" + property + ": expected fused "
+                    + "(one tensor-core kernel, for head dimensions 64 and 128; the default) or gemm (batched GEMMs "
+                    + "around a softmax kernel)");
         };
         int hd = layout.config().headDim();
         return fused && (hd == 64 || hd == 128);

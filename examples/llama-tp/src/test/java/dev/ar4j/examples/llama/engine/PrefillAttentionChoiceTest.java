@@ -9,8 +9,9 @@ import dev.ar4j.examples.llama.model.TensorParallelLayout;
 import org.junit.jupiter.api.Test;
 
 /**
- * A prefill chunk's attention is the batched GEMMs unless {@code -Dar4j.llama.prefill.attention=fused} asks for
- * the one tensor-core kernel, which serves head dimensions 64 and 128; a bad value names the accepted ones.
+ * A prefill chunk's attention is the one tensor-core kernel where the head dimension is 64 or 128, unless
+ * {@code -Dar4j.llama.prefill.attention=gemm} asks for the batched GEMMs, which serve every head dimension; a bad
+ * value names the accepted ones.
  */
 class PrefillAttentionChoiceTest {
 
@@ -20,8 +21,10 @@ class PrefillAttentionChoiceTest {
     }
 
     @Test
-    void theOneKernelRunsWhereAskedForAndBuilt() {
-        assertFalse(PrefillAttention.inOneKernel(withHeadDim(128), null), "the default is the batched GEMMs");
+    void theOneKernelRunsByDefaultWhereBuilt() {
+        assertTrue(PrefillAttention.inOneKernel(withHeadDim(128), null), "the default is the one kernel");
+        assertTrue(PrefillAttention.inOneKernel(withHeadDim(64), null));
+        assertFalse(PrefillAttention.inOneKernel(withHeadDim(96), null), "the GEMMs serve other head dimensions");
         assertFalse(PrefillAttention.inOneKernel(withHeadDim(128), "gemm"));
         assertTrue(PrefillAttention.inOneKernel(withHeadDim(128), "fused"));
         assertTrue(PrefillAttention.inOneKernel(withHeadDim(64), "fused"));
@@ -32,7 +35,8 @@ class PrefillAttentionChoiceTest {
     void anotherValueIsRefused() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> PrefillAttention.inOneKernel(withHeadDim(128), "flash"));
-        assertTrue(e.getMessage().contains("-Dar4j.llama.prefill.attention=flash") && e.getMessage().contains("gemm"),
+        assertTrue(e.getMessage().contains("-Dar4j.llama.prefill.attention=flash") && e.getMessage().contains("gemm")
+                && e.getMessage().contains("fused"),
                 e.getMessage());
     }
 }
