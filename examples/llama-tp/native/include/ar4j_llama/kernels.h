@@ -374,15 +374,16 @@ int ar4j_llama_attention_batched(const void *q, int64_t q_row_stride, const void
 /*
  * Causal grouped-query attention of a prefill chunk in one kernel on tensor cores (sm_80+): n query
  * rows at positions start_pos .. start_pos + n - 1 against the KV-cache rows 0 .. start_pos + n - 1
- * (this chunk's keys appended before), with the rounding points of transformers' eager attention
- * and of the batched-GEMM sequence (ar4j_llama_prefill_softmax): for query head h (KV head
- * h / (n_heads / n_kv_heads)) and row i,
- *   s_j = bf16(bf16(q_i . k_j) * scale)          (q . k in fp32)
- *   p_j = bf16(expf(s_j - max) / sum)            for j <= start_pos + i, max and sum over those j
- *   out_i = bf16(sum_j p_j v_j)                  (fp32)
- * The scores never reach memory: a block of 64 rows of one head walks its keys twice (max and
- * sum, then P . V), so the probabilities are rounded where eager attention rounds them. Sums run
- * in another order than cuBLAS's: results match the GEMM sequence to fp32 rounding, not bitwise.
+ * (this chunk's keys appended before). For query head h (KV head h / (n_heads / n_kv_heads)) and
+ * row i, with j <= start_pos + i:
+ *   s_j = bf16(bf16(q_i . k_j) * scale)          (q . k in fp32: eager attention's scores)
+ *   out_i = bf16(sum_j bf16(exp(s_j - m)) v_j / sum_j exp(s_j - m))
+ * in one walk over the keys with an online softmax (FlashAttention-2): m is the running max, the
+ * partial sums rescaled as it rises. The probabilities are rounded to bf16 before they are divided
+ * by the sum (eager attention divides first), so outputs differ from eager attention's and from the
+ * batched-GEMM sequence (ar4j_llama_prefill_softmax) by bf16 rounding. The scores never reach
+ * memory: a block of 128 rows of one head (64 where the device gives a block less than 104 KB of
+ * shared memory) walks its tiles of 64 keys, the next tile's copies in flight.
  * q: n rows of n_heads x head_dim bf16, row stride q_row_stride (e.g. the fused QKV output);
  * k_cache, v_cache: rows of n_kv_heads x head_dim, row stride kv_row_stride; out: n rows of
  * n_heads x head_dim, row stride out_row_stride. head_dim 64 or 128 (AR4J_LLAMA_ERROR_HEAD_DIM
