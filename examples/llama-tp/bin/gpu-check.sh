@@ -164,14 +164,28 @@ batch_text() {  # name, more ar4j-llama options...
 
 # The engine's bench at decode context $1: a prompt of $1 tokens (ids 1..$1), so decode and verify run at
 # position $1; KV-cache positions: the engine's default 2048, or $1 + 8 where that is more.
+# The synthetic model of a bench context: past llama3-8b's 8192 positions, the same shapes with Llama 3.1's
+# 131072 (and its rope scaling).
+model_at() {  # context
+  if (( $1 + 8 > 8192 )); then echo llama3.1-8b; else echo llama3-8b; fi
+}
+
 engine_at() {  # context, more options...
   local ctx="$1"; shift
   local capacity=$(( ctx + 8 > 2048 ? ctx + 8 : 2048 ))
-  # Past llama3-8b's 8192 positions: the same shapes with Llama 3.1's 131072 (and its rope scaling).
-  local model=llama3-8b
-  (( capacity > 8192 )) && model=llama3.1-8b
-  llama --synthetic "$model" --tp 1 --mode bench --prompt "$(seq -s, 1 "$ctx")" --context "$capacity" \
+  # The prompt on standard input: tens of thousands of ids are too long for one argument.
+  seq -s, 1 "$ctx" | llama --synthetic "$(model_at "$ctx")" --tp 1 --mode bench --prompt - --context "$capacity" \
     --draft 3 "$@"
+}
+
+# PyTorch's eager prefill of every bench context, each on its context's model shape, into one log.
+torch_prefill_at() {  # python, contexts...
+  local python="$1" ctx short="" long=""; shift
+  for ctx in "$@"; do
+    if [[ "$(model_at "$ctx")" == llama3-8b ]]; then short+="${short:+,}$ctx"; else long+="${long:+,}$ctx"; fi
+  done
+  if [[ -n "$short" ]]; then "$python" reference/torch_prefill_bench.py --model llama3-8b --prompts "$short" || return; fi
+  if [[ -n "$long" ]]; then "$python" reference/torch_prefill_bench.py --model llama3.1-8b --prompts "$long" --runs 3; fi
 }
 
 # A median from a log: the engine's table row (comm, step) or the torch-decode line's median_ms; "-" if absent.
@@ -195,7 +209,7 @@ ratio() {  # a, b: a / b, or "-"
 
 # The decode table: per context, the engine's decode and verify medians, both PyTorch forms', the ratios.
 bench_table() {
-  echo "# llama3-8b, TP 1, batch 1, decode of 1 token at position = context (context + 1 keys attended);"
+  echo "# llama3-8b (llama3.1-8b past 8184 keys), TP 1, batch 1, decode of 1 token at position = context (context + 1 keys attended);"
   echo "# median ms of CUDA-graph replays (engine: --steps 1000; PyTorch: --replays 1000); ratio < 1: the engine is faster"
   printf '%-8s %10s %10s %12s %14s %13s %15s\n' context engine verify3 torch-plain torch-compile engine/plain \
     engine/compile
@@ -215,7 +229,7 @@ bench_table() {
       "plain_ms=$p compile_ms=$c engine_over_plain=$(ratio "$e" "$p") engine_over_compile=$(ratio "$e" "$c")"
   done
   echo
-  echo "# llama3-8b, TP 1, batch 1, prefill of a prompt of that many tokens (time to first token: the engine's whole"
+  echo "# llama3-8b (llama3.1-8b past 8184 tokens), TP 1, batch 1, prefill of a prompt of that many tokens (time to first token: the engine's whole"
   echo "# chunked prefill, eager; PyTorch eager, SDPA is_causal); median ms; ratio < 1: the engine is faster"
   printf '%-8s %12s %14s %15s\n' prompt engine-prefill torch-prefill engine/torch
   for ctx in $contexts; do
@@ -282,11 +296,11 @@ sys.exit(0 if index.get("format_version") == 3 and all(m in index.get("models", 
         for form in $forms; do
           flag=()
           [[ "$form" == compile ]] && flag=(--compile)
-          step "bench-torch-$form-c$ctx" "$python" reference/torch_decode_bench.py --model llama3-8b --context "$ctx" \
+          step "bench-torch-$form-c$ctx" "$python" reference/torch_decode_bench.py --model "$(model_at "$ctx")" --context "$ctx" \
             --replays 1000 "${flag[@]}"
         done
       done
-      step bench-torch-prefill "$python" reference/torch_prefill_bench.py --model llama3-8b --prompts "${contexts// /,}"
+      step bench-torch-prefill torch_prefill_at "$python" $contexts
       bench_table >"$logs/bench-table.txt"
       if [[ "${BENCH_TP2:-1}" != 0 ]]; then
         step bench-llama3-8b-tp2 llama --synthetic llama3-8b --tp 2 --share-gpu --mode bench
