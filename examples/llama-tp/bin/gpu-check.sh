@@ -277,7 +277,7 @@ sys.exit(0 if index.get("format_version") == 3 and all(m in index.get("models", 
     it)
       launchers=(.gpu/lib/junit-platform-console-standalone-*.jar)
       # Ranks share GPU 0 in this JVM: eager module loading (see bin/ar4j-llama and ar4j's warning).
-      step it env CUDA_MODULE_LOADING="${CUDA_MODULE_LOADING:-EAGER}" "$java" --enable-native-access=ALL-UNNAMED -Dar4j.llama.reference="$reference" \
+      step it env CUDA_MODULE_LOADING="${CUDA_MODULE_LOADING:-EAGER}" "$java" --enable-native-access=ALL-UNNAMED -Dar4j.llama.reference="$reference" -Dar4j.llama.stallReport=10 \
         -jar "${launchers[0]}" execute --class-path ".gpu/test-classes:.gpu/lib/ar4j-llama.jar" \
         --include-tag gpu --select-class dev.ar4j.examples.llama.it.LlamaReferenceIT \
         --select-class dev.ar4j.examples.llama.engine.StatusWordIT \

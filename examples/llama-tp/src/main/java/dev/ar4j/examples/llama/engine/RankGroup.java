@@ -10,6 +10,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
@@ -41,8 +43,19 @@ public final class RankGroup implements AutoCloseable {
         T run(int local, Communicator comm) throws Exception;
     }
 
+    /** Prints {@link StallReport}s: one daemon thread for the JVM, made at the first report scheduled. */
+    private static final class Watcher {
+        static final ScheduledExecutorService INSTANCE = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread th = new Thread(r, "ar4j-llama-stall-report");
+            th.setDaemon(true);
+            return th;
+        });
+    }
+
     private final List<Communicator> comms;
     private final List<ExecutorService> threads = new ArrayList<>();
+    private final List<Thread> rankThreads = new ArrayList<>();
+    private final Duration stallReport = StallReport.delay();
 
     private RankGroup(List<Communicator> comms, int[] devices) {
         this.comms = comms;
@@ -52,6 +65,7 @@ public final class RankGroup implements AutoCloseable {
             ExecutorService t = Executors.newSingleThreadExecutor(r -> {
                 Thread th = new Thread(r, "rank-" + rank);
                 th.setDaemon(true);
+                rankThreads.add(th);
                 return th;
             });
             threads.add(t);
@@ -108,7 +122,9 @@ public final class RankGroup implements AutoCloseable {
     }
 
     /**
-     * Runs {@code work} on every local rank at once and waits for all of them.
+     * Runs {@code work} on every local rank at once and waits for all of them. With
+     * {@code -Dar4j.llama.stallReport=SECONDS} ({@link StallReport}), work still running after that long prints
+     * the busy ranks' stacks to standard error once.
      *
      * @param what    the work, for messages
      * @param timeout how long every rank may take
@@ -124,6 +140,30 @@ public final class RankGroup implements AutoCloseable {
             Communicator c = comms.get(i);
             futures.add(threads.get(i).submit(() -> work.run(local, c)));
         }
+        ScheduledFuture<?> report = stallReport.isZero() ? null : Watcher.INSTANCE.schedule(
+                () -> reportStall(what, futures), stallReport.toNanos(), TimeUnit.NANOSECONDS);
+        try {
+            return awaitAll(what, timeout, futures);
+        } finally {
+            if (report != null) {
+                report.cancel(false);
+            }
+        }
+    }
+
+    private void reportStall(String what, List<? extends Future<?>> futures) {
+        List<StallReport.Busy> busy = new ArrayList<>();
+        for (int i = 0; i < futures.size(); i++) {
+            if (!futures.get(i).isDone()) {
+                busy.add(new StallReport.Busy(comms.get(i).rank(), rankThreads.get(i)));
+            }
+        }
+        if (!busy.isEmpty()) {
+            System.err.println(StallReport.describe(what, stallReport, busy));
+        }
+    }
+
+    private <T> List<T> awaitAll(String what, Duration timeout, List<Future<T>> futures) {
         List<T> out = new ArrayList<>();
         long deadline = System.nanoTime() + timeout.toNanos();
         RuntimeException failure = null;

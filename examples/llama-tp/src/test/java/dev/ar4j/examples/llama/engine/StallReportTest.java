@@ -1,0 +1,62 @@
+package dev.ar4j.examples.llama.engine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** The stall report names each busy rank, its thread, its state and where it is held; its delay is whole seconds. */
+class StallReportTest {
+
+    private static void heldInAKnownPlace(CountDownLatch entered, CountDownLatch release) throws InterruptedException {
+        entered.countDown();
+        release.await(30, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void aBusyRankIsNamedWithWhereItIsHeld() throws Exception {
+        CountDownLatch entered = new CountDownLatch(1), release = new CountDownLatch(1);
+        Thread t = new Thread(() -> {
+            try {
+                heldInAKnownPlace(entered, release);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "rank-3");
+        t.start();
+        try {
+            assertTrue(entered.await(10, TimeUnit.SECONDS));
+            while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING) {
+                Thread.onSpinWait();
+            }
+            String text = StallReport.describe("reference run", Duration.ofSeconds(10),
+                    List.of(new StallReport.Busy(3, t)));
+            assertTrue(text.startsWith("ar4j-llama: reference run still running after 10 s on 1 rank"), text);
+            assertTrue(text.contains("rank 3 (thread rank-3, TIMED_WAITING)"), text);
+            assertTrue(text.contains("StallReportTest.heldInAKnownPlace"), text);
+            long frames = text.lines().filter(l -> l.startsWith("    at ")).count();
+            assertTrue(frames >= 2 && frames <= StallReport.FRAMES, text);
+        } finally {
+            release.countDown();
+            t.join(10_000);
+        }
+    }
+
+    @Test
+    void theDelayIsWholeSecondsAndOffByDefault() {
+        assertEquals(Duration.ZERO, StallReport.delay((String) null));
+        assertEquals(Duration.ZERO, StallReport.delay(" "));
+        assertEquals(Duration.ZERO, StallReport.delay("0"));
+        assertEquals(Duration.ofSeconds(10), StallReport.delay("10"));
+        for (String bad : new String[] {"-1", "1.5", "ten"}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> StallReport.delay(bad));
+            assertTrue(e.getMessage().contains("-Dar4j.llama.stallReport=" + bad)
+                    && e.getMessage().contains("whole seconds"), e.getMessage());
+        }
+    }
+}
