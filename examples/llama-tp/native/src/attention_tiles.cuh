@@ -73,16 +73,6 @@ struct Range {
     int32_t active;  // the splits with keys at this length (at least 1): the rest have empty ranges
 };
 
-// ---- cp.async (sm_80+): 16 bytes global -> shared, through L2 only ----
-__device__ __forceinline__ void cp_async16(void *shared, const void *global) {
-    const unsigned int address = static_cast<unsigned int>(__cvta_generic_to_shared(shared));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(global) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-// Waits until at most `pending` of this thread's newest groups are in flight.
-template <int pending>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(pending) : "memory"); }
-
 __device__ __forceinline__ float bf16_low(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf16_high(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 

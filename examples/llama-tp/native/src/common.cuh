@@ -44,6 +44,26 @@ __device__ __forceinline__ void pdl_trigger() {
 #endif
 }
 
+// The 32-bit shared-memory address of a generic pointer into shared memory (for PTX operands).
+__device__ __forceinline__ uint32_t shared_address(const void *p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// ---- cp.async (sm_80+): 16 bytes global -> shared, through L2 only ----
+__device__ __forceinline__ void cp_async16(void *shared, const void *global) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(shared)), "l"(global) : "memory");
+}
+// The same, or 16 zero bytes without a read when !in (global is then not read: any valid address).
+__device__ __forceinline__ void cp_async16_or_zero(void *shared, const void *global, bool in) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_address(shared)), "l"(global),
+                 "r"(in ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most `pending` of this thread's newest groups are in flight.
+template <int pending>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(pending) : "memory"); }
+
 // A running softmax pair (m, l): the max of the scores seen and the sum of exp(s - m) over them;
 // (any, 0) is the empty pair. The decode attention and the prefill softmax fold scores and merge
 // pairs with these, so both round alike.

@@ -30,10 +30,6 @@ namespace linear {
 // the older architectures' passes (compiled empty) do not use them.
 namespace bulk {
 
-__device__ __forceinline__ uint32_t shared_address(const void *p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 __device__ __forceinline__ void barrier_init(uint64_t *bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bar)) : "memory");

@@ -24,20 +24,16 @@ constexpr int kKeys = 64;     // keys per tile
 constexpr int kThreadsFa = 32 * kWarpsFa;
 constexpr int kPad = 8;       // bf16 of padding per shared row: ldmatrix's 8 rows fall in different banks
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void *p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
+                 : "r"(shared_address(p)));
 }
 
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void *p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
+                 : "r"(shared_address(p)));
 }
 
 // c += a . b for one 16x8x16 tile.
@@ -57,8 +53,8 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 }
 
 // Issues the copies of a tile of kTileRows rows x D bf16 from global (row stride in elements) into shared
-// (row stride D + kPad) as one cp.async group (16 bytes a copy, through L2); rows at or past `valid`
-// are zero-filled without a read. Every copy is in flight at once: the caller waits for the group.
+// (row stride D + kPad), 16 bytes a copy through L2; rows at or past `valid` are zero-filled without a
+// read. The caller commits them as a group (cp_async_commit) and waits for it (cp_async_wait).
 template <int D, int kTileRows = kKeys>
 __device__ __forceinline__ void issue_tile(bf16 *dst, const bf16 *src, int64_t stride, int32_t valid) {
     constexpr int kChunks = D / 8;
@@ -66,19 +62,8 @@ __device__ __forceinline__ void issue_tile(bf16 *dst, const bf16 *src, int64_t s
     for (int i = threadIdx.x; i < kTileRows * kChunks; i += kThreadsFa) {
         const int r = i / kChunks, c = i % kChunks;
         const bool in = r < valid;
-        const bf16 *from = in ? src + int64_t(r) * stride + c * 8 : src;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_u32(dst + r * (D + kPad) + c * 8)),
-                     "l"(from), "r"(in ? 16 : 0)
-                     : "memory");
+        cp_async16_or_zero(dst + r * (D + kPad) + c * 8, in ? src + int64_t(r) * stride + c * 8 : src, in);
     }
-}
-
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-
-// Waits until at most `pending` of this thread's copy groups are still in flight.
-template <int pending>
-__device__ __forceinline__ void wait_copies() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(pending) : "memory");
 }
 
 struct FaArgs {
@@ -160,7 +145,7 @@ __global__ void __launch_bounds__(kThreadsFa) prefill_attention_kernel(const FaA
     issue_tile<D, kRowsB>(q_tile, a.q + int64_t(row0) * a.q_stride + int64_t(head) * D, a.q_stride, a.n - row0);
     issue_tile<D>(k_buf(0), k_head, a.kv_stride, keys);
     issue_tile<D>(v_buf(0), v_head, a.kv_stride, keys);
-    commit_copies();
+    cp_async_commit();
 
     const int32_t wrow0 = row0 + warp * 16 * MT;  // the warp's first row (chunk index)
     const int32_t rows_valid = a.n - wrow0;        // rows of the warp below n (may be <= 0)
@@ -184,10 +169,10 @@ __global__ void __launch_bounds__(kThreadsFa) prefill_attention_kernel(const FaA
             const int64_t row = int64_t(tile + 1) * kKeys;
             issue_tile<D>(k_buf(next), k_head + row * a.kv_stride, a.kv_stride, keys - int32_t(row));
             issue_tile<D>(v_buf(next), v_head + row * a.kv_stride, a.kv_stride, keys - int32_t(row));
-            commit_copies();
-            wait_copies<1>();
+            cp_async_commit();
+            cp_async_wait<1>();
         } else {
-            wait_copies<0>();
+            cp_async_wait<0>();
         }
         __syncthreads();
         if (key0 <= pos0 + 16 * MT - 1 && rows_valid > 0) {
