@@ -31,7 +31,9 @@ class StallReportTest {
         t.start();
         try {
             assertTrue(entered.await(10, TimeUnit.SECONDS));
-            while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (t.getState() != Thread.State.TIMED_WAITING) {
+                assertTrue(System.nanoTime() < deadline, "the held thread never parked: " + t.getState());
                 Thread.onSpinWait();
             }
             String text = StallReport.describe("reference run", Duration.ofSeconds(10),
