@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -37,7 +38,7 @@ class StallReportTest {
                 Thread.onSpinWait();
             }
             String text = StallReport.describe("reference run", Duration.ofSeconds(10),
-                    List.of(new StallReport.Busy(3, t)));
+                    List.of(new StallReport.Busy(3, t)), Map.of());
             assertTrue(text.startsWith("ar4j-llama: reference run still running after 10 s on 1 rank"), text);
             assertTrue(text.contains("rank 3 (thread rank-3, TIMED_WAITING)"), text);
             assertTrue(text.contains("StallReportTest.heldInAKnownPlace"), text);
@@ -46,6 +47,36 @@ class StallReportTest {
         } finally {
             release.countDown();
             t.join(10_000);
+        }
+    }
+
+    @Test
+    void anotherThreadInOwnCodeIsNamedAfterTheRanks() throws Exception {
+        CountDownLatch entered = new CountDownLatch(1), release = new CountDownLatch(1);
+        Thread other = new Thread(() -> {
+            try {
+                heldInAKnownPlace(entered, release);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "freeing-thread");
+        other.start();
+        try {
+            assertTrue(entered.await(10, TimeUnit.SECONDS));
+            StackTraceElement[] own = other.getStackTrace();
+            StackTraceElement[] foreign = {new StackTraceElement("java.lang.Object", "wait", "Object.java", 1)};
+            assertTrue(StallReport.inOwnCode(own), "a thread in StallReportTest is in dev.ar4j code");
+            assertTrue(!StallReport.inOwnCode(foreign) && !StallReport.inOwnCode(new StackTraceElement[0]));
+            String text = StallReport.describe("prefill", Duration.ofSeconds(10), List.of(), Map.of(other, own));
+            assertTrue(text.contains("on 0 ranks"), text);
+            assertTrue(text.contains("other thread in dev.ar4j.* code: freeing-thread ("), text);
+            assertTrue(text.contains("StallReportTest.heldInAKnownPlace"), text);
+            // The JVM-wide form finds it too (it is parked in this test's code), and leaves out the calling thread.
+            String all = StallReport.describe("prefill", Duration.ofSeconds(10), List.of());
+            assertTrue(all.contains("freeing-thread") && !all.contains(Thread.currentThread().getName() + " ("), all);
+        } finally {
+            release.countDown();
+            other.join(10_000);
         }
     }
 
