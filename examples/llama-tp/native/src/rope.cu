@@ -77,6 +77,73 @@ __global__ void rope_kv_append_kernel(bf16 *q, int64_t q_stride, const bf16 *k, 
     }
 }
 
+// The same as rope_kv_append_kernel for many tokens (a prefill chunk): grid (n), one block of
+// kRopeThreads per token, which loops over every head's pairs. The per-token grid makes one block of
+// real work instead of n_heads + 2 n_kv_heads blocks of head_dim / 2 threads, and each pair's cos and
+// sin are computed once per token (in shared memory), not once per head; the values written are the
+// same expressions of the same inputs, so the same bits.
+constexpr int kRopeThreads = 256;
+
+__global__ void __launch_bounds__(kRopeThreads)
+rope_kv_append_rows_kernel(bf16 *q, int64_t q_stride, const bf16 *k, int64_t k_stride, const bf16 *v,
+                           int64_t v_stride, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                           const float *inv_freq, float attention_scaling, bf16 *k_cache, bf16 *v_cache,
+                           int32_t tokens_per_seq, int64_t cache_stride, const int32_t *positions,
+                           int32_t start_pos, int32_t max_positions, int32_t *device_status) {
+    __shared__ float cs[AR4J_LLAMA_MAX_HEAD_DIM];  // cos of pair i at [i], sin at [half + i]
+    pdl_enter();
+    const int64_t t = blockIdx.x;
+    const int32_t pos = positions != nullptr ? positions[t] : start_pos + int32_t(t);
+    if (pos < 0 || pos >= max_positions) {
+        if (threadIdx.x == 0) report(device_status, AR4J_LLAMA_ERROR_POSITION);
+        return;
+    }
+    const int32_t half = head_dim / 2;
+    for (int32_t i = threadIdx.x; i < half; i += kRopeThreads) {
+        // As rotate_pair: freqs = inv_freq * position (fp32), cos/sin times attention_scaling, to bf16.
+        const float freq = __fmul_rn(static_cast<float>(pos), inv_freq[i]);
+        cs[i] = round_bf16(__fmul_rn(cosf(freq), attention_scaling));
+        cs[half + i] = round_bf16(__fmul_rn(sinf(freq), attention_scaling));
+    }
+    __syncthreads();
+    const int64_t seq = int32_t(t) / tokens_per_seq;
+    k_cache += seq * cache_stride;
+    v_cache += seq * cache_stride;
+    const int64_t cache_row = int64_t(pos) * n_kv_heads;
+    const int32_t pairs = (n_heads + 2 * n_kv_heads) * half;
+    for (int32_t idx = threadIdx.x; idx < pairs; idx += kRopeThreads) {
+        const int32_t head = idx / half, i = idx - head * half;
+        const bf16 *src;
+        bf16 *dst;
+        if (head < n_heads + n_kv_heads) {
+            if (head < n_heads) {
+                src = dst = q + t * q_stride + int64_t(head) * head_dim;
+            } else {
+                const int32_t kv = head - n_heads;
+                src = k + t * k_stride + int64_t(kv) * head_dim;
+                dst = k_cache + (cache_row + kv) * head_dim;
+            }
+            const float c = cs[i], s = cs[half + i];
+            const float x1 = __bfloat162float(src[i]);
+            const float x2 = __bfloat162float(src[i + half]);
+            const float lo = __fadd_rn(round_bf16(__fmul_rn(x1, c)), round_bf16(__fmul_rn(-x2, s)));
+            const float hi = __fadd_rn(round_bf16(__fmul_rn(x2, c)), round_bf16(__fmul_rn(x1, s)));
+            dst[i] = __float2bfloat16_rn(lo);
+            dst[i + half] = __float2bfloat16_rn(hi);
+        } else {
+            const int32_t kv = head - n_heads - n_kv_heads;
+            src = v + t * v_stride + int64_t(kv) * head_dim;
+            dst = v_cache + (cache_row + kv) * head_dim;
+            dst[i] = src[i];
+            dst[i + half] = src[i + half];
+        }
+    }
+}
+
+// Tokens from which a call takes the per-token kernel: below, the (token, head) grid's blocks are
+// few and all run at once, and a single token's block would do its heads one after another.
+constexpr int32_t kRopeRowsFrom = 32;
+
 }  // namespace
 }  // namespace ar4j_llama
 
@@ -141,6 +208,13 @@ AR4J_LLAMA_API int ar4j_llama_rope_kv_append_batched(void *q, int64_t q_row_stri
     if (!aligned(q, 2) || !aligned(k, 2) || !aligned(v, 2) || !aligned(k_cache, 2) || !aligned(v_cache, 2) ||
         !aligned(inv_freq, 4) || (positions != nullptr && !aligned(positions, 4))) {
         return AR4J_LLAMA_ERROR_MISALIGNED;
+    }
+    if (n >= kRopeRowsFrom) {
+        return launch(rope_kv_append_rows_kernel, dim3(n), dim3(kRopeThreads), 0, stream, pdl != 0,
+                      static_cast<bf16 *>(q), q_row_stride, static_cast<const bf16 *>(k), k_row_stride,
+                      static_cast<const bf16 *>(v), v_row_stride, n_heads, n_kv_heads, head_dim, inv_freq,
+                      attention_scaling, static_cast<bf16 *>(k_cache), static_cast<bf16 *>(v_cache),
+                      n / sequences, cache_sequence_stride, positions, start_pos, max_positions, device_status);
     }
     return launch(rope_kv_append_kernel, dim3(n, n_heads + 2 * n_kv_heads), dim3(head_dim / 2), 0, stream, pdl != 0,
                   static_cast<bf16 *>(q), q_row_stride, static_cast<const bf16 *>(k), k_row_stride,

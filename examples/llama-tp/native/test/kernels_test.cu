@@ -145,6 +145,9 @@ int main(int argc, char **argv) {
     check_rope_kv_append_batched(8, 4, 32, 8, 128, true);
     check_rope_kv_append_batched(64, 1, 4, 1, 64, true);
     check_rope_kv_append_batched(3, 2, 3, 1, 6, true);  // an odd shape: 3 pairs per head
+    // From 32 tokens a call takes the per-token kernel (rope.cu): a prefill chunk, and odd pairs there too.
+    check_rope_kv_append_batched(1, 100, 8, 2, 128, false);
+    check_rope_kv_append_batched(1, 40, 3, 1, 6, false);
 
     printf("prefill attention\n");
     // The softmax alone: rows, heads, first position, extra columns of the row stride.
