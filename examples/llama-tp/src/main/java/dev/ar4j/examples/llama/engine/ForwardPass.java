@@ -222,70 +222,43 @@ final class ForwardPass {
     void enqueue(StepViews v, int splits, SectionTimer timer, int logitRows, int chunkStart, int sequences,
                  int sequence) {
         int t = v.tokens();
-        boolean chunkAttention = (prefill != null || prefillInOneKernel) && chunkStart >= 0
-                && t > LlamaKernels.MAX_ATTENTION_STORED_TOKENS;
         int h = c.hiddenSize();
-        int hd = c.headDim();
-        int heads = layout.headsPerRank();
-        int kvHeads = layout.kvHeadsPerRank();
         int qkvW = layout.qkvWidthPerRank();
         int qW = layout.queryWidthPerRank();
         int kvW = layout.keyValueWidthPerRank();
         int inter = layout.intermediatePerRank();
-        int positions = cache.positions();
 
-        long kvBytesPerKey = 4L * kvHeads * hd;  // one position's key and value, bf16
+        long kvBytesPerKey = 4L * layout.kvHeadsPerRank() * c.headDim();  // one position's key and value, bf16
         begin(timer, StepSection.EMBEDDING, 2L * t * h);
         kernels.embedding(act.ids.address(), t, w.address(Kind.EMBEDDING, -1), layout.vocabStart(rank),
                 layout.vocabEnd(rank), c.vocabSize(), h, act.partial.address());
         end(timer);
         fused(v, v.zeros(), w.get(WeightName.of(Kind.INPUT_NORM, 0)), timer);
 
-        long qkv = act.qkv.address();
-        long k = qkv + 2L * qW;
-        long val = k + 2L * kvW;
         for (int l = 0; l < c.numHiddenLayers(); l++) {
             begin(timer, StepSection.QKV, 2L * qkvW * h);
-            linear(w.address(Kind.QKV, l), act.normed.address(), qkv, t, qkvW, h, h, qkvW);
+            qkvProduct(l, t);
             end(timer);
             begin(timer, StepSection.ROPE_KV, 2L * t * kvW * 2);
-            kernels.ropeKvAppendBatched(qkv, qkvW, k, qkvW, val, qkvW, t, sequences, heads, kvHeads, hd,
-                    w.invFreq().address(), cache.keys(l, sequence), cache.values(l, sequence), cache.sequenceStride(),
-                    positions, act.positions.address());
+            long qkv = act.qkv.address();
+            long k = qkv + 2L * qW;
+            kernels.ropeKvAppendBatched(qkv, qkvW, k, qkvW, k + 2L * kvW, qkvW, t, sequences, layout.headsPerRank(),
+                    layout.kvHeadsPerRank(), c.headDim(), w.invFreq().address(), cache.keys(l, sequence),
+                    cache.values(l, sequence), cache.sequenceStride(), cache.positions(), act.positions.address());
             end(timer);
             begin(timer, StepSection.ATTENTION, timer == null ? 0 : kvBytesPerKey * timer.contextKeys());
-            if (chunkAttention && prefillInOneKernel) {
-                kernels.prefillAttention(qkv, qkvW, cache.keys(l, sequence), cache.values(l, sequence), kvW,
-                        act.attention.address(), qW, t, chunkStart, heads, kvHeads, hd, scale);
-            } else if (chunkAttention) {
-                prefill.enqueue(l, sequence, t, chunkStart, scale);
-            } else {
-                kernels.attentionBatched(qkv, qkvW, cache.keys(l, sequence), cache.values(l, sequence),
-                        cache.sequenceStride(), t, sequences, heads, kvHeads, hd, positions, act.positions.address(),
-                        scale, act.attention.address(), qW, splits, act.attentionWorkspace.address(),
-                        act.attentionWorkspace.byteSize());
-            }
+            attention(l, t, splits, chunkStart, sequences, sequence);
             end(timer);
             begin(timer, StepSection.O_PROJ, 2L * h * qW);
-            linear(w.address(Kind.OUT_PROJ, l), act.attention.address(), act.partial.address(), t, h, qW, qW, h);
+            outProduct(l, t);
             end(timer);
             fused(v, v.residual(), w.get(WeightName.of(Kind.POST_NORM, l)), timer);
 
-            long gateUp = act.gateUp.address();
-            long gateUpWeight = w.address(Kind.GATE_UP, l);
-            int activationStride;
             begin(timer, StepSection.GATE_UP, 4L * inter * h);
-            if (rowsKernel(gateUpWeight, act.normed.address(), t, h, h)) {
-                kernels.linearRowsSiluMul(gateUpWeight, act.normed.address(), h, gateUp, inter, t, inter, h);
-                activationStride = inter;
-            } else {
-                linear(gateUpWeight, act.normed.address(), gateUp, t, 2 * inter, h, h, 2 * inter);
-                kernels.siluMul(gateUp, 2L * inter, gateUp + 2L * inter, 2L * inter, gateUp, 2L * inter, t, inter);
-                activationStride = 2 * inter;
-            }
+            int activationStride = gateUpProduct(l, t);
             end(timer);
             begin(timer, StepSection.DOWN, 2L * h * inter);
-            linear(w.address(Kind.DOWN_PROJ, l), gateUp, act.partial.address(), t, h, inter, activationStride, h);
+            downProduct(l, t, activationStride);
             end(timer);
             WeightName next = l + 1 < c.numHiddenLayers() ? WeightName.of(Kind.INPUT_NORM, l + 1)
                     : WeightName.model(Kind.FINAL_NORM);
@@ -319,7 +292,7 @@ final class ForwardPass {
             end(timer);
             return;
         }
-        linear(lmHead, lastNormed, logits + 2L * layout.vocabStart(rank), rows, layout.vocabPerRank(), h, h, vocabPad);
+        lmHeadProduct(lastNormed, logits, rows);
         end(timer);
         if (layout.tp() > 1) {
             begin(timer, StepSection.LOGITS_ALL_REDUCE, 2L * rows * vocabPad);
@@ -352,7 +325,7 @@ final class ForwardPass {
                     first, act.argmax.address(), act.argmaxValue.address(), act.argmaxWorkspace.address(),
                     act.argmaxWorkspace.byteSize());
         } else {
-            linear(lmHead, lastNormed, shard, rows, layout.vocabPerRank(), h, h, vocabPad);
+            lmHeadProduct(lastNormed, logits, rows);
             kernels.argmax(shard, vocabPad, rows, cols, first, act.argmax.address(), act.argmaxValue.address());
         }
         end(timer);
@@ -366,6 +339,94 @@ final class ForwardPass {
         begin(timer, StepSection.ARGMAX, 8L * rows * layout.tp());
         kernels.argmaxPick(exchange, rows, layout.tp(), act.argmax.address(), act.argmaxValue.address());
         end(timer);
+    }
+
+    /**
+     * Enqueues, once, each launch of a {@code t}-token prefill chunk whose first use may wait for the whole device:
+     * cuBLAS readies a kernel at its first use of a shape (setting the kernel's attributes), and the attention
+     * raises a kernel's shared-memory limit at its first launch of a size. Made while a peer's all-reduce kernel
+     * spins on the same GPU waiting for this rank, such a call waits for that kernel, which waits for the call,
+     * until the kernel's timeout (LlamaReferenceIT with ranks sharing one GPU: every rank's stack inside
+     * {@code cublasGemmEx} when the group failed). {@link RankEngine} runs this before a chunk size's first use, waits
+     * for it and meets the other ranks at a barrier, so no rank launches a collective before every rank has made
+     * its first-use calls. Layer 0's products and attention, into activations the chunk writes before it reads them.
+     *
+     * @param t          the chunk's tokens
+     * @param logitRows  its logit rows (0: none)
+     * @param chunkStart its first position
+     * @param sequence   the sequence whose cache its attention reads
+     */
+    void warmUp(int t, int logitRows, int chunkStart, int sequence) {
+        qkvProduct(0, t);
+        attention(0, t, 1, chunkStart, 1, sequence);
+        outProduct(0, t);
+        downProduct(0, t, gateUpProduct(0, t));
+        if (logitRows > 0) {
+            int h = c.hiddenSize();
+            lmHeadProduct(act.normed.address() + 2L * h * (t - logitRows), act.logits.address(), logitRows);
+        }
+    }
+
+    private void qkvProduct(int l, int t) {
+        int h = c.hiddenSize();
+        int qkvW = layout.qkvWidthPerRank();
+        linear(w.address(Kind.QKV, l), act.normed.address(), act.qkv.address(), t, qkvW, h, h, qkvW);
+    }
+
+    /** The attention of layer {@code l}: the prefill's kernel (or batched GEMMs) for long chunks, else the step's. */
+    private void attention(int l, int t, int splits, int chunkStart, int sequences, int sequence) {
+        boolean chunkAttention = (prefill != null || prefillInOneKernel) && chunkStart >= 0
+                && t > LlamaKernels.MAX_ATTENTION_STORED_TOKENS;
+        int qkvW = layout.qkvWidthPerRank();
+        int qW = layout.queryWidthPerRank();
+        long qkv = act.qkv.address();
+        if (chunkAttention && prefillInOneKernel) {
+            kernels.prefillAttention(qkv, qkvW, cache.keys(l, sequence), cache.values(l, sequence),
+                    layout.keyValueWidthPerRank(), act.attention.address(), qW, t, chunkStart, layout.headsPerRank(),
+                    layout.kvHeadsPerRank(), c.headDim(), scale);
+        } else if (chunkAttention) {
+            prefill.enqueue(l, sequence, t, chunkStart, scale);
+        } else {
+            kernels.attentionBatched(qkv, qkvW, cache.keys(l, sequence), cache.values(l, sequence),
+                    cache.sequenceStride(), t, sequences, layout.headsPerRank(), layout.kvHeadsPerRank(), c.headDim(),
+                    cache.positions(), act.positions.address(), scale, act.attention.address(), qW, splits,
+                    act.attentionWorkspace.address(), act.attentionWorkspace.byteSize());
+        }
+    }
+
+    private void outProduct(int l, int t) {
+        int h = c.hiddenSize();
+        int qW = layout.queryWidthPerRank();
+        linear(w.address(Kind.OUT_PROJ, l), act.attention.address(), act.partial.address(), t, h, qW, qW, h);
+    }
+
+    /** gate/up and SiLU × up into {@link Activations#gateUp}; returns the activation's row stride. */
+    private int gateUpProduct(int l, int t) {
+        int h = c.hiddenSize();
+        int inter = layout.intermediatePerRank();
+        long gateUp = act.gateUp.address();
+        long gateUpWeight = w.address(Kind.GATE_UP, l);
+        if (rowsKernel(gateUpWeight, act.normed.address(), t, h, h)) {
+            kernels.linearRowsSiluMul(gateUpWeight, act.normed.address(), h, gateUp, inter, t, inter, h);
+            return inter;
+        }
+        linear(gateUpWeight, act.normed.address(), gateUp, t, 2 * inter, h, h, 2 * inter);
+        kernels.siluMul(gateUp, 2L * inter, gateUp + 2L * inter, 2L * inter, gateUp, 2L * inter, t, inter);
+        return 2 * inter;
+    }
+
+    private void downProduct(int l, int t, int activationStride) {
+        int h = c.hiddenSize();
+        int inter = layout.intermediatePerRank();
+        linear(w.address(Kind.DOWN_PROJ, l), act.gateUp.address(), act.partial.address(), t, h, inter,
+                activationStride, h);
+    }
+
+    /** This rank's shard of the logits of {@code rows} rows of {@code normed}, into its columns of {@code logits}. */
+    private void lmHeadProduct(long normed, long logits, int rows) {
+        int h = c.hiddenSize();
+        linear(w.get(w.plan().lmHead()).address(), normed, logits + 2L * layout.vocabStart(rank), rows,
+                layout.vocabPerRank(), h, h, layout.paddedVocab());
     }
 
     private void begin(SectionTimer timer, StepSection section, long bytes) {

@@ -214,6 +214,31 @@ public final class RankEngine implements AutoCloseable {
 
     private int lastPromptLength;
 
+    /** The prefill chunk shapes this engine has warmed up. */
+    private final PrefillWarmUp warmUp = new PrefillWarmUp();
+
+    /** The logit rows of chunk {@code c}: none before the last; the last keeps its last row (or more). */
+    private int logitRows(int[] chunks, int c) {
+        if (c < chunks.length - 1) {
+            return 0;
+        }
+        return settings.keepLogits() ? Math.min(chunks[c], EngineSettings.KEPT_PROMPT_LOGIT_ROWS) : 1;
+    }
+
+    /**
+     * Before a prefill with chunk sizes this engine has not run: {@link ForwardPass#warmUp} for each new one, waited
+     * for, then a barrier with the other ranks, so that no rank launches the chunk's first all-reduce while another
+     * makes a first-use call that waits for the device (see there). Every rank runs the same chunks, so every rank
+     * reaches the barrier or none does.
+     */
+    private void warmNewChunkSizes(int[] chunks, int sequence) {
+        if (warmUp.warmNew(chunks, c -> logitRows(chunks, c),
+                (t, rows, start) -> forward.warmUp(t, rows, start, sequence))) {
+            finish("prefill warm-up");
+            comm.barrier();
+        }
+    }
+
     /**
      * The chunked prefill of one sequence of the batch into its cache (collective), each chunk waited for; timer
      * events around every chunk's sections.
@@ -228,11 +253,12 @@ public final class RankEngine implements AutoCloseable {
                     + settings.prefillMax());
         }
         int[] chunks = settings.prefillChunks(prompt.length);
+        warmNewChunkSizes(chunks, sequence);
         int start = 0;
         for (int c = 0; c < chunks.length; c++) {
             int t = chunks[c];
             boolean last = c == chunks.length - 1;
-            int rows = !last ? 0 : settings.keepLogits() ? Math.min(t, EngineSettings.KEPT_PROMPT_LOGIT_ROWS) : 1;
+            int rows = logitRows(chunks, c);
             try (StepRunner step = new StepRunner(forward, stream, act, status, io, t, splits(t, 1), rows, start, 1,
                     sequence)) {
                 for (int i = 0; i < t; i++) {
