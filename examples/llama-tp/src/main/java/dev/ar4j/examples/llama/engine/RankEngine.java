@@ -41,8 +41,7 @@ public final class RankEngine implements AutoCloseable {
     private final EngineMemory.Plan memoryPlan;
     /** The one timing entry (a new one per call cost the replay loop 16 bytes of heap a step). */
     private final Timing timing = new Timing();
-    /** The rows of logits the last prefill kept (its last positions). */
-    private int prefillLogitRows;
+    private final ChunkedPrefill chunkedPrefill;
 
     private RankEngine(Communicator comm, EngineSettings s, ModelFolder folder, PrintStream progress) {
         this.comm = comm;
@@ -97,6 +96,8 @@ public final class RankEngine implements AutoCloseable {
                     ? own(new StepRunner(forward, stream, act, status, io, s.stepTokens(true),
                             splits(s.stepTokens(true), b), s.stepTokens(true), -1, b, 0))
                     : null;
+            chunkedPrefill = new ChunkedPrefill(s, forward, io, comm, (t, rows, start, sequence) -> new StepRunner(forward,
+                    stream, act, status, io, t, splits(t, 1), rows, start, 1, sequence), this::finish);
             stream.synchronize();
             // No rank launches a collective before every rank's setup (allocations, weight copies,
             // cuBLAS) is done: on ranks sharing one GPU, a setup step that waits for the device (a
@@ -199,8 +200,8 @@ public final class RankEngine implements AutoCloseable {
     public int prefill(int sequence, int[] prompt) {
         refuseShardAlone("prefill");
         checkTokenIds("prefill", prompt, prompt.length, settings.layout().config().vocabSize());
-        runPrefill(sequence, prompt, null);
-        return io.argmax(prefillLogitRows - 1);
+        chunkedPrefill.run(sequence, prompt, null);
+        return io.argmax(chunkedPrefill.keptLogitRows() - 1);
     }
 
     /**
@@ -209,71 +210,7 @@ public final class RankEngine implements AutoCloseable {
      * @return the first prompt position whose logits the last prefill kept
      */
     public int prefillLogitsFirst() {
-        return lastPromptLength - prefillLogitRows;
-    }
-
-    private int lastPromptLength;
-
-    /** The prefill chunk shapes this engine has warmed up. */
-    private final PrefillWarmUp warmUp = new PrefillWarmUp();
-
-    /** The logit rows of chunk {@code c}: none before the last; the last keeps its last row (or more). */
-    private int logitRows(int[] chunks, int c) {
-        if (c < chunks.length - 1) {
-            return 0;
-        }
-        return settings.keepLogits() ? Math.min(chunks[c], EngineSettings.KEPT_PROMPT_LOGIT_ROWS) : 1;
-    }
-
-    /**
-     * Before a prefill with chunk sizes this engine has not run: {@link ForwardPass#warmUp} for each new one, waited
-     * for, then a barrier with the other ranks, so that no rank launches the chunk's first all-reduce while another
-     * makes a first-use call that waits for the device (see there). Every rank runs the same chunks, so every rank
-     * reaches the barrier or none does.
-     */
-    private void warmNewChunkSizes(int[] chunks, int sequence) {
-        if (warmUp.warmNew(chunks, c -> logitRows(chunks, c),
-                (t, rows, start) -> forward.warmUp(t, rows, start, sequence))) {
-            finish("prefill warm-up");
-            comm.barrier();
-        }
-    }
-
-    /**
-     * The chunked prefill of one sequence of the batch into its cache (collective), each chunk waited for; timer
-     * events around every chunk's sections.
-     */
-    private void runPrefill(int sequence, int[] prompt, SectionTimer timer) {
-        if (sequence < 0 || sequence >= settings.batch()) {
-            throw new IllegalArgumentException("sequence " + sequence + " of a batch of " + settings.batch()
-                    + ": need 0.." + (settings.batch() - 1));
-        }
-        if (prompt.length < 1 || prompt.length > settings.prefillMax()) {
-            throw new IllegalArgumentException("a prompt of " + prompt.length + " tokens; this engine takes 1.."
-                    + settings.prefillMax());
-        }
-        int[] chunks = settings.prefillChunks(prompt.length);
-        warmNewChunkSizes(chunks, sequence);
-        int start = 0;
-        for (int c = 0; c < chunks.length; c++) {
-            int t = chunks[c];
-            boolean last = c == chunks.length - 1;
-            int rows = logitRows(chunks, c);
-            try (StepRunner step = new StepRunner(forward, stream, act, status, io, t, splits(t, 1), rows, start, 1,
-                    sequence)) {
-                for (int i = 0; i < t; i++) {
-                    io.setInput(i, prompt[start + i], start + i);
-                }
-                step.runEager(timer);
-                // The next chunk's inputs go to the same pinned buffer: wait for this one's copies (and check it).
-                finish("prefill");
-            }
-            if (last) {
-                prefillLogitRows = rows;
-            }
-            start += t;
-        }
-        lastPromptLength = prompt.length;
+        return chunkedPrefill.firstKeptPosition();
     }
 
     /**
@@ -502,7 +439,7 @@ public final class RankEngine implements AutoCloseable {
 
         /** The whole chunked prefill of {@code prompt}, timer events around each chunk's sections. */
         void prefill(int[] prompt, SectionTimer timer) {
-            runPrefill(0, prompt, timer);
+            chunkedPrefill.run(0, prompt, timer);
         }
 
         /** Waits for the step and checks its status word, as every public step does. */
