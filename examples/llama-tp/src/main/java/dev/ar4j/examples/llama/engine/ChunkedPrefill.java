@@ -75,7 +75,7 @@ final class ChunkedPrefill {
         int start = 0;
         for (int c = 0; c < chunks.length; c++) {
             int t = chunks[c];
-            int rows = logitRows(chunks, c);
+            int rows = logitRows(chunks, c, settings.keepLogits());
             try (StepRunner step = chunkStep.make(t, rows, start, sequence)) {
                 for (int i = 0; i < t; i++) {
                     io.setInput(i, prompt[start + i], start + i);
@@ -110,12 +110,20 @@ final class ChunkedPrefill {
         return lastPromptLength - keptLogitRows;
     }
 
-    /** The logit rows of chunk {@code c}: none before the last; the last keeps its last row (or more). */
-    private int logitRows(int[] chunks, int c) {
+    /**
+     * The logit rows of one chunk: none before the last; the last computes its last row, or its last
+     * {@link EngineSettings#KEPT_PROMPT_LOGIT_ROWS} rows (at most its tokens) when the engine keeps logits.
+     *
+     * @param chunks     the prefill's chunks' token counts
+     * @param c          the chunk, by index
+     * @param keepLogits whether the engine keeps the prompt's last logits
+     * @return the chunk's logit rows
+     */
+    static int logitRows(int[] chunks, int c, boolean keepLogits) {
         if (c < chunks.length - 1) {
             return 0;
         }
-        return settings.keepLogits() ? Math.min(chunks[c], EngineSettings.KEPT_PROMPT_LOGIT_ROWS) : 1;
+        return keepLogits ? Math.min(chunks[c], EngineSettings.KEPT_PROMPT_LOGIT_ROWS) : 1;
     }
 
     /**
@@ -125,7 +133,7 @@ final class ChunkedPrefill {
      * reaches the barrier or none does.
      */
     private void warmNewChunkShapes(int[] chunks, int sequence) {
-        if (warmUp.warmNew(chunks, c -> logitRows(chunks, c),
+        if (warmUp.warmNew(chunks, c -> logitRows(chunks, c, settings.keepLogits()),
                 (t, rows, start) -> forward.warmUp(t, rows, start, sequence))) {
             finish.accept("prefill warm-up");
             comm.barrier();
