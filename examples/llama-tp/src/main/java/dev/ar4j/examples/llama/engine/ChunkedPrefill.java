@@ -40,6 +40,12 @@ final class ChunkedPrefill {
     private int lastPromptLength;
 
     /**
+     * A rank's prefill over its engine's parts (none owned).
+     *
+     * @param settings  the engine's sizes: the batch, the longest prompt, the chunk size, whether logits are kept
+     * @param forward   the rank's forward pass (its first-use warm-up of a chunk shape)
+     * @param io        the pinned inputs the chunks' token ids and positions go through
+     * @param comm      the rank's communicator (the barrier after a warm-up)
      * @param chunkStep makes a chunk's eager step
      * @param finish    waits for the stream and checks the status word, naming the step
      */
