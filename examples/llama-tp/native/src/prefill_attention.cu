@@ -54,15 +54,24 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 
 // Issues the copies of a tile of kTileRows rows x D bf16 from global (row stride in elements) into shared
 // (row stride D + kPad), 16 bytes a copy through L2; rows at or past `valid` are zero-filled without a
-// read. The caller commits them as a group (cp_async_commit) and waits for it (cp_async_wait).
+// read. The caller commits them as a group (cp_async_commit) and waits for it (cp_async_wait). A thread
+// copies one column of chunks, every kRowsPerPass-th row from its first: its addresses advance by a constant
+// (one 64-bit add a copy, where the index arithmetic of a flat loop cost several multiplies).
 template <int D, int kTileRows = kKeys>
 __device__ __forceinline__ void issue_tile(bf16 *dst, const bf16 *src, int64_t stride, int32_t valid) {
     constexpr int kChunks = D / 8;
+    static_assert(kThreadsFa % kChunks == 0, "a pass of the block's threads covers whole rows");
+    constexpr int kRowsPerPass = kThreadsFa / kChunks;
+    static_assert(kTileRows % kRowsPerPass == 0, "whole passes cover the tile");
+    const int r0 = threadIdx.x / kChunks, c = threadIdx.x % kChunks;
+    const bf16 *g = src + int64_t(r0) * stride + c * 8;
+    bf16 *s = dst + r0 * (D + kPad) + c * 8;
+    const int64_t step = int64_t(kRowsPerPass) * stride;
 #pragma unroll
-    for (int i = threadIdx.x; i < kTileRows * kChunks; i += kThreadsFa) {
-        const int r = i / kChunks, c = i % kChunks;
-        const bool in = r < valid;
-        cp_async16_or_zero(dst + r * (D + kPad) + c * 8, in ? src + int64_t(r) * stride + c * 8 : src, in);
+    for (int i = 0; i < kTileRows / kRowsPerPass; ++i) {
+        const bool in = r0 + i * kRowsPerPass < valid;
+        cp_async16_or_zero(s + i * kRowsPerPass * (D + kPad), in ? g : src, in);
+        g += step;
     }
 }
 
