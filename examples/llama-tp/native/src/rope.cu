@@ -5,21 +5,29 @@
 namespace ar4j_llama {
 namespace {
 
+// cos and sin of pair i at position pos as HF rounds them: freqs = inv_freq @ position (fp32), cos/sin in
+// fp32, times attention_scaling, to bf16.
+__device__ __forceinline__ float2 rope_cos_sin(const float *inv_freq, float attention_scaling, int32_t pos, int32_t i) {
+    const float freq = __fmul_rn(static_cast<float>(pos), inv_freq[i]);
+    return make_float2(round_bf16(__fmul_rn(cosf(freq), attention_scaling)),
+                       round_bf16(__fmul_rn(sinf(freq), attention_scaling)));
+}
+
+// Rotates the pair (i, i + half) of src into dst (which may equal src) by (c, s): q * cos + rotate_half(q) * sin,
+// each bf16 op rounded, rotate_half = cat(-x2, x1).
+__device__ __forceinline__ void rotate_with(const bf16 *src, bf16 *dst, int32_t half, int32_t i, float2 cs) {
+    const float x1 = __bfloat162float(src[i]);
+    const float x2 = __bfloat162float(src[i + half]);
+    const float lo = __fadd_rn(round_bf16(__fmul_rn(x1, cs.x)), round_bf16(__fmul_rn(-x2, cs.y)));
+    const float hi = __fadd_rn(round_bf16(__fmul_rn(x2, cs.x)), round_bf16(__fmul_rn(x1, cs.y)));
+    dst[i] = __float2bfloat16_rn(lo);
+    dst[i + half] = __float2bfloat16_rn(hi);
+}
+
 // Rotates the pair (i, i + head_dim / 2) of src into dst (which may equal src) for position pos.
 __device__ __forceinline__ void rotate_pair(const bf16 *src, bf16 *dst, int32_t head_dim, const float *inv_freq,
                                             float attention_scaling, int32_t pos, int32_t i) {
-    const int32_t half = head_dim / 2;
-    // HF: freqs = inv_freq @ position (fp32), cos/sin in fp32, times attention_scaling, to bf16.
-    const float freq = __fmul_rn(static_cast<float>(pos), inv_freq[i]);
-    const float c = round_bf16(__fmul_rn(cosf(freq), attention_scaling));
-    const float s = round_bf16(__fmul_rn(sinf(freq), attention_scaling));
-    const float x1 = __bfloat162float(src[i]);
-    const float x2 = __bfloat162float(src[i + half]);
-    // q * cos + rotate_half(q) * sin, each bf16 op rounded: rotate_half = cat(-x2, x1).
-    const float lo = __fadd_rn(round_bf16(__fmul_rn(x1, c)), round_bf16(__fmul_rn(-x2, s)));
-    const float hi = __fadd_rn(round_bf16(__fmul_rn(x2, c)), round_bf16(__fmul_rn(x1, s)));
-    dst[i] = __float2bfloat16_rn(lo);
-    dst[i + half] = __float2bfloat16_rn(hi);
+    rotate_with(src, dst, head_dim / 2, i, rope_cos_sin(inv_freq, attention_scaling, pos, i));
 }
 
 // grid (n, n_heads + n_kv_heads), block head_dim / 2: thread i rotates the pair (i, i + half).
@@ -100,10 +108,9 @@ rope_kv_append_rows_kernel(bf16 *q, int64_t q_stride, const bf16 *k, int64_t k_s
     }
     const int32_t half = head_dim / 2;
     for (int32_t i = threadIdx.x; i < half; i += kRopeThreads) {
-        // As rotate_pair: freqs = inv_freq * position (fp32), cos/sin times attention_scaling, to bf16.
-        const float freq = __fmul_rn(static_cast<float>(pos), inv_freq[i]);
-        cs[i] = round_bf16(__fmul_rn(cosf(freq), attention_scaling));
-        cs[half + i] = round_bf16(__fmul_rn(sinf(freq), attention_scaling));
+        const float2 c = rope_cos_sin(inv_freq, attention_scaling, pos, i);
+        cs[i] = c.x;
+        cs[half + i] = c.y;
     }
     __syncthreads();
     const int64_t seq = int32_t(t) / tokens_per_seq;
@@ -123,13 +130,7 @@ rope_kv_append_rows_kernel(bf16 *q, int64_t q_stride, const bf16 *k, int64_t k_s
                 src = k + t * k_stride + int64_t(kv) * head_dim;
                 dst = k_cache + (cache_row + kv) * head_dim;
             }
-            const float c = cs[i], s = cs[half + i];
-            const float x1 = __bfloat162float(src[i]);
-            const float x2 = __bfloat162float(src[i + half]);
-            const float lo = __fadd_rn(round_bf16(__fmul_rn(x1, c)), round_bf16(__fmul_rn(-x2, s)));
-            const float hi = __fadd_rn(round_bf16(__fmul_rn(x2, c)), round_bf16(__fmul_rn(x1, s)));
-            dst[i] = __float2bfloat16_rn(lo);
-            dst[i + half] = __float2bfloat16_rn(hi);
+            rotate_with(src, dst, half, i, make_float2(cs[i], cs[half + i]));
         } else {
             const int32_t kv = head - n_heads - n_kv_heads;
             src = v + t * v_stride + int64_t(kv) * head_dim;

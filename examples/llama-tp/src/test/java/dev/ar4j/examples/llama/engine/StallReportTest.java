@@ -19,17 +19,23 @@ class StallReportTest {
         release.await(30, TimeUnit.SECONDS);
     }
 
-    @Test
-    void aBusyRankIsNamedWithWhereItIsHeld() throws Exception {
-        CountDownLatch entered = new CountDownLatch(1), release = new CountDownLatch(1);
+    /** Starts a thread named {@code name} that enters {@link #heldInAKnownPlace} and stays there until released. */
+    private static Thread heldThread(String name, CountDownLatch entered, CountDownLatch release) {
         Thread t = new Thread(() -> {
             try {
                 heldInAKnownPlace(entered, release);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-        }, "rank-3");
+        }, name);
         t.start();
+        return t;
+    }
+
+    @Test
+    void aBusyRankIsNamedWithWhereItIsHeld() throws Exception {
+        CountDownLatch entered = new CountDownLatch(1), release = new CountDownLatch(1);
+        Thread t = heldThread("rank-3", entered, release);
         try {
             assertTrue(entered.await(10, TimeUnit.SECONDS));
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -53,14 +59,7 @@ class StallReportTest {
     @Test
     void anotherThreadInOwnCodeIsNamedAfterTheRanks() throws Exception {
         CountDownLatch entered = new CountDownLatch(1), release = new CountDownLatch(1);
-        Thread other = new Thread(() -> {
-            try {
-                heldInAKnownPlace(entered, release);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }, "freeing-thread");
-        other.start();
+        Thread other = heldThread("freeing-thread", entered, release);
         try {
             assertTrue(entered.await(10, TimeUnit.SECONDS));
             StackTraceElement[] own = other.getStackTrace();
