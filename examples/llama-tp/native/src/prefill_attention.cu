@@ -54,15 +54,24 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 
 // Issues the copies of a tile of kTileRows rows x D bf16 from global (row stride in elements) into shared
 // (row stride D + kPad), 16 bytes a copy through L2; rows at or past `valid` are zero-filled without a
-// read. The caller commits them as a group (cp_async_commit) and waits for it (cp_async_wait).
+// read. The caller commits them as a group (cp_async_commit) and waits for it (cp_async_wait). A thread
+// copies one column of chunks, every kRowsPerPass-th row from its first: its addresses advance by a constant
+// (one 64-bit add a copy, where the index arithmetic of a flat loop cost several multiplies).
 template <int D, int kTileRows = kKeys>
 __device__ __forceinline__ void issue_tile(bf16 *dst, const bf16 *src, int64_t stride, int32_t valid) {
     constexpr int kChunks = D / 8;
+    static_assert(kThreadsFa % kChunks == 0, "a pass of the block's threads covers whole rows");
+    constexpr int kRowsPerPass = kThreadsFa / kChunks;
+    static_assert(kTileRows % kRowsPerPass == 0, "whole passes cover the tile");
+    const int r0 = threadIdx.x / kChunks, c = threadIdx.x % kChunks;
+    const bf16 *g = src + int64_t(r0) * stride + c * 8;
+    bf16 *s = dst + r0 * (D + kPad) + c * 8;
+    const int64_t step = int64_t(kRowsPerPass) * stride;
 #pragma unroll
-    for (int i = threadIdx.x; i < kTileRows * kChunks; i += kThreadsFa) {
-        const int r = i / kChunks, c = i % kChunks;
-        const bool in = r < valid;
-        cp_async16_or_zero(dst + r * (D + kPad) + c * 8, in ? src + int64_t(r) * stride + c * 8 : src, in);
+    for (int i = 0; i < kTileRows / kRowsPerPass; ++i) {
+        const bool in = r0 + i * kRowsPerPass < valid;
+        cp_async16_or_zero(s + i * kRowsPerPass * (D + kPad), in ? g : src, in);
+        g += step;
     }
 }
 
@@ -110,6 +119,90 @@ __device__ __forceinline__ void load_q(uint32_t (&qf)[4], const bf16 *q_tile, in
     ldmatrix_x4(qf, q_tile + (row0 + (lane & 15)) * (D + kPad) + 16 * kk + ((lane >> 4) << 3));
 }
 
+// One key tile of a warp's MT m-tiles: S = Q K^T, the scores rounded (and masked), the online softmax's update
+// and O += P V. MASK false: every key of the tile is visible to every row of the warp, all of them below n (the
+// tiles left of the causal diagonal, most of a long prompt's), so no compare is compiled in: about a fifth fewer
+// instructions a tile at head_dim 128. The values are the same either way.
+template <int D, int MT, bool MASK>
+__device__ __forceinline__ void attend_tile(float (&o)[MT][D / 8][4], float (&m)[MT][2], float (&l)[MT][2],
+                                            const bf16 *q_tile, const bf16 *k_tile, const bf16 *v_tile, int warp,
+                                            int lane, int32_t key0, int32_t pos0, int32_t rows_valid, float scale) {
+    constexpr float kLog2e = 1.4426950408889634f;
+    float s[MT][kKeys / 8][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int j = 0; j < kKeys / 8; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t qf[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) load_q<D>(qf[mt], q_tile, warp * 16 * MT + 16 * mt, kk, lane);
+#pragma unroll
+        for (int j = 0; j < kKeys / 8; j += 2) {
+            // Keys 8j .. 8j + 15, dims 16kk .. 16kk + 15: b of n-tile j in r0, r1; of j + 1 in r2, r3.
+            const int key = 8 * j + (lane & 7) + ((lane >> 4) << 3);
+            const int dim = 16 * kk + (((lane >> 3) & 1) << 3);
+            uint32_t b[4];
+            ldmatrix_x4(b, k_tile + key * (D + kPad) + dim);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                mma_bf16(s[mt][j], qf[mt], b[0], b[1]);
+                mma_bf16(s[mt][j + 1], qf[mt], b[2], b[3]);
+            }
+        }
+    }
+    uint32_t p[MT][kKeys / 16][4];  // A fragments of P, 16 keys each
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+        const int32_t mpos0 = pos0 + 16 * mt, mvalid = rows_valid - 16 * mt;
+        round_and_mask(s[mt], lane, key0, mpos0, mvalid, scale, !MASK || (key0 + kKeys - 1 <= mpos0 && mvalid >= 16));
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float tm = -INFINITY;
+#pragma unroll
+            for (int j = 0; j < kKeys / 8; ++j) tm = fmaxf(tm, fmaxf(s[mt][j][2 * h], s[mt][j][2 * h + 1]));
+            tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, 1));
+            tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, 2));
+            const float m_new = fmaxf(m[mt][h], tm);
+            // A row that has seen no key yet (masked, or past n) keeps zeros: no inf - inf.
+            const float base = m_new == -INFINITY ? 0.0f : m_new * kLog2e;
+            const float alpha = exp2_approx(m[mt][h] * kLog2e - base);  // 0 on a row's first keys
+            m[mt][h] = m_new;
+            l[mt][h] *= alpha;
+#pragma unroll
+            for (int j = 0; j < D / 8; ++j) {
+                o[mt][j][2 * h] *= alpha;
+                o[mt][j][2 * h + 1] *= alpha;
+            }
+#pragma unroll
+            for (int j = 0; j < kKeys / 8; ++j) {
+                const float p0 = exp2_approx(fmaf(s[mt][j][2 * h], kLog2e, -base));
+                const float p1 = exp2_approx(fmaf(s[mt][j][2 * h + 1], kLog2e, -base));
+                l[mt][h] += p0 + p1;
+                // n-tile j is half of k-step j / 2: rows g (a0 / a2) and g + 8 (a1 / a3).
+                p[mt][j >> 1][(j & 1) * 2 + h] = pack_bf16(p0, p1);
+            }
+        }
+    }
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+#pragma unroll
+        for (int j = 0; j < D / 8; j += 2) {
+            // Keys 16kk .. 16kk + 15, dims 8j .. 8j + 15, transposed: b of n-tile j in r0, r1.
+            const int key = 16 * kk + (lane & 7) + (((lane >> 3) & 1) << 3);
+            const int dim = 8 * j + ((lane >> 4) << 3);
+            uint32_t b[4];
+            ldmatrix_x4_trans(b, v_tile + key * (D + kPad) + dim);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                mma_bf16(o[mt][j], p[mt][kk], b[0], b[1]);
+                mma_bf16(o[mt][j + 1], p[mt][kk], b[2], b[3]);
+            }
+        }
+    }
+}
+
 // One walk with an online softmax (the FlashAttention-2 form): per tile, the rows' running max
 // rises, the partial sums and O are rescaled by exp(old max - new max), and P = exp(s - max) --
 // not yet divided by the sum -- is rounded to bf16 for P . V; O is divided by the sum at the end.
@@ -150,7 +243,6 @@ __global__ void __launch_bounds__(kThreadsFa) prefill_attention_kernel(const FaA
     const int32_t wrow0 = row0 + warp * 16 * MT;  // the warp's first row (chunk index)
     const int32_t rows_valid = a.n - wrow0;        // rows of the warp below n (may be <= 0)
     const int32_t pos0 = a.start + wrow0;          // its first row's position
-    constexpr float kLog2e = 1.4426950408889634f;
 
     float o[MT][D / 8][4];
     float m[MT][2], l[MT][2];  // l: this lane's part of the row's sum
@@ -177,78 +269,10 @@ __global__ void __launch_bounds__(kThreadsFa) prefill_attention_kernel(const FaA
         __syncthreads();
         if (key0 <= pos0 + 16 * MT - 1 && rows_valid > 0) {
             const bf16 *k_tile = k_buf(tile & 1), *v_tile = v_buf(tile & 1);
-            float s[MT][kKeys / 8][4];
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                for (int j = 0; j < kKeys / 8; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.0f;
-#pragma unroll
-            for (int kk = 0; kk < D / 16; ++kk) {
-                uint32_t qf[MT][4];
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt) load_q<D>(qf[mt], q_tile, warp * 16 * MT + 16 * mt, kk, lane);
-#pragma unroll
-                for (int j = 0; j < kKeys / 8; j += 2) {
-                    // Keys 8j .. 8j + 15, dims 16kk .. 16kk + 15: b of n-tile j in r0, r1; of j + 1 in r2, r3.
-                    const int key = 8 * j + (lane & 7) + ((lane >> 4) << 3);
-                    const int dim = 16 * kk + (((lane >> 3) & 1) << 3);
-                    uint32_t b[4];
-                    ldmatrix_x4(b, k_tile + key * (D + kPad) + dim);
-#pragma unroll
-                    for (int mt = 0; mt < MT; ++mt) {
-                        mma_bf16(s[mt][j], qf[mt], b[0], b[1]);
-                        mma_bf16(s[mt][j + 1], qf[mt], b[2], b[3]);
-                    }
-                }
-            }
-            uint32_t p[MT][kKeys / 16][4];  // A fragments of P, 16 keys each
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-                const int32_t mpos0 = pos0 + 16 * mt, mvalid = rows_valid - 16 * mt;
-                round_and_mask(s[mt], lane, key0, mpos0, mvalid, a.scale, key0 + kKeys - 1 <= mpos0 && mvalid >= 16);
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    float tm = -INFINITY;
-#pragma unroll
-                    for (int j = 0; j < kKeys / 8; ++j) tm = fmaxf(tm, fmaxf(s[mt][j][2 * h], s[mt][j][2 * h + 1]));
-                    tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, 1));
-                    tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, 2));
-                    const float m_new = fmaxf(m[mt][h], tm);
-                    // A row that has seen no key yet (masked, or past n) keeps zeros: no inf - inf.
-                    const float base = m_new == -INFINITY ? 0.0f : m_new * kLog2e;
-                    const float alpha = exp2_approx(m[mt][h] * kLog2e - base);  // 0 on a row's first keys
-                    m[mt][h] = m_new;
-                    l[mt][h] *= alpha;
-#pragma unroll
-                    for (int j = 0; j < D / 8; ++j) {
-                        o[mt][j][2 * h] *= alpha;
-                        o[mt][j][2 * h + 1] *= alpha;
-                    }
-#pragma unroll
-                    for (int j = 0; j < kKeys / 8; ++j) {
-                        const float p0 = exp2_approx(fmaf(s[mt][j][2 * h], kLog2e, -base));
-                        const float p1 = exp2_approx(fmaf(s[mt][j][2 * h + 1], kLog2e, -base));
-                        l[mt][h] += p0 + p1;
-                        // n-tile j is half of k-step j / 2: rows g (a0 / a2) and g + 8 (a1 / a3).
-                        p[mt][j >> 1][(j & 1) * 2 + h] = pack_bf16(p0, p1);
-                    }
-                }
-            }
-#pragma unroll
-            for (int kk = 0; kk < kKeys / 16; ++kk) {
-#pragma unroll
-                for (int j = 0; j < D / 8; j += 2) {
-                    // Keys 16kk .. 16kk + 15, dims 8j .. 8j + 15, transposed: b of n-tile j in r0, r1.
-                    const int key = 16 * kk + (lane & 7) + (((lane >> 3) & 1) << 3);
-                    const int dim = 8 * j + ((lane >> 4) << 3);
-                    uint32_t b[4];
-                    ldmatrix_x4_trans(b, v_tile + key * (D + kPad) + dim);
-#pragma unroll
-                    for (int mt = 0; mt < MT; ++mt) {
-                        mma_bf16(o[mt][j], p[mt][kk], b[0], b[1]);
-                        mma_bf16(o[mt][j + 1], p[mt][kk], b[2], b[3]);
-                    }
-                }
+            if (key0 + kKeys - 1 <= pos0 && rows_valid >= 16 * MT) {
+                attend_tile<D, MT, false>(o, m, l, q_tile, k_tile, v_tile, warp, lane, key0, pos0, rows_valid, a.scale);
+            } else {
+                attend_tile<D, MT, true>(o, m, l, q_tile, k_tile, v_tile, warp, lane, key0, pos0, rows_valid, a.scale);
             }
         }
         __syncthreads();
