@@ -8,6 +8,7 @@ import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntUnaryOperator;
 
 /**
  * Measurements of one rank's steps, run on the rank's thread (collective: every rank runs the
@@ -23,7 +24,8 @@ public final class StepTiming {
      * @param tokens        tokens per step
      * @param medianMillis  median step time (graph replays; prefill: eager runs)
      * @param commShare     median share of an eager step inside its all-reduces, 0..1 (NaN at TP 1)
-     * @param allocatedBytes Java heap allocated by the step loop over {@code loopSteps} steps (-1: not measured)
+     * @param allocatedBytes Java heap allocated by the step loop over {@code loopSteps} steps, after up to
+     *                      200 uncounted ones (-1: not measured)
      * @param loopSteps     steps of the allocation loop
      */
     public record Figures(StepKind kind, int tokens, double medianMillis, double commShare, long allocatedBytes,
@@ -275,25 +277,52 @@ public final class StepTiming {
     }
 
     /**
-     * The Java heap this thread allocates over {@code steps} steps of the serving loop: write the
-     * inputs, replay, wait, check the status, read the outputs.
+     * Steps of the serving loop run, at most, before its allocations are counted: the JIT's compilation of the loop
+     * and its first-use linkage are not the loop's steady state.
+     */
+    static final int ALLOCATION_WARM_UP_STEPS = 200;
+
+    /**
+     * The Java heap this thread allocates over {@code steps} steps of the serving loop (write the inputs, replay,
+     * wait, check the status, read the outputs), after {@code min(steps, ALLOCATION_WARM_UP_STEPS)} uncounted ones.
      */
     static long allocatedByReplays(RankEngine e, StepRunner graph, int tokens, int first, int steps) {
-        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         RankEngine.Timing timing = e.timing();
         HostIo io = timing.io();
-        int sink = 0;
-        long before = mx.getCurrentThreadAllocatedBytes();
         int perSequence = tokens / e.settings().batch();
-        for (int s = 0; s < steps; s++) {
+        IntUnaryOperator step = sink -> {
             for (int i = 0; i < tokens; i++) {
                 io.setInput(i, sink & 1023, first + i % perSequence);
             }
             graph.replay();
             timing.finish("replay");
+            int next = sink;
             for (int i = 0; i < tokens; i++) {
-                sink += io.argmax(i);
+                next += io.argmax(i);
             }
+            return next;
+        };
+        return allocatedBySteps(step, Math.min(steps, ALLOCATION_WARM_UP_STEPS), steps);
+    }
+
+    /**
+     * The Java heap this thread allocates over {@code steps} calls of {@code step}, after {@code warmUp} calls that are
+     * not counted. Each call gets the previous one's result (the first 0), so that nothing it reads is dead code.
+     *
+     * @param step   one step: the previous result in, its own out
+     * @param warmUp uncounted calls first
+     * @param steps  counted calls
+     * @return bytes allocated on this thread by the counted calls
+     */
+    static long allocatedBySteps(IntUnaryOperator step, int warmUp, int steps) {
+        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        int sink = 0;
+        for (int s = 0; s < warmUp; s++) {
+            sink = step.applyAsInt(sink);
+        }
+        long before = mx.getCurrentThreadAllocatedBytes();
+        for (int s = 0; s < steps; s++) {
+            sink = step.applyAsInt(sink);
         }
         long after = mx.getCurrentThreadAllocatedBytes();
         lastSink = sink;
