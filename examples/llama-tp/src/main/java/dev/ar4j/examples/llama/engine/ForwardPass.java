@@ -347,8 +347,8 @@ final class ForwardPass {
      * raises a kernel's shared-memory limit at its first launch of a size. Made while a peer's all-reduce kernel
      * spins on the same GPU waiting for this rank, such a call waits for that kernel, which waits for the call,
      * until the kernel's timeout (LlamaReferenceIT with ranks sharing one GPU: every rank's stack inside
-     * {@code cublasGemmEx} when the group failed). {@link RankEngine} runs this before a chunk size's first use, waits
-     * for it and meets the other ranks at a barrier, so no rank launches a collective before every rank has made
+     * {@code cublasGemmEx} when the group failed). {@link ChunkedPrefill} runs this before a chunk shape's first use,
+     * waits for it and meets the other ranks at a barrier, so no rank launches a collective before every rank has made
      * its first-use calls. Layer 0's products and attention, into activations the chunk writes before it reads them.
      *
      * @param t          the chunk's tokens
