@@ -19,25 +19,42 @@ class StallReportTest {
         release.await(30, TimeUnit.SECONDS);
     }
 
-    /** Starts a thread named {@code name} that enters {@link #heldInAKnownPlace} and stays there until released. */
-    private static Thread heldThread(String name, CountDownLatch entered, CountDownLatch release) {
-        Thread t = new Thread(() -> {
-            try {
-                heldInAKnownPlace(entered, release);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+    /**
+     * A thread that has entered {@link #heldInAKnownPlace} and stays there until closed (then it is released and
+     * joined, at most 10 s).
+     */
+    private record HeldThread(Thread thread, CountDownLatch release) implements AutoCloseable {
+
+        /** Starts it and waits (at most 10 s) until it is inside {@link #heldInAKnownPlace}. */
+        static HeldThread start(String name) throws InterruptedException {
+            CountDownLatch entered = new CountDownLatch(1), release = new CountDownLatch(1);
+            Thread t = new Thread(() -> {
+                try {
+                    heldInAKnownPlace(entered, release);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }, name);
+            t.start();
+            HeldThread held = new HeldThread(t, release);
+            if (!entered.await(10, TimeUnit.SECONDS)) {
+                held.close();
+                throw new AssertionError(name + " did not reach heldInAKnownPlace in 10 s");
             }
-        }, name);
-        t.start();
-        return t;
+            return held;
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            release.countDown();
+            thread.join(10_000);
+        }
     }
 
     @Test
     void aBusyRankIsNamedWithWhereItIsHeld() throws Exception {
-        CountDownLatch entered = new CountDownLatch(1), release = new CountDownLatch(1);
-        Thread t = heldThread("rank-3", entered, release);
-        try {
-            assertTrue(entered.await(10, TimeUnit.SECONDS));
+        try (HeldThread held = HeldThread.start("rank-3")) {
+            Thread t = held.thread();
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (t.getState() != Thread.State.TIMED_WAITING) {
                 assertTrue(System.nanoTime() < deadline, "the held thread never parked: " + t.getState());
@@ -50,18 +67,13 @@ class StallReportTest {
             assertTrue(text.contains("StallReportTest.heldInAKnownPlace"), text);
             long frames = text.lines().filter(l -> l.startsWith("    at ")).count();
             assertTrue(frames >= 2 && frames <= StallReport.FRAMES, text);
-        } finally {
-            release.countDown();
-            t.join(10_000);
         }
     }
 
     @Test
     void anotherThreadInOwnCodeIsNamedAfterTheRanks() throws Exception {
-        CountDownLatch entered = new CountDownLatch(1), release = new CountDownLatch(1);
-        Thread other = heldThread("freeing-thread", entered, release);
-        try {
-            assertTrue(entered.await(10, TimeUnit.SECONDS));
+        try (HeldThread held = HeldThread.start("freeing-thread")) {
+            Thread other = held.thread();
             StackTraceElement[] own = other.getStackTrace();
             StackTraceElement[] foreign = {new StackTraceElement("java.lang.Object", "wait", "Object.java", 1)};
             assertTrue(StallReport.inOwnCode(own), "a thread in StallReportTest is in dev.ar4j code");
@@ -73,9 +85,6 @@ class StallReportTest {
             // The JVM-wide form finds it too (it is parked in this test's code), and leaves out the calling thread.
             String all = StallReport.describe("prefill", Duration.ofSeconds(10), List.of());
             assertTrue(all.contains("freeing-thread") && !all.contains(Thread.currentThread().getName() + " ("), all);
-        } finally {
-            release.countDown();
-            other.join(10_000);
         }
     }
 
