@@ -11,7 +11,10 @@
 #        native test, then `ar4j-llama --synthetic llama3-8b --tp 1 --mode bench --profile` with a
 #        prompt of each PROMPT tokens (default 4096; llama3.1-8b's shape past 8184), and a table of
 #        the native test's result, the prefill and decode medians and the prefill's attention time.
-#        Logs in $OUT (else .gpu/out). AR4J_LLAMA_JAVA_OPTS passes on to every run.
+#        Logs in $OUT (else .gpu/out). AR4J_LLAMA_JAVA_OPTS passes on to every run. NATIVE=skip leaves
+#        the native test out (a first comparison; the variant that is kept runs it); LINEAR=1 adds
+#        the native test's `--bench-linear quick` (the rows kernel alone on llama3-8b's TP 1 shapes,
+#        weights from memory); STEPS sets the bench's replays (default 300).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 variants="$here/.gpu/variants"
@@ -60,13 +63,20 @@ run() {
       [[ -f "$dir/$f" ]] || xz -dkc "$dir/$f.xz" > "$dir/$f"
     done
     chmod +x "$dir/ar4j_llama_kernels_test"
-    native="$(timeout 300 "$dir/ar4j_llama_kernels_test" > "$logs/variant-$name-native.log" 2>&1 && echo ok || echo "FAILED (rc $?)")"
-    native="$native $(grep -Eo '[0-9]+ passed, [0-9]+ failed' "$logs/variant-$name-native.log" | tail -1 || true)"
+    if [[ "${NATIVE:-}" == skip ]]; then
+      native="not run"
+    else
+      native="$(timeout 300 "$dir/ar4j_llama_kernels_test" > "$logs/variant-$name-native.log" 2>&1 && echo ok || echo "FAILED (rc $?)")"
+      native="$native $(grep -Eo '[0-9]+ passed, [0-9]+ failed' "$logs/variant-$name-native.log" | tail -1 || true)"
+    fi
+    if [[ "${LINEAR:-}" == 1 ]]; then
+      timeout 120 "$dir/ar4j_llama_kernels_test" --bench-linear quick > "$logs/variant-$name-linear.log" 2>&1 || true
+    fi
     for p in "${prompts[@]}"; do
       model=llama3-8b
       (( p + 8 > 8192 )) && model=llama3.1-8b
       seq -s, 1 "$p" | AR4J_LLAMA_KERNELS_PATH="$dir/libar4j_llama_kernels.so" timeout 300 "$here/bin/ar4j-llama" \
-        --synthetic "$model" --tp 1 --mode bench --prompt - --context $((p + 8)) --steps 300 --profile \
+        --synthetic "$model" --tp 1 --mode bench --prompt - --context $((p + 8)) --steps "${STEPS:-300}" --profile \
         > "$logs/variant-$name-$p.log" 2>&1 || true
       line="$(awk '$1 == "ar4j" && $2 == "prefill" { pf = $4 } $1 == "ar4j" && $2 == "decode" { d = $4 }
                    /eager chunked prefill/ { inp = 1 } inp && $1 == "attention" { at = $3; inp = 0 }
