@@ -143,7 +143,7 @@ __device__ __forceinline__ void store4(bf16 *dst, const float (&x)[4]) {
 }
 
 // Kernel 2: p.V of the block's range; the merge of the splits by the chunk's last block.
-// RPT: query rows per thread (ROWS over the row groups: 128 threads / (head_dim / 4) columns).
+// RPT: query rows per thread (ROWS over the row groups: kThreads / (head_dim / 4) columns).
 template <int ROWS, int RPT, bool STORED>
 __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArgs a) {
     constexpr int SR = score_rows<ROWS>();
@@ -363,10 +363,12 @@ int launch_attention(const AttentionArgs &a, dim3 grid, bool pdl, void *stream) 
 }
 
 // The values kernel's rows per thread: ROWS over the fewest row groups of the head_dim class
-// (128 threads / (head_dim / 4) columns: at least 8 up to head_dim 64, 4 up to 128, 2 up to 256).
+// (kThreads / (head_dim / 4) columns: at least 16 up to head_dim 64, 8 up to 128, 4 up to 256).
 template <int ROWS>
 int dispatch_head_dim(const AttentionArgs &a, dim3 grid, bool stored, bool pdl, void *stream) {
-    constexpr int kRpt64 = (ROWS + 7) / 8, kRpt128 = (ROWS + 3) / 4, kRpt256 = (ROWS + 1) / 2;
+    constexpr int kGroups64 = kThreads / 16, kGroups128 = kThreads / 32, kGroups256 = kThreads / 64;
+    constexpr int kRpt64 = (ROWS + kGroups64 - 1) / kGroups64, kRpt128 = (ROWS + kGroups128 - 1) / kGroups128,
+                  kRpt256 = (ROWS + kGroups256 - 1) / kGroups256;
     if (!stored) {
         // Only a call of more than kStoredTokens tokens per sequence recomputes scores: its blocks
         // have kRows rows (block_rows_for).

@@ -8,7 +8,7 @@
 namespace ar4j_llama {
 namespace {
 
-constexpr int kThreads = 128;
+constexpr int kThreads = 256;  // 4 key groups of 64 keys: a thread holds a quarter of the block's rows
 constexpr int kRows = 32;      // query rows per block, at most (decode's few rows get a smaller block: see ROWS)
 constexpr int kTile = 64;      // keys per shared-memory tile
 constexpr int kStages = 2;     // tiles in flight per block (cp.async double buffering)
