@@ -14,7 +14,7 @@
 #        Logs in $OUT (else .gpu/out). AR4J_LLAMA_JAVA_OPTS passes on to every run. NATIVE=skip leaves
 #        the native test out (a first comparison; the variant that is kept runs it); LINEAR=1 adds
 #        the native test's `--bench-linear quick` (the rows kernel alone on llama3-8b's TP 1 shapes,
-#        weights from memory); STEPS sets the bench's replays (default 300).
+#        weights from memory); REPLAYS sets the bench's replays (default 300).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 variants="$here/.gpu/variants"
@@ -76,7 +76,7 @@ run() {
       model=llama3-8b
       (( p + 8 > 8192 )) && model=llama3.1-8b
       seq -s, 1 "$p" | AR4J_LLAMA_KERNELS_PATH="$dir/libar4j_llama_kernels.so" timeout 300 "$here/bin/ar4j-llama" \
-        --synthetic "$model" --tp 1 --mode bench --prompt - --context $((p + 8)) --steps "${STEPS:-300}" --profile \
+        --synthetic "$model" --tp 1 --mode bench --prompt - --context $((p + 8)) --steps "${REPLAYS:-300}" --profile \
         > "$logs/variant-$name-$p.log" 2>&1 || true
       line="$(awk '$1 == "ar4j" && $2 == "prefill" { pf = $4 } $1 == "ar4j" && $2 == "decode" { d = $4 }
                    /eager chunked prefill/ { inp = 1 } inp && $1 == "attention" { at = $3; inp = 0 }
