@@ -15,11 +15,23 @@
 #        the native test out (a first comparison; the variant that is kept runs it); LINEAR=1 adds
 #        the native test's `--bench-linear quick` (the rows kernel alone on llama3-8b's TP 1 shapes,
 #        weights from memory); REPLAYS sets the bench's replays (default 300).
+#   bin/gpu-variants.sh path NAME            on the GPU host: the variant's kernel library (unpacked on first use),
+#        for the other scripts' runs with it: AR4J_LLAMA_KERNELS_PATH="$(bin/gpu-variants.sh path NAME)"
+#        bin/gpu-check.sh runs the reference test or the bench with that build; its native test lies beside it.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 variants="$here/.gpu/variants"
 
 abi_of() { sed -n 's/^#define AR4J_LLAMA_ABI_VERSION \([0-9]*\).*/\1/p' "$1"; }
+
+# A variant's library and native test, unpacked beside their .xz on first use.
+unpack() {  # variant directory
+  local f
+  for f in libar4j_llama_kernels.so ar4j_llama_kernels_test; do
+    [[ -f "$1/$f" ]] || xz -dkc "$1/$f.xz" > "$1/$f"
+  done
+  chmod +x "$1/ar4j_llama_kernels_test"
+}
 
 build() {
   [[ $# -ge 1 ]] || { echo "usage: $0 build NAME=REV ..." >&2; exit 2; }
@@ -59,10 +71,7 @@ run() {
   printf '%-16s %-12s %-24s %8s %12s %10s %12s\n' variant commit native prompt prefill_ms decode_ms attention_ms
   for dir in "$variants"/*/; do
     name="$(basename "$dir")"
-    for f in libar4j_llama_kernels.so ar4j_llama_kernels_test; do
-      [[ -f "$dir/$f" ]] || xz -dkc "$dir/$f.xz" > "$dir/$f"
-    done
-    chmod +x "$dir/ar4j_llama_kernels_test"
+    unpack "$dir"
     if [[ "${NATIVE:-}" == skip ]]; then
       native="not run"
     else
@@ -87,8 +96,17 @@ run() {
   done
 }
 
+path() {
+  [[ $# -eq 1 ]] || { echo "usage: $0 path NAME" >&2; exit 2; }
+  local dir="$variants/$1"
+  [[ -d "$dir" ]] || { echo "gpu-variants: no variant '$1' in $variants" >&2; exit 2; }
+  unpack "$dir"
+  echo "$dir/libar4j_llama_kernels.so"
+}
+
 case "${1:-}" in
   build) shift; build "$@" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: $0 build NAME=REV ... | run [PROMPT ...]" >&2; exit 2 ;;
+  path) shift; path "$@" ;;
+  *) echo "usage: $0 build NAME=REV ... | run [PROMPT ...] | path NAME" >&2; exit 2 ;;
 esac
