@@ -53,6 +53,12 @@ cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CUDA_DEVICE_MAX_CONNECTIONS="${CUDA_DEVICE_MAX_CONNECTIONS:-32}"
 java=.gpu/jre/bin/java
+# What bin/gpu-prepare.sh packed to travel: the runtime and the kernels' native test, unpacked once here.
+if [[ ! -x "$java" && -f .gpu/jre.tar.xz ]]; then tar -xJf .gpu/jre.tar.xz -C .gpu; fi
+for packed in .gpu/native/*.xz; do
+  [[ -f "$packed" && ! -f "${packed%.xz}" ]] && xz -dk "$packed"
+done
+[[ -f .gpu/native/ar4j_llama_kernels_test ]] && chmod +x .gpu/native/ar4j_llama_kernels_test
 [[ -x "$java" ]] || { echo "gpu-check: $java missing; run bin/gpu-prepare.sh on the build machine and carry .gpu" >&2; exit 2; }
 python="${PYTHON:-}"
 if [[ -z "$python" ]]; then
