@@ -395,7 +395,7 @@ public final class CustomAllReduceContext implements AutoCloseable {
      */
     public void allReduceResidualRmsNorm(int algorithm, DType dtype, long in, long residual, long weight, long out,
                                          long residualOut, long rows, int hidden, float eps, long stream) {
-        checkFusedArguments(algorithm, dtype, in, residual, weight, out, residualOut, rows, hidden, eps);
+        FusedArguments.check(algorithm, dtype, in, residual, weight, out, residualOut, rows, hidden, eps);
         ensureOpen();
         int status = custom_all_reduce_h.ar4j_all_reduce_residual_rmsnorm(context, algorithm, dtype.kernelCode(),
                 MemorySegment.ofAddress(in), MemorySegment.ofAddress(residual), MemorySegment.ofAddress(weight),
@@ -405,84 +405,6 @@ public final class CustomAllReduceContext implements AutoCloseable {
             throw CustomAllReduceKernels.exception(status, "ar4j_all_reduce_residual_rmsnorm(algorithm " + algorithm
                     + ", " + dtype + ", rows " + rows + ", hidden " + hidden + ")", cudaDetail(status));
         }
-    }
-
-    /** The argument rules of {@link #allReduceResidualRmsNorm}, checked without any native call. */
-    static void checkFusedArguments(int algorithm, DType dtype, long in, long residual, long weight, long out,
-                                    long residualOut, long rows, int hidden, float eps) {
-        Objects.requireNonNull(dtype, "dtype");
-        boolean push = algorithm == CustomAllReduceKernels.ALGO_PUSH;
-        if (!push && algorithm != CustomAllReduceKernels.ALGO_ONE_STAGE) {
-            throw new IllegalArgumentException("algorithm " + algorithm + " has no fused all-reduce + residual + RMSNorm "
-                    + "kernel; ALGO_PUSH (" + CustomAllReduceKernels.ALGO_PUSH + ") and ALGO_ONE_STAGE ("
-                    + CustomAllReduceKernels.ALGO_ONE_STAGE + ") have one (call allReduce, then ResidualRmsNorm.launch, "
-                    + "for the others)");
-        }
-        if (hidden < 1 || hidden > CustomAllReduceKernels.FUSED_MAX_HIDDEN) {
-            throw new IllegalArgumentException("hidden must be 1 to " + CustomAllReduceKernels.FUSED_MAX_HIDDEN
-                    + " elements, got " + hidden);
-        }
-        long rowBytes = (long) hidden * dtype.byteSize();
-        if (rowBytes % 16 != 0) {
-            throw new IllegalArgumentException("hidden * element size must be a multiple of 16 bytes for the fused "
-                    + "kernel; " + hidden + " " + dtype + " elements are " + rowBytes + " bytes");
-        }
-        if (push) {
-            long maxRows = CustomAllReduceKernels.PUSH_MAX_BYTES / rowBytes;
-            if (rows < 1 || rows > maxRows) {
-                throw new IllegalArgumentException("rows must be 1 to " + maxRows + " (rows * hidden * element size at "
-                        + "most " + CustomAllReduceKernels.PUSH_MAX_BYTES + " bytes, the push limit, with " + rowBytes
-                        + " bytes a row), got " + rows);
-            }
-        } else if (rows < 1 || rows > Long.MAX_VALUE / rowBytes) {
-            // The registration bounds a one-stage call; the library checks it.
-            throw new IllegalArgumentException("rows must be at least 1 (and rows * hidden * element size within the "
-                    + "registered buffer), got " + rows);
-        }
-        if (!(eps > 0f) || !Float.isFinite(eps)) {
-            throw new IllegalArgumentException("eps must be finite and greater than 0, got " + eps);
-        }
-        long[] addresses = {in, residual, weight, out, residualOut};
-        String[] names = {"in", "residual", "weight", "out", "residualOut"};
-        for (int i = 0; i < addresses.length; i++) {
-            if (addresses[i] == 0) {
-                throw new IllegalArgumentException(names[i] + " must not be 0 (a device address)");
-            }
-            if ((addresses[i] & 15) != 0) {
-                throw new IllegalArgumentException(names[i] + " must be 16-byte aligned, got 0x"
-                        + Long.toHexString(addresses[i]));
-            }
-        }
-        long bytes = rows * rowBytes;
-        if (!push && (overlaps(out, bytes, in, bytes) || overlaps(residualOut, bytes, in, bytes))) {
-            throw new IllegalArgumentException((overlaps(out, bytes, in, bytes) ? "out" : "residualOut")
-                    + " overlaps in, which the one-stage kernel's peers read during the whole launch: no output of a "
-                    + "fused one-stage call may overlap its input, not even equal it (copy the input into a registered "
-                    + "buffer first, as Communicator does through its staging buffer)");
-        }
-        if (overlaps(out, bytes, residualOut, bytes)) {
-            throw new IllegalArgumentException("out and residualOut overlap");
-        }
-        if (out != in && overlaps(out, bytes, in, bytes)) {
-            throw new IllegalArgumentException("out overlaps in without being equal to it (in place is out == in)");
-        }
-        if (overlaps(out, bytes, residual, bytes)) {
-            throw new IllegalArgumentException("out overlaps residual (the kernel reads residual after writing out "
-                    + "elsewhere); out may be in, residualOut may be residual or in");
-        }
-        if (residualOut != residual && overlaps(residualOut, bytes, residual, bytes)) {
-            throw new IllegalArgumentException("residualOut overlaps residual without being equal to it");
-        }
-        if (residualOut != in && overlaps(residualOut, bytes, in, bytes)) {
-            throw new IllegalArgumentException("residualOut overlaps in without being equal to it");
-        }
-        if (overlaps(weight, rowBytes, out, bytes) || overlaps(weight, rowBytes, residualOut, bytes)) {
-            throw new IllegalArgumentException("weight overlaps out or residualOut (every row reads weight)");
-        }
-    }
-
-    private static boolean overlaps(long a, long aBytes, long b, long bBytes) {
-        return Long.compareUnsigned(a, b + bBytes) < 0 && Long.compareUnsigned(b, a + aBytes) < 0;
     }
 
     /**

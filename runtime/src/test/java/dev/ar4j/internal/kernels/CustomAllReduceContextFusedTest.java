@@ -46,12 +46,12 @@ class CustomAllReduceContextFusedTest {
 
     @Test
     void validArgumentsPassTheChecks() {
-        assertDoesNotThrow(() -> CustomAllReduceContext.checkFusedArguments(PUSH, DType.BFLOAT16, IN, RES, W, OUT, RO, 3, 7168,
+        assertDoesNotThrow(() -> FusedArguments.check(PUSH, DType.BFLOAT16, IN, RES, W, OUT, RO, 3, 7168,
                 1e-6f));
         // In place: out == in, residualOut == residual (or in).
-        assertDoesNotThrow(() -> CustomAllReduceContext.checkFusedArguments(PUSH, DType.FLOAT32, IN, RES, W, IN, RES, 17, 4096,
+        assertDoesNotThrow(() -> FusedArguments.check(PUSH, DType.FLOAT32, IN, RES, W, IN, RES, 17, 4096,
                 1e-6f));
-        assertDoesNotThrow(() -> CustomAllReduceContext.checkFusedArguments(PUSH, DType.FLOAT16, IN, RES, W, OUT, IN, 1, 65536,
+        assertDoesNotThrow(() -> FusedArguments.check(PUSH, DType.FLOAT16, IN, RES, W, OUT, IN, 1, 65536,
                 1e-5f));
     }
 
@@ -61,7 +61,7 @@ class CustomAllReduceContextFusedTest {
             assertMessage(refused(algorithm, DType.BFLOAT16, IN, RES, W, OUT, RO, 3, 7168, 1e-6f),
                     "has no fused all-reduce + residual + RMSNorm kernel");
         }
-        assertDoesNotThrow(() -> CustomAllReduceContext.checkFusedArguments(ONE_STAGE, DType.BFLOAT16, IN, RES, W, OUT, RO, 3,
+        assertDoesNotThrow(() -> FusedArguments.check(ONE_STAGE, DType.BFLOAT16, IN, RES, W, OUT, RO, 3,
                 7168, 1e-6f));
     }
 
@@ -70,7 +70,7 @@ class CustomAllReduceContextFusedTest {
         // 64 rows of 16384 bf16 are 2 MiB, four times the push limit: the library checks the registration.
         long twoMiB = 64L * 16384 * 2;
         long in = A, res = A + twoMiB, w = A + 2 * twoMiB, out = A + 3 * twoMiB, ro = A + 4 * twoMiB;
-        assertDoesNotThrow(() -> CustomAllReduceContext.checkFusedArguments(ONE_STAGE, DType.BFLOAT16, in, res, w, out, ro, 64,
+        assertDoesNotThrow(() -> FusedArguments.check(ONE_STAGE, DType.BFLOAT16, in, res, w, out, ro, 64,
                 16384, 1e-6f));
         assertMessage(refused(PUSH, DType.BFLOAT16, in, res, w, out, ro, 64, 16384, 1e-6f), "rows must be 1 to 16");
         assertMessage(refused(ONE_STAGE, DType.BFLOAT16, in, res, w, out, ro, 0, 16384, 1e-6f), "rows must be at least 1");
@@ -81,9 +81,9 @@ class CustomAllReduceContextFusedTest {
     @Test
     void oneStageOutputsMustNotOverlapTheInputItsPeersRead() {
         // Push takes out == in and residualOut == in; one-stage refuses both, and any partial overlap.
-        assertDoesNotThrow(() -> CustomAllReduceContext.checkFusedArguments(PUSH, DType.BFLOAT16, IN, RES, W, IN, RO, 3, 7168,
+        assertDoesNotThrow(() -> FusedArguments.check(PUSH, DType.BFLOAT16, IN, RES, W, IN, RO, 3, 7168,
                 1e-6f));
-        assertDoesNotThrow(() -> CustomAllReduceContext.checkFusedArguments(PUSH, DType.BFLOAT16, IN, RES, W, OUT, IN, 3, 7168,
+        assertDoesNotThrow(() -> FusedArguments.check(PUSH, DType.BFLOAT16, IN, RES, W, OUT, IN, 3, 7168,
                 1e-6f));
         String peersRead = "which the one-stage kernel's peers read during the whole launch";
         IllegalArgumentException outIsIn = refused(ONE_STAGE, DType.BFLOAT16, IN, RES, W, IN, RO, 3, 7168, 1e-6f);
@@ -93,7 +93,7 @@ class CustomAllReduceContextFusedTest {
         assertMessage(refused(ONE_STAGE, DType.BFLOAT16, IN, RES, W, IN + 3 * 7168 * 2 - 16, RO, 3, 7168, 1e-6f),
                 "out overlaps in, " + peersRead);
         // residualOut == residual stays allowed: the residual is local.
-        assertDoesNotThrow(() -> CustomAllReduceContext.checkFusedArguments(ONE_STAGE, DType.FLOAT16, IN, RES, W, OUT, RES, 3,
+        assertDoesNotThrow(() -> FusedArguments.check(ONE_STAGE, DType.FLOAT16, IN, RES, W, OUT, RES, 3,
                 7168, 1e-6f));
         // The other aliasing rules are the push kernel's.
         assertMessage(refused(ONE_STAGE, DType.BFLOAT16, IN, RES, W, RES, RO, 3, 7168, 1e-6f), "out overlaps residual");
@@ -119,7 +119,7 @@ class CustomAllReduceContextFusedTest {
     void rowsOutsideThePushLimitAreRefused() {
         assertMessage(refused(PUSH, DType.BFLOAT16, IN, RES, W, OUT, RO, 0, 7168, 1e-6f), "rows must be 1 to 36");
         // 16 rows of 16384 bf16 are exactly the push limit; 17 are over.
-        assertDoesNotThrow(() -> CustomAllReduceContext.checkFusedArguments(PUSH, DType.BFLOAT16, IN, RES, W, OUT, RO, 16,
+        assertDoesNotThrow(() -> FusedArguments.check(PUSH, DType.BFLOAT16, IN, RES, W, OUT, RO, 16,
                 16384, 1e-6f));
         assertMessage(refused(PUSH, DType.BFLOAT16, IN, RES, W, OUT, RO, 17, 16384, 1e-6f), "rows must be 1 to 16");
     }
