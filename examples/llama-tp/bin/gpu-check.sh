@@ -48,6 +48,8 @@
 #   CONTEXTS  the bench's decode contexts (default "512 4096 8000"; past 8184, llama3.1-8b's shapes and positions)
 #   FORMS     the PyTorch forms the bench runs (default "plain compile")
 #   BENCH_TP2 0: the bench step leaves out its two TP 2 runs (to fit one call's time limit)
+#   LOGS_ARCHIVE  a .tgz rewritten after every step with the logs so far (the reference's models left out), so that a
+#             run cut off by a time limit still leaves what it did in one file (e.g. OUT=/tmp/o LOGS_ARCHIVE=$OUT/logs.tgz)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -84,6 +86,14 @@ step() {  # name, command...
     tail -n 40 "$logs/$name.log" | sed 's/^/   | /'
     failed+=("$name")
   fi
+  archive_logs
+}
+
+archive_logs() {  # LOGS_ARCHIVE, if set: the logs so far, written whole before it replaces the last one
+  [[ -n "${LOGS_ARCHIVE:-}" ]] || return 0
+  local name; name="$(basename "$LOGS_ARCHIVE")"
+  tar -czf "$LOGS_ARCHIVE.part" --exclude=./reference --exclude="$name" --exclude="$name.part" -C "$logs" . && mv "$LOGS_ARCHIVE.part" "$LOGS_ARCHIVE" ||
+    echo "gpu-check: could not write LOGS_ARCHIVE=$LOGS_ARCHIVE" >&2
 }
 
 llama() {
@@ -308,6 +318,7 @@ sys.exit(0 if index.get("format_version") == 3 and all(m in index.get("models", 
       done
       step bench-torch-prefill torch_prefill_at "$python" $contexts
       bench_table >"$logs/bench-table.txt"
+      archive_logs
       if [[ "${BENCH_TP2:-1}" != 0 ]]; then
         step bench-llama3-8b-tp2 llama --synthetic llama3-8b --tp 2 --share-gpu --mode bench
         step bench-verify-7168-tp2 llama --synthetic verify-7168 --tp 2 --share-gpu --mode bench --draft 3 --steps 300
