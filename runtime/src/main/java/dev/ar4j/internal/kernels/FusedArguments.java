@@ -48,17 +48,11 @@ final class FusedArguments {
         if (!(eps > 0f) || !Float.isFinite(eps)) {
             throw new IllegalArgumentException("eps must be finite and greater than 0, got " + eps);
         }
-        long[] addresses = {in, residual, weight, out, residualOut};
-        String[] names = {"in", "residual", "weight", "out", "residualOut"};
-        for (int i = 0; i < addresses.length; i++) {
-            if (addresses[i] == 0) {
-                throw new IllegalArgumentException(names[i] + " must not be 0 (a device address)");
-            }
-            if ((addresses[i] & 15) != 0) {
-                throw new IllegalArgumentException(names[i] + " must be 16-byte aligned, got 0x"
-                        + Long.toHexString(addresses[i]));
-            }
-        }
+        checkAddress(in, "in");
+        checkAddress(residual, "residual");
+        checkAddress(weight, "weight");
+        checkAddress(out, "out");
+        checkAddress(residualOut, "residualOut");
         long bytes = rows * rowBytes;
         if (!push && (overlaps(out, bytes, in, bytes) || overlaps(residualOut, bytes, in, bytes))) {
             throw new IllegalArgumentException((overlaps(out, bytes, in, bytes) ? "out" : "residualOut")
@@ -84,6 +78,16 @@ final class FusedArguments {
         }
         if (overlaps(weight, rowBytes, out, bytes) || overlaps(weight, rowBytes, residualOut, bytes)) {
             throw new IllegalArgumentException("weight overlaps out or residualOut (every row reads weight)");
+        }
+    }
+
+    /** A device address: not 0, 16-byte aligned (no allocation: this runs on every fused call). */
+    private static void checkAddress(long address, String name) {
+        if (address == 0) {
+            throw new IllegalArgumentException(name + " must not be 0 (a device address)");
+        }
+        if ((address & 15) != 0) {
+            throw new IllegalArgumentException(name + " must be 16-byte aligned, got 0x" + Long.toHexString(address));
         }
     }
 
