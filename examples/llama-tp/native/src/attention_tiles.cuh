@@ -109,10 +109,11 @@ __device__ Range locate(const AttentionArgs &a, Rows<ROWS> &rows, bool report_er
         int32_t last = -1;
         for (int r = 0; r < count; ++r) last = rows.pos[r] > last ? rows.pos[r] : last;
         const int64_t length = int64_t(last) + 1;
-        // At least one tile of keys per split: at a short length the first splits take the keys
-        // and the rest have none (the merges read only the first `active`).
-        int64_t chunk = (length + a.splits - 1) / a.splits;
-        if (chunk < kTile) chunk = kTile;
+        // Whole tiles of keys per split (a tile with one key costs a full one): at a short length
+        // the first splits take the keys and the rest have none (the merges read only the first
+        // `active`).
+        const int64_t keys_per_split = (length + a.splits - 1) / a.splits;
+        const int64_t chunk = (keys_per_split + kTile - 1) / kTile * kTile;
         const int64_t active = (length + chunk - 1) / chunk;
         const int64_t begin = int64_t(blockIdx.z) * chunk < length ? int64_t(blockIdx.z) * chunk : length;
         const int64_t end = begin + chunk < length ? begin + chunk : length;
