@@ -215,10 +215,11 @@ int ar4j_llama_rope_kv_append_batched(void *q, int64_t q_row_stride, const void 
  * heads over n_kv_heads KV heads against contexts up to max_context keys on a GPU of sm_count
  * multiprocessors. A host-only heuristic: the attention runs ceil(n * n_heads / n_kv_heads / 32)
  * * n_kv_heads blocks per split; it picks about four blocks per multiprocessor, at most one split
- * per 64 keys of max_context (e.g. 66 for llama3-8b decode at TP 1 on 132 SMs from a max_context
- * of 4224 keys up). At a step's length L the kernels give each split at least 64 keys, so only
- * the first ceil(L / max(64, ceil(L / splits))) splits do work. Returns 1 .. AR4J_LLAMA_MAX_SPLITS (1 for arguments <= 0 or n_heads not a
- * multiple of n_kv_heads).
+ * per 64 keys of max_context, a last partial 64 counted (e.g. 66 for llama3-8b decode at TP 1 on
+ * 132 SMs from a max_context of 4161 keys up). At a step's length L the kernels give each split
+ * whole tiles of 64 keys, chunk = 64 * ceil(ceil(L / splits) / 64), so only the first
+ * ceil(L / chunk) splits do work. Returns 1 .. AR4J_LLAMA_MAX_SPLITS (1 for arguments <= 0 or
+ * n_heads not a multiple of n_kv_heads).
  */
 int32_t ar4j_llama_attention_splits(int32_t n, int32_t n_heads, int32_t n_kv_heads, int32_t max_context,
                                     int32_t sm_count);
