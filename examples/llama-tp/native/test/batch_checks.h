@@ -35,7 +35,7 @@ inline size_t formula_workspace(int32_t n, int32_t sequences, int32_t heads, int
 inline int32_t formula_splits(int32_t n, int32_t sequences, int32_t heads, int32_t kv, int32_t max_context, int32_t sms) {
     const int64_t blocks = formula_chunks(n, sequences, heads / kv) * kv;
     int64_t s = (4 * int64_t(sms) + blocks - 1) / blocks;
-    s = std::min<int64_t>(s, std::max<int64_t>(max_context / 64, 1));
+    s = std::min<int64_t>(s, (int64_t(max_context) + 63) / 64);
     return int32_t(std::max<int64_t>(1, std::min<int64_t>(s, AR4J_LLAMA_MAX_SPLITS)));
 }
 
