@@ -1,28 +1,9 @@
 // Rotary position embedding on q and k in place, rounded as transformers' bf16 path rounds, and
 // the same fused with the KV-cache append (rotated k written to the cache, v copied).
-#include "common.cuh"
+#include "rope.cuh"
 
 namespace ar4j_llama {
 namespace {
-
-// cos and sin of pair i at position pos as HF rounds them: freqs = inv_freq @ position (fp32), cos/sin in
-// fp32, times attention_scaling, to bf16.
-__device__ __forceinline__ float2 rope_cos_sin(const float *inv_freq, float attention_scaling, int32_t pos, int32_t i) {
-    const float freq = __fmul_rn(static_cast<float>(pos), inv_freq[i]);
-    return make_float2(round_bf16(__fmul_rn(cosf(freq), attention_scaling)),
-                       round_bf16(__fmul_rn(sinf(freq), attention_scaling)));
-}
-
-// Rotates the pair (i, i + half) of src into dst (which may equal src) by (c, s): q * cos + rotate_half(q) * sin,
-// each bf16 op rounded, rotate_half = cat(-x2, x1).
-__device__ __forceinline__ void rotate_with(const bf16 *src, bf16 *dst, int32_t half, int32_t i, float2 cs) {
-    const float x1 = __bfloat162float(src[i]);
-    const float x2 = __bfloat162float(src[i + half]);
-    const float lo = __fadd_rn(round_bf16(__fmul_rn(x1, cs.x)), round_bf16(__fmul_rn(-x2, cs.y)));
-    const float hi = __fadd_rn(round_bf16(__fmul_rn(x2, cs.x)), round_bf16(__fmul_rn(x1, cs.y)));
-    dst[i] = __float2bfloat16_rn(lo);
-    dst[i + half] = __float2bfloat16_rn(hi);
-}
 
 // Rotates the pair (i, i + head_dim / 2) of src into dst (which may equal src) for position pos.
 __device__ __forceinline__ void rotate_pair(const bf16 *src, bf16 *dst, int32_t head_dim, const float *inv_freq,
