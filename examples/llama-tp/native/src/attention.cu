@@ -39,9 +39,16 @@ size_t scores_shared_bytes(int32_t block_rows, int32_t head_dim) {
     return size_t(block_rows) * head_dim * sizeof(float) + kStages * tile_bytes(head_dim);
 }
 
+// The fused form's staged rows of the new tokens (after either kernel's other shared memory).
+size_t staged_bytes(const AttentionArgs &a) {
+    return a.k_new != nullptr ? size_t(a.tokens_per_seq) * a.head_dim * sizeof(bf16) : 0;
+}
+
 // Kernel 1: each (row, key) score of the block's range once; the range's softmax pair per row.
 // Zeroes the merge counters of this call (after the wait: the previous call's values kernel is done).
-template <int ROWS, bool STORE>
+// ROPE (the fused form): the queries rotated as they are loaded; the new tokens' rotated keys
+// patched into the tiles of their positions and written to the key cache.
+template <int ROWS, bool STORE, bool ROPE>
 __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArgs a) {
     constexpr int SR = score_rows<ROWS>();
     extern __shared__ __align__(16) unsigned char shared[];
@@ -60,9 +67,15 @@ __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArg
     const int stage = kTile * (a.head_dim + kPad);
     const int32_t kv_head = blockIdx.y;
     const int32_t tiles = (range.end - range.begin + kTile - 1) / kTile;
-    load_q(a, rows, range.rows, q_s);
+    bf16 *staged = k_s + kStages * stage;  // ROPE
     if (tiles > 0) load_tile(k_s, a.k_cache + rows.cache, a, kv_head, range.begin, min(kTile, range.end - range.begin));
     cp_async_commit();
+    if (ROPE) {
+        load_q_rotated(a, rows, range.rows, q_s);
+        stage_new_rows<true>(a, rows, range, kv_head, staged);
+    } else {
+        load_q(a, rows, range.rows, q_s);
+    }
 
     const int key = threadIdx.x % kTile;
     const int kg = threadIdx.x / kTile;
@@ -81,6 +94,10 @@ __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArg
         cp_async_commit();
         cp_async_wait<1>();
         __syncthreads();
+        if (ROPE && patch_tile(a, rows, kv_head, staged, k_s + (tile % kStages) * stage, first,
+                               min(kTile, range.end - first), a.k_store)) {
+            __syncthreads();
+        }
         float acc[SR];
         tile_dots(q_s, k_s + (tile % kStages) * stage, a.head_dim, range.rows, acc);
         const int32_t j = first + key;
@@ -144,7 +161,9 @@ __device__ __forceinline__ void store4(bf16 *dst, const float (&x)[4]) {
 
 // Kernel 2: p.V of the block's range; the merge of the splits by the chunk's last block.
 // RPT: query rows per thread (ROWS over the row groups: kThreads / (head_dim / 4) columns).
-template <int ROWS, int RPT, bool STORED>
+// ROPE (the fused form, STORED only): the new tokens' values patched into the tiles of their
+// positions and written to the value cache.
+template <int ROWS, int RPT, bool STORED, bool ROPE>
 __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArgs a) {
     constexpr int SR = score_rows<ROWS>();
     extern __shared__ __align__(16) unsigned char shared[];
@@ -157,12 +176,15 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     float *p_s = reinterpret_cast<float *>(v_s + kStages * stage);  // [block_rows][kTile + 1]
     float *q_s = p_s + probability_rows(a.block_rows) * (kTile + 1);  // recompute only
     bf16 *k_s = reinterpret_cast<bf16 *>(q_s + a.block_rows * a.head_dim);
+    bf16 *staged = reinterpret_cast<bf16 *>(q_s);  // ROPE (STORED: no q_s, no k_s)
+    static_assert(!ROPE || STORED, "the fused form keeps the scores");
     const int32_t kv_head = blockIdx.y;
 
     // Before the wait: this grid's predecessor is attention_scores_kernel of the same call, which
     // lets it start only after its own griddepcontrol.wait, i.e. once the grid before it (the
     // latest that may have written q, the caches or the positions) has completed. So those may
-    // be read now; the scores, stats and counters of kernel 1 only after the wait.
+    // be read now (the fused form's new values too; kernel 1 writes only new keys to the caches);
+    // the scores, stats and counters of kernel 1 only after the wait.
     const Range range = locate(a, rows, false);
     if (int32_t(blockIdx.z) >= range.active) return;  // an empty split: neither a partial nor a count
     const int32_t tiles = (range.end - range.begin + kTile - 1) / kTile;
@@ -173,6 +195,7 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
         if (!STORED) load_tile(k_s, a.k_cache + rows.cache, a, kv_head, range.begin, count);
     }
     cp_async_commit();
+    if (ROPE) stage_new_rows<false>(a, rows, range, kv_head, staged);
     pdl_wait();
     pdl_trigger();
 
@@ -238,6 +261,9 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
         cp_async_commit();
         cp_async_wait<1>();
         __syncthreads();
+        if (ROPE && patch_tile(a, rows, kv_head, staged, v_s + (tile % kStages) * stage, first, count, a.v_store)) {
+            __syncthreads();
+        }
         if (STORED) {
             // Thread t takes key t % kTile of rows t / kTile, + kThreads / kTile, ...: every stored
             // score of the tile is loaded before any is used (one memory latency per tile).
@@ -350,16 +376,24 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     }
 }
 
+template <int ROWS, int RPT, bool STORED, bool ROPE>
+int launch_attention(const AttentionArgs &a, dim3 grid, bool pdl, void *stream) {
+    const size_t scores_bytes = scores_shared_bytes(a.block_rows, a.head_dim) + staged_bytes(a);
+    const size_t values_bytes = values_shared_bytes(a.block_rows, a.head_dim, STORED) + staged_bytes(a);
+    int error = allow_shared(attention_scores_kernel<ROWS, STORED, ROPE>, scores_bytes);
+    if (error == 0) error = allow_shared(attention_values_kernel<ROWS, RPT, STORED, ROPE>, values_bytes);
+    if (error != 0) return error;
+    error = launch(attention_scores_kernel<ROWS, STORED, ROPE>, grid, dim3(kThreads), scores_bytes, stream, pdl, a);
+    if (error != 0) return error;
+    return launch(attention_values_kernel<ROWS, RPT, STORED, ROPE>, grid, dim3(kThreads), values_bytes, stream, pdl, a);
+}
+
 template <int ROWS, int RPT, bool STORED>
 int launch_attention(const AttentionArgs &a, dim3 grid, bool pdl, void *stream) {
-    const size_t scores_bytes = scores_shared_bytes(a.block_rows, a.head_dim);
-    const size_t values_bytes = values_shared_bytes(a.block_rows, a.head_dim, STORED);
-    int error = allow_shared(attention_scores_kernel<ROWS, STORED>, scores_bytes);
-    if (error == 0) error = allow_shared(attention_values_kernel<ROWS, RPT, STORED>, values_bytes);
-    if (error != 0) return error;
-    error = launch(attention_scores_kernel<ROWS, STORED>, grid, dim3(kThreads), scores_bytes, stream, pdl, a);
-    if (error != 0) return error;
-    return launch(attention_values_kernel<ROWS, RPT, STORED>, grid, dim3(kThreads), values_bytes, stream, pdl, a);
+    if constexpr (STORED) {
+        if (a.k_new != nullptr) return launch_attention<ROWS, RPT, true, true>(a, grid, pdl, stream);
+    }
+    return launch_attention<ROWS, RPT, STORED, false>(a, grid, pdl, stream);
 }
 
 // The values kernel's rows per thread: ROWS over the fewest row groups of the head_dim class
@@ -493,13 +527,16 @@ AR4J_LLAMA_API size_t ar4j_llama_attention_workspace_bytes(int32_t n, int32_t n_
     return ar4j_llama_attention_batched_workspace_bytes(n, 1, n_heads, n_kv_heads, head_dim, max_positions, num_splits);
 }
 
-AR4J_LLAMA_API int ar4j_llama_attention_batched(const void *q, int64_t q_row_stride, const void *k_cache,
-                                                const void *v_cache, int64_t cache_sequence_stride, int32_t n,
-                                                int32_t sequences, int32_t n_heads, int32_t n_kv_heads,
-                                                int32_t head_dim, int32_t max_positions, const int32_t *positions,
-                                                int32_t start_pos, float scale, void *out, int64_t out_row_stride,
-                                                int32_t num_splits, void *workspace, size_t workspace_bytes,
-                                                int32_t *device_status, int32_t pdl, void *stream) {
+namespace ar4j_llama {
+namespace {
+
+// ar4j_llama_attention_batched's checks, in its order, and its arguments for the kernels; 0 or
+// the status to return.
+int prepare_attention(AttentionArgs &a, Chunking &c, const void *q, int64_t q_row_stride, const void *k_cache,
+                      const void *v_cache, int64_t cache_sequence_stride, int32_t n, int32_t sequences,
+                      int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions,
+                      const int32_t *positions, int32_t start_pos, float scale, void *out, int64_t out_row_stride,
+                      int32_t num_splits, void *workspace, size_t workspace_bytes, int32_t *device_status) {
     if (q == nullptr || k_cache == nullptr || v_cache == nullptr || out == nullptr || workspace == nullptr) {
         return AR4J_LLAMA_ERROR_NULL_POINTER;
     }
@@ -529,7 +566,7 @@ AR4J_LLAMA_API int ar4j_llama_attention_batched(const void *q, int64_t q_row_str
     }
     const Workspace layout = workspace_layout(n, sequences, n_heads, n_kv_heads, head_dim, max_positions, num_splits);
     if (workspace_bytes < layout.total) return AR4J_LLAMA_ERROR_WORKSPACE;
-    AttentionArgs a;
+    a = AttentionArgs{};
     a.q = static_cast<const bf16 *>(q);
     a.q_stride = q_row_stride;
     a.k_cache = static_cast<const bf16 *>(k_cache);
@@ -539,7 +576,7 @@ AR4J_LLAMA_API int ar4j_llama_attention_batched(const void *q, int64_t q_row_str
     a.n_kv_heads = n_kv_heads;
     a.group = n_heads / n_kv_heads;
     a.head_dim = head_dim;
-    const Chunking c = chunking(n, sequences, a.group);
+    c = chunking(n, sequences, a.group);
     a.tokens_per_seq = c.tokens_per_seq;
     a.chunks_per_seq = int32_t(c.chunks_per_seq);
     a.cache_stride = cache_sequence_stride;
@@ -557,12 +594,68 @@ AR4J_LLAMA_API int ar4j_llama_attention_batched(const void *q, int64_t q_row_str
     a.partial = num_splits > 1 ? reinterpret_cast<float *>(base + layout.partial) : nullptr;
     a.scores = c.stored ? reinterpret_cast<uint16_t *>(base + layout.scores) : nullptr;
     a.device_status = device_status;
-    const dim3 grid{unsigned(c.chunks), unsigned(n_kv_heads), unsigned(num_splits)};
+    return 0;
+}
+
+int dispatch_attention(const AttentionArgs &a, const Chunking &c, int32_t pdl, void *stream) {
+    const dim3 grid{unsigned(c.chunks), unsigned(a.n_kv_heads), unsigned(a.splits)};
     const bool use_pdl = pdl != 0;
     if (c.rows_per_block == 4) return dispatch_head_dim<4>(a, grid, c.stored, use_pdl, stream);
     if (c.rows_per_block == 8) return dispatch_head_dim<8>(a, grid, c.stored, use_pdl, stream);
     if (c.rows_per_block == 16) return dispatch_head_dim<16>(a, grid, c.stored, use_pdl, stream);
     return dispatch_head_dim<kRows>(a, grid, c.stored, use_pdl, stream);
+}
+
+}  // namespace
+}  // namespace ar4j_llama
+
+AR4J_LLAMA_API int ar4j_llama_attention_batched(const void *q, int64_t q_row_stride, const void *k_cache,
+                                                const void *v_cache, int64_t cache_sequence_stride, int32_t n,
+                                                int32_t sequences, int32_t n_heads, int32_t n_kv_heads,
+                                                int32_t head_dim, int32_t max_positions, const int32_t *positions,
+                                                int32_t start_pos, float scale, void *out, int64_t out_row_stride,
+                                                int32_t num_splits, void *workspace, size_t workspace_bytes,
+                                                int32_t *device_status, int32_t pdl, void *stream) {
+    AttentionArgs a;
+    Chunking c;
+    const int error = prepare_attention(a, c, q, q_row_stride, k_cache, v_cache, cache_sequence_stride, n, sequences,
+                                        n_heads, n_kv_heads, head_dim, max_positions, positions, start_pos, scale, out,
+                                        out_row_stride, num_splits, workspace, workspace_bytes, device_status);
+    return error != 0 ? error : dispatch_attention(a, c, pdl, stream);
+}
+
+AR4J_LLAMA_API int ar4j_llama_rope_attention_batched(const void *q, int64_t q_row_stride, const void *k,
+                                                     int64_t k_row_stride, const void *v, int64_t v_row_stride,
+                                                     const float *inv_freq, float attention_scaling, void *k_cache,
+                                                     void *v_cache, int64_t cache_sequence_stride, int32_t n,
+                                                     int32_t sequences, int32_t n_heads, int32_t n_kv_heads,
+                                                     int32_t head_dim, int32_t max_positions, const int32_t *positions,
+                                                     int32_t start_pos, float scale, void *out, int64_t out_row_stride,
+                                                     int32_t num_splits, void *workspace, size_t workspace_bytes,
+                                                     int32_t *device_status, int32_t pdl, void *stream) {
+    if (k == nullptr || v == nullptr || inv_freq == nullptr) return AR4J_LLAMA_ERROR_NULL_POINTER;
+    AttentionArgs a;
+    Chunking c;
+    const int error = prepare_attention(a, c, q, q_row_stride, k_cache, v_cache, cache_sequence_stride, n, sequences,
+                                        n_heads, n_kv_heads, head_dim, max_positions, positions, start_pos, scale, out,
+                                        out_row_stride, num_splits, workspace, workspace_bytes, device_status);
+    if (error != 0) return error;
+    // One block's rows hold all of a sequence's tokens (their new keys are then each in exactly one
+    // block's range) and the scores are kept.
+    if (!c.stored || c.chunks_per_seq != 1) return AR4J_LLAMA_ERROR_SIZE;
+    const int64_t kv_row = int64_t(n_kv_heads) * head_dim;
+    if (k_row_stride < kv_row || v_row_stride < kv_row) return AR4J_LLAMA_ERROR_STRIDE;
+    if (!std::isfinite(attention_scaling)) return AR4J_LLAMA_ERROR_INVALID_ARGUMENT;
+    if (!aligned(k, 2) || !aligned(v, 2) || !aligned(inv_freq, 4)) return AR4J_LLAMA_ERROR_MISALIGNED;
+    a.k_new = static_cast<const bf16 *>(k);
+    a.k_new_stride = k_row_stride;
+    a.v_new = static_cast<const bf16 *>(v);
+    a.v_new_stride = v_row_stride;
+    a.inv_freq = inv_freq;
+    a.attention_scaling = attention_scaling;
+    a.k_store = static_cast<bf16 *>(k_cache);
+    a.v_store = static_cast<bf16 *>(v_cache);
+    return dispatch_attention(a, c, pdl, stream);
 }
 
 AR4J_LLAMA_API int ar4j_llama_attention(const void *q, int64_t q_row_stride, const void *k_cache,

@@ -3,7 +3,7 @@
 // of a tile, and the bf16 rounding points of scores and probabilities.
 #pragma once
 
-#include "common.cuh"
+#include "rope.cuh"
 
 namespace ar4j_llama {
 namespace {
@@ -21,6 +21,7 @@ constexpr int kKeyGroups = kThreads / kTile;                // kernel 1: threads
 template <int ROWS>
 constexpr int score_rows() { return ROWS / kKeyGroups; }
 constexpr int kStoredTokens = AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS;
+static_assert(AR4J_LLAMA_MAX_ROPE_ATTENTION_ROWS == kRows, "the fused form's rows: one block's");
 constexpr unsigned int kFullMask = 0xffffffffu;
 static_assert(kThreads % kTile == 0 && kRows % kKeyGroups == 0 && 4 % kKeyGroups == 0, "tile geometry");
 
@@ -50,6 +51,17 @@ struct AttentionArgs {
     float *partial;      // [n * n_heads][splits][head_dim] (splits > 1)
     uint16_t *scores;    // [n * n_heads][max_positions] bf16 bits (tokens_per_seq <= kStoredTokens)
     int32_t *device_status;
+    // The fused rotary embedding and KV append (ar4j_llama_rope_attention_batched; k_new null
+    // otherwise): q holds the queries before RoPE, k_new / v_new the new tokens' keys (before RoPE)
+    // and values, which the kernels write into the caches (k_store / v_store: k_cache / v_cache).
+    const bf16 *k_new;
+    int64_t k_new_stride;
+    const bf16 *v_new;
+    int64_t v_new_stride;
+    const float *inv_freq;
+    float attention_scaling;
+    bf16 *k_store;
+    bf16 *v_store;
 };
 
 // The block's query rows (shared memory) and its key range.
@@ -139,6 +151,84 @@ __device__ __forceinline__ void load_q(const AttentionArgs &a, const Rows<ROWS> 
         dst[0] = make_float4(bf16_low(raw.x), bf16_high(raw.x), bf16_low(raw.y), bf16_high(raw.y));
         dst[1] = make_float4(bf16_low(raw.z), bf16_high(raw.z), bf16_low(raw.w), bf16_high(raw.w));
     }
+}
+
+__device__ __forceinline__ float load_bf16_cg(const bf16 *p) {
+    return __uint_as_float(uint32_t(__ldcg(reinterpret_cast<const unsigned short *>(p))) << 16);
+}
+
+// The fused form's q_s: each row's query rotated for its position, the fp32 of the bf16 values
+// ar4j_llama_rope_kv_append would leave in q (a row at no valid position: its query as it is).
+template <int ROWS>
+__device__ __forceinline__ void load_q_rotated(const AttentionArgs &a, const Rows<ROWS> &rows, int32_t count,
+                                               float *q_s) {
+    const int half = a.head_dim / 2;
+    for (int i = threadIdx.x; i < count * half; i += kThreads) {
+        const int r = i / half;
+        const int e = i - r * half;
+        const bf16 *src = a.q + int64_t(rows.token[r]) * a.q_stride + int64_t(rows.head[r]) * a.head_dim;
+        float2 x = make_float2(load_bf16_cg(src + e), load_bf16_cg(src + e + half));
+        if (rows.pos[r] >= 0) x = rotated(x.x, x.y, rope_cos_sin(a.inv_freq, a.attention_scaling, rows.pos[r], e));
+        q_s[r * a.head_dim + e] = x.x;
+        q_s[r * a.head_dim + e + half] = x.y;
+    }
+}
+
+// The fused form: the block's sequence's new tokens (slot u: the token of rows u * group, one
+// chunk holding all of them) whose positions fall in the block's key range; their rows of the
+// block's KV head staged in shared memory, head_dim bf16 a slot: the rotated keys (KEYS, kernel
+// 1) or the values (kernel 2). Reads only the new tokens' keys and values (the QKV product's
+// output, complete before either kernel reads it).
+template <bool KEYS, int ROWS>
+__device__ __forceinline__ void stage_new_rows(const AttentionArgs &a, const Rows<ROWS> &rows, const Range &range,
+                                               int32_t kv_head, bf16 *staged) {
+    const int half = a.head_dim / 2;
+    for (int i = threadIdx.x; i < a.tokens_per_seq * half; i += kThreads) {
+        const int u = i / half;
+        const int e = i - u * half;
+        const int32_t pos = rows.pos[u * a.group];
+        if (pos < range.begin || pos >= range.end) continue;  // another split's key (or no valid position)
+        const int64_t t = rows.token[u * a.group];
+        float2 x;
+        if (KEYS) {
+            const bf16 *src = a.k_new + t * a.k_new_stride + int64_t(kv_head) * a.head_dim;
+            x = rotated(load_bf16_cg(src + e), load_bf16_cg(src + e + half),
+                        rope_cos_sin(a.inv_freq, a.attention_scaling, pos, e));
+        } else {
+            const bf16 *src = a.v_new + t * a.v_new_stride + int64_t(kv_head) * a.head_dim;
+            x = make_float2(load_bf16_cg(src + e), load_bf16_cg(src + e + half));
+        }
+        staged[u * a.head_dim + e] = __float2bfloat16_rn(x.x);
+        staged[u * a.head_dim + e + half] = __float2bfloat16_rn(x.y);
+    }
+}
+
+// The fused form, once a tile of keys first .. first + count - 1 has landed in shared memory: the
+// staged rows at positions in the tile replace what the copy brought (the cache rows they are
+// about to become) and are written to the sequence's cache (`store`: k_store or v_store), the
+// only write of those rows. Returns whether any row did (the same in every thread: the caller
+// then waits at a barrier before reading the tile).
+template <int ROWS>
+__device__ __forceinline__ bool patch_tile(const AttentionArgs &a, const Rows<ROWS> &rows, int32_t kv_head,
+                                           const bf16 *staged, bf16 *tile, int32_t first, int32_t count,
+                                           bf16 *store) {
+    bool any = false;
+    for (int u = 0; u < a.tokens_per_seq; ++u) {
+        const int32_t pos = rows.pos[u * a.group];
+        any |= pos >= first && pos < first + count;
+    }
+    if (!any) return false;
+    const int units = a.head_dim / 8;
+    for (int i = threadIdx.x; i < a.tokens_per_seq * units; i += kThreads) {
+        const int u = i / units;
+        const int c = i - u * units;
+        const int32_t pos = rows.pos[u * a.group];
+        if (pos < first || pos >= first + count) continue;
+        const uint4 x = *reinterpret_cast<const uint4 *>(staged + u * a.head_dim + c * 8);
+        *reinterpret_cast<uint4 *>(tile + (pos - first) * (a.head_dim + kPad) + c * 8) = x;
+        *reinterpret_cast<uint4 *>(store + rows.cache + (int64_t(pos) * a.n_kv_heads + kv_head) * a.head_dim + c * 8) = x;
+    }
+    return true;
 }
 
 // Starts the copy of `count` cache rows (keys first .. first + count - 1 of kv_head) into a tile.

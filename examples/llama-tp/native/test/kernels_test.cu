@@ -22,6 +22,7 @@
 #include "linear_checks.h"
 #include "prefetch_bench.h"
 #include "prefill_checks.h"
+#include "rope_attention_checks.h"
 #include "sample_bench.h"
 #include "sample_checks.h"
 
@@ -148,6 +149,28 @@ int main(int argc, char **argv) {
     // From 32 tokens a call takes the per-token kernel (rope.cu): a prefill chunk, and odd pairs there too.
     check_rope_kv_append_batched(1, 100, 8, 2, 128, false);
     check_rope_kv_append_batched(1, 40, 3, 1, 6, false);
+
+    printf("rope + KV append fused into the decode attention\n");
+    // name, sequences, tokens per sequence, heads, kv heads, head_dim, max_positions, splits, each
+    // sequence's context after the step, a token at a bad position. The new keys at the first and
+    // last key of a tile (64, 65) and of a split, across a tile boundary (verify of 3 at 510..512),
+    // at position 0; 4-, 8-, 16- and 32-row blocks; head_dim 64, 128, 256; 1 to 128 splits.
+    const RopeAttentionCase rope_cases[] = {
+        {"decode, llama3-8b heads", 1, 1, 32, 8, 128, 4608, 33, {4099}},
+        {"decode at position 0", 1, 1, 32, 8, 128, 520, 9, {1}},
+        {"decode, key first of a tile", 1, 1, 32, 8, 128, 520, 9, {65}},
+        {"decode, key last of a tile", 1, 1, 32, 8, 128, 520, 9, {64}},
+        {"verify of 3 across a tile boundary", 1, 3, 32, 8, 128, 520, 9, {513}},
+        {"verify of 3, 66 splits", 1, 3, 32, 8, 128, 8200, 66, {8193}},
+        {"verify of 8, 32-row block", 1, 8, 32, 8, 128, 2048, 20, {1500}},
+        {"8 decodes MHA, various contexts", 8, 1, 8, 8, 128, 4608, 16, {1, 7, 64, 65, 1000, 4099, 2, 300}},
+        {"8 verifies of 4, 1 split", 8, 4, 4, 1, 128, 4608, 1, {4099, 4, 63, 64, 65, 1000, 9, 2000}},
+        {"4 verifies of 2, GQA 4, head_dim 64, 128 splits", 4, 2, 8, 2, 64, 1024, 128, {1000, 2, 129, 640}},
+        {"5 decodes head_dim 256", 5, 1, 8, 2, 256, 512, 6, {1, 300, 512, 64, 65}},
+        {"2 verifies of 3, a bad position", 2, 3, 32, 8, 128, 600, 9, {513, 100}, 5},
+    };
+    for (const RopeAttentionCase &c : rope_cases) check_rope_attention(c);
+    check_rope_attention_errors();
 
     printf("prefill attention\n");
     // The softmax alone: rows, heads, first position, extra columns of the row stride.

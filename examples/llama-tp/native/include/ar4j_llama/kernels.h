@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 /* The ABI version of this header; ar4j_llama_abi_version() returns the library's. */
-#define AR4J_LLAMA_ABI_VERSION 8
+#define AR4J_LLAMA_ABI_VERSION 9
 
 /* Named status codes (cudaError_t values are below 10000). */
 enum ar4j_llama_status {
@@ -85,6 +85,8 @@ enum ar4j_llama_limits {
     AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS = 8, /* attention: up to this many query tokens (per sequence
                                                 when batched) keep their scores in the workspace (K read
                                                 once); more read K twice */
+    AR4J_LLAMA_MAX_ROPE_ATTENTION_ROWS = 32, /* ar4j_llama_rope_attention_batched: query rows (tokens x
+                                                query heads per KV head) per sequence */
     AR4J_LLAMA_MAX_HIDDEN = 1 << 20,         /* embedding: hidden elements per row */
     AR4J_LLAMA_SAMPLE_STATE_BYTES = 16,      /* ar4j_llama_sample: bytes of its state */
     AR4J_LLAMA_MAX_EXCHANGED_VOCAB = 1 << 24 /* ar4j_llama_argmax_pack: token ids exact in fp32 */
@@ -371,6 +373,40 @@ int ar4j_llama_attention_batched(const void *q, int64_t q_row_stride, const void
                                  float scale, void *out, int64_t out_row_stride, int32_t num_splits,
                                  void *workspace, size_t workspace_bytes, int32_t *device_status,
                                  int32_t pdl, void *stream);
+
+/*
+ * ar4j_llama_rope_kv_append_batched followed by ar4j_llama_attention_batched in the attention's two
+ * kernels (one launch fewer, a decode or verify step's), for new tokens whose keys and values are
+ * not yet in the caches:
+ *   k_cache[pos(t)] = rope(k[t], pos(t)),  v_cache[pos(t)] = v[t]   (each sequence's own caches)
+ *   out[t] = attention(rope(q[t], pos(t)), the caches' rows 0 .. pos(t))
+ * with the same values and bits as those two calls with the same num_splits (the same rotation,
+ * scores, key ranges and sums), except that q is left as it is (not rotated in place). Each new
+ * key is rotated by the block whose key range holds its position, patched into that block's tile
+ * and written to the cache; each new value likewise by kernel 2.
+ * Arguments as the two functions: q, k, v the new tokens' queries, keys and values before RoPE
+ * (e.g. the fused QKV output), row strides q_row_stride, k_row_stride, v_row_stride; inv_freq and
+ * attention_scaling as ar4j_llama_rope; the rest as ar4j_llama_attention_batched, whose checks come
+ * first, in its order. Then: k, v or inv_freq NULL -> AR4J_LLAMA_ERROR_NULL_POINTER; a sequence's
+ * T = n / sequences tokens must be at most AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS and its
+ * T * (n_heads / n_kv_heads) rows at most AR4J_LLAMA_MAX_ROPE_ATTENTION_ROWS (one block's rows:
+ * e.g. llama3-8b's decode and verify of up to 8 tokens), else AR4J_LLAMA_ERROR_SIZE (call the two
+ * functions); k_row_stride,
+ * v_row_stride >= n_kv_heads * head_dim (AR4J_LLAMA_ERROR_STRIDE); attention_scaling finite
+ * (AR4J_LLAMA_ERROR_INVALID_ARGUMENT); k, v 2-byte and inv_freq 4-byte aligned
+ * (AR4J_LLAMA_ERROR_MISALIGNED). A sequence's tokens have distinct positions; q, k and v must not
+ * overlap the caches.
+ * Device-side: a position outside [0, max_positions) writes no cache row, yields NaN for that
+ * token's output rows and AR4J_LLAMA_ERROR_POSITION.
+ */
+int ar4j_llama_rope_attention_batched(const void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride,
+                                      const void *v, int64_t v_row_stride, const float *inv_freq,
+                                      float attention_scaling, void *k_cache, void *v_cache,
+                                      int64_t cache_sequence_stride, int32_t n, int32_t sequences, int32_t n_heads,
+                                      int32_t n_kv_heads, int32_t head_dim, int32_t max_positions,
+                                      const int32_t *positions, int32_t start_pos, float scale, void *out,
+                                      int64_t out_row_stride, int32_t num_splits, void *workspace,
+                                      size_t workspace_bytes, int32_t *device_status, int32_t pdl, void *stream);
 
 /*
  * Causal grouped-query attention of a prefill chunk in one kernel on tensor cores (sm_80+): n query

@@ -23,10 +23,10 @@ public class kernels_h extends kernels_h$shared {
     static final SymbolLookup SYMBOL_LOOKUP = SymbolLookup.loaderLookup()
             .or(Linker.nativeLinker().defaultLookup());
 
-    private static final int AR4J_LLAMA_ABI_VERSION = (int)8L;
+    private static final int AR4J_LLAMA_ABI_VERSION = (int)9L;
     /**
      * {@snippet lang=c :
-     * #define AR4J_LLAMA_ABI_VERSION 8
+     * #define AR4J_LLAMA_ABI_VERSION 9
      * }
      */
     public static int AR4J_LLAMA_ABI_VERSION() {
@@ -229,6 +229,15 @@ public class kernels_h extends kernels_h$shared {
      */
     public static int AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS() {
         return AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS;
+    }
+    private static final int AR4J_LLAMA_MAX_ROPE_ATTENTION_ROWS = (int)32L;
+    /**
+     * {@snippet lang=c :
+     * enum ar4j_llama_limits.AR4J_LLAMA_MAX_ROPE_ATTENTION_ROWS = 32
+     * }
+     */
+    public static int AR4J_LLAMA_MAX_ROPE_ATTENTION_ROWS() {
+        return AR4J_LLAMA_MAX_ROPE_ATTENTION_ROWS;
     }
     private static final int AR4J_LLAMA_MAX_HIDDEN = (int)1048576L;
     /**
@@ -1168,6 +1177,93 @@ public class kernels_h extends kernels_h$shared {
                 traceDowncall("ar4j_llama_attention_batched", q, q_row_stride, k_cache, v_cache, cache_sequence_stride, n, sequences, n_heads, n_kv_heads, head_dim, max_positions, positions, start_pos, scale, out, out_row_stride, num_splits, workspace, workspace_bytes, device_status, pdl, stream);
             }
             return (int)mh$.invokeExact(q, q_row_stride, k_cache, v_cache, cache_sequence_stride, n, sequences, n_heads, n_kv_heads, head_dim, max_positions, positions, start_pos, scale, out, out_row_stride, num_splits, workspace, workspace_bytes, device_status, pdl, stream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class ar4j_llama_rope_attention_batched {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_FLOAT,
+            kernels_h.C_POINTER,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_FLOAT,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER,
+            kernels_h.C_LONG,
+            kernels_h.C_POINTER,
+            kernels_h.C_INT,
+            kernels_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("ar4j_llama_rope_attention_batched");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int ar4j_llama_rope_attention_batched(const void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride, const void *v, int64_t v_row_stride, const float *inv_freq, float attention_scaling, void *k_cache, void *v_cache, int64_t cache_sequence_stride, int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, const int32_t *positions, int32_t start_pos, float scale, void *out, int64_t out_row_stride, int32_t num_splits, void *workspace, size_t workspace_bytes, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static FunctionDescriptor ar4j_llama_rope_attention_batched$descriptor() {
+        return ar4j_llama_rope_attention_batched.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int ar4j_llama_rope_attention_batched(const void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride, const void *v, int64_t v_row_stride, const float *inv_freq, float attention_scaling, void *k_cache, void *v_cache, int64_t cache_sequence_stride, int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, const int32_t *positions, int32_t start_pos, float scale, void *out, int64_t out_row_stride, int32_t num_splits, void *workspace, size_t workspace_bytes, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static MethodHandle ar4j_llama_rope_attention_batched$handle() {
+        return ar4j_llama_rope_attention_batched.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int ar4j_llama_rope_attention_batched(const void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride, const void *v, int64_t v_row_stride, const float *inv_freq, float attention_scaling, void *k_cache, void *v_cache, int64_t cache_sequence_stride, int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, const int32_t *positions, int32_t start_pos, float scale, void *out, int64_t out_row_stride, int32_t num_splits, void *workspace, size_t workspace_bytes, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static MemorySegment ar4j_llama_rope_attention_batched$address() {
+        return ar4j_llama_rope_attention_batched.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int ar4j_llama_rope_attention_batched(const void *q, int64_t q_row_stride, const void *k, int64_t k_row_stride, const void *v, int64_t v_row_stride, const float *inv_freq, float attention_scaling, void *k_cache, void *v_cache, int64_t cache_sequence_stride, int32_t n, int32_t sequences, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t max_positions, const int32_t *positions, int32_t start_pos, float scale, void *out, int64_t out_row_stride, int32_t num_splits, void *workspace, size_t workspace_bytes, int32_t *device_status, int32_t pdl, void *stream)
+     * }
+     */
+    public static int ar4j_llama_rope_attention_batched(MemorySegment q, long q_row_stride, MemorySegment k, long k_row_stride, MemorySegment v, long v_row_stride, MemorySegment inv_freq, float attention_scaling, MemorySegment k_cache, MemorySegment v_cache, long cache_sequence_stride, int n, int sequences, int n_heads, int n_kv_heads, int head_dim, int max_positions, MemorySegment positions, int start_pos, float scale, MemorySegment out, long out_row_stride, int num_splits, MemorySegment workspace, long workspace_bytes, MemorySegment device_status, int pdl, MemorySegment stream) {
+        var mh$ = ar4j_llama_rope_attention_batched.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("ar4j_llama_rope_attention_batched", q, q_row_stride, k, k_row_stride, v, v_row_stride, inv_freq, attention_scaling, k_cache, v_cache, cache_sequence_stride, n, sequences, n_heads, n_kv_heads, head_dim, max_positions, positions, start_pos, scale, out, out_row_stride, num_splits, workspace, workspace_bytes, device_status, pdl, stream);
+            }
+            return (int)mh$.invokeExact(q, q_row_stride, k, k_row_stride, v, v_row_stride, inv_freq, attention_scaling, k_cache, v_cache, cache_sequence_stride, n, sequences, n_heads, n_kv_heads, head_dim, max_positions, positions, start_pos, scale, out, out_row_stride, num_splits, workspace, workspace_bytes, device_status, pdl, stream);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
