@@ -73,6 +73,31 @@ final class ForwardPass {
     private final Sampling sampling;
     /** At TP > 1 greedy steps exchange the ranks' (max, index) pairs instead of all-reducing the logits. */
     private final boolean exchangeArgmax;
+    /** Decode and verify steps rotate q and k and append to the caches inside the attention's kernels. */
+    private final boolean ropeInAttention;
+
+    /**
+     * The system property that turns the RoPE + KV append inside the decode attention off ({@code false}: its own
+     * kernel before the attention, as prefill chunks run it), to measure what it buys. Both give the same bits.
+     */
+    static final String ROPE_IN_ATTENTION_PROPERTY = "ar4j.llama.attention.rope";
+
+    /**
+     * The value of a {@link #ROPE_IN_ATTENTION_PROPERTY} value.
+     *
+     * @param property the property's value, {@code null} for the default ({@code true})
+     * @return whether steps that can take the fused attention do
+     * @throws IllegalArgumentException for another value, saying which are accepted
+     */
+    static boolean ropeInAttention(String property) {
+        return switch (property == null ? "true" : property) {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw new IllegalArgumentException("-D" + ROPE_IN_ATTENTION_PROPERTY + "=" + property
+                    + ": expected true (decode and verify steps rotate q and k and append to the KV cache inside the "
+                    + "attention's kernels; the default) or false (in a kernel of their own before it)");
+        };
+    }
 
     /**
      * The system property that turns the (max, index) exchange of greedy steps at TP > 1 off ({@code false}: the
@@ -153,6 +178,7 @@ final class ForwardPass {
         this.c = layout.config();
         this.rank = weights.plan().rank();
         this.exchangeArgmax = exchangesArgmax(layout, sampling, keepLogits, System.getProperty(ARGMAX_EXCHANGE_PROPERTY));
+        this.ropeInAttention = ropeInAttention(System.getProperty(ROPE_IN_ATTENTION_PROPERTY));
         this.eps = (float) c.rmsNormEps();
         this.scale = (float) Math.pow(c.headDim(), -0.5);
         LlamaKernels.chooseLinearRowsKernel(linearRowsKernel(System.getProperty(LINEAR_KERNEL_PROPERTY)));
@@ -239,16 +265,23 @@ final class ForwardPass {
             begin(timer, StepSection.QKV, 2L * qkvW * h);
             qkvProduct(l, t);
             end(timer);
-            begin(timer, StepSection.ROPE_KV, 2L * t * kvW * 2);
-            long qkv = act.qkv.address();
-            long k = qkv + 2L * qW;
-            kernels.ropeKvAppendBatched(qkv, qkvW, k, qkvW, k + 2L * kvW, qkvW, t, sequences, layout.headsPerRank(),
-                    layout.kvHeadsPerRank(), c.headDim(), w.invFreq().address(), cache.keys(l, sequence),
-                    cache.values(l, sequence), cache.sequenceStride(), cache.positions(), act.positions.address());
-            end(timer);
-            begin(timer, StepSection.ATTENTION, timer == null ? 0 : kvBytesPerKey * timer.contextKeys());
-            attention(l, t, splits, chunkStart, sequences, sequence);
-            end(timer);
+            if (ropeInAttention(t, chunkStart, sequences)) {
+                begin(timer, StepSection.ATTENTION, timer == null ? 0 : kvBytesPerKey * timer.contextKeys());
+                ropeAttention(l, t, splits, sequences, sequence);
+                end(timer);
+            } else {
+                begin(timer, StepSection.ROPE_KV, 2L * t * kvW * 2);
+                long qkv = act.qkv.address();
+                long k = qkv + 2L * qW;
+                kernels.ropeKvAppendBatched(qkv, qkvW, k, qkvW, k + 2L * kvW, qkvW, t, sequences,
+                        layout.headsPerRank(), layout.kvHeadsPerRank(), c.headDim(), w.invFreq().address(),
+                        cache.keys(l, sequence), cache.values(l, sequence), cache.sequenceStride(), cache.positions(),
+                        act.positions.address());
+                end(timer);
+                begin(timer, StepSection.ATTENTION, timer == null ? 0 : kvBytesPerKey * timer.contextKeys());
+                attention(l, t, splits, chunkStart, sequences, sequence);
+                end(timer);
+            }
             begin(timer, StepSection.O_PROJ, 2L * h * qW);
             outProduct(l, t);
             end(timer);
@@ -373,10 +406,34 @@ final class ForwardPass {
         linear(w.address(Kind.QKV, l), act.normed.address(), act.qkv.address(), t, qkvW, h, h, qkvW);
     }
 
+    /** Whether a step of {@code t} tokens runs a prefill chunk's attention (its kernel, or batched GEMMs). */
+    private boolean chunkAttention(int t, int chunkStart) {
+        return (prefill != null || prefillInOneKernel) && chunkStart >= 0 && t > LlamaKernels.MAX_ATTENTION_STORED_TOKENS;
+    }
+
+    /** Whether the step's RoPE + KV append runs inside its attention ({@link #ropeAttention}). */
+    private boolean ropeInAttention(int t, int chunkStart, int sequences) {
+        return ropeInAttention && !chunkAttention(t, chunkStart)
+                && LlamaKernels.ropeAttentionApplies(t / sequences, layout.headsPerRank() / layout.kvHeadsPerRank());
+    }
+
+    /** RoPE, the KV append and the attention of layer {@code l} for a decode or verify step, in one call. */
+    private void ropeAttention(int l, int t, int splits, int sequences, int sequence) {
+        int qkvW = layout.qkvWidthPerRank();
+        int qW = layout.queryWidthPerRank();
+        long qkv = act.qkv.address();
+        long k = qkv + 2L * qW;
+        long v = k + 2L * layout.keyValueWidthPerRank();
+        kernels.ropeAttentionBatched(qkv, qkvW, k, qkvW, v, qkvW, w.invFreq().address(), cache.keys(l, sequence),
+                cache.values(l, sequence), cache.sequenceStride(), t, sequences, layout.headsPerRank(),
+                layout.kvHeadsPerRank(), c.headDim(), cache.positions(), act.positions.address(), scale,
+                act.attention.address(), qW, splits, act.attentionWorkspace.address(),
+                act.attentionWorkspace.byteSize());
+    }
+
     /** The attention of layer {@code l}: the prefill's kernel (or batched GEMMs) for long chunks, else the step's. */
     private void attention(int l, int t, int splits, int chunkStart, int sequences, int sequence) {
-        boolean chunkAttention = (prefill != null || prefillInOneKernel) && chunkStart >= 0
-                && t > LlamaKernels.MAX_ATTENTION_STORED_TOKENS;
+        boolean chunkAttention = chunkAttention(t, chunkStart);
         int qkvW = layout.qkvWidthPerRank();
         int qW = layout.queryWidthPerRank();
         long qkv = act.qkv.address();

@@ -107,6 +107,31 @@ final class LlamaKernels {
     }
 
     /**
+     * {@link #ropeKvAppendBatched} then {@link #attentionBatched} in the attention's two kernels
+     * ({@code ar4j_llama_rope_attention_batched}): the same out and caches, q, k and v left as they are. For steps
+     * that {@link #ropeAttentionApplies} to.
+     */
+    void ropeAttentionBatched(long q, long qStride, long k, long kStride, long v, long vStride, long invFreq,
+                              long kCache, long vCache, long cacheSequenceStride, int n, int sequences, int heads,
+                              int kvHeads, int headDim, int maxPositions, long positions, float scale, long out,
+                              long outStride, int splits, long workspace, long workspaceBytes) {
+        check(kernels_h.ar4j_llama_rope_attention_batched(at(q), qStride, at(k), kStride, at(v), vStride, at(invFreq),
+                1.0f, at(kCache), at(vCache), cacheSequenceStride, n, sequences, heads, kvHeads, headDim, maxPositions,
+                at(positions), 0, scale, at(out), outStride, splits, at(workspace), workspaceBytes, status, pdl, stream),
+                "ar4j_llama_rope_attention_batched");
+    }
+
+    /**
+     * Whether {@link #ropeAttentionBatched} takes a step of {@code tokensPerSequence} tokens per sequence and
+     * {@code group} query heads per KV head: at most {@code AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS} tokens and
+     * {@code AR4J_LLAMA_MAX_ROPE_ATTENTION_ROWS} rows (tokens × group) per sequence.
+     */
+    static boolean ropeAttentionApplies(int tokensPerSequence, int group) {
+        return tokensPerSequence >= 1 && tokensPerSequence <= MAX_ATTENTION_STORED_TOKENS
+                && (long) tokensPerSequence * group <= kernels_h.AR4J_LLAMA_MAX_ROPE_ATTENTION_ROWS();
+    }
+
+    /**
      * Prefill attention's softmax in place on the scores of {@code n} rows of {@code heads} heads
      * ({@code ar4j_llama_prefill_softmax}): row i at position {@code startPos + i}, keys 0 ..
      * {@code startPos + n - 1}.
