@@ -4,7 +4,6 @@ import dev.ar4j.Communicator;
 import dev.ar4j.DType;
 import dev.ar4j.cuda.CudaStream;
 import dev.ar4j.cuda.DeviceBuffer;
-import dev.ar4j.examples.llama.kernels.bindings.kernels_h;
 import dev.ar4j.examples.llama.model.LlamaConfig;
 import dev.ar4j.examples.llama.model.TensorParallelLayout;
 import dev.ar4j.examples.llama.model.WeightName;
@@ -18,7 +17,8 @@ import dev.ar4j.examples.llama.model.WeightName.Kind;
  * partial  = embedding rows of this rank's vocabulary (zero elsewhere)
  * residual = allreduce(partial) + 0;  normed = rmsnorm(residual) * input_norm[0]       (fused)
  * per layer:
- *   qkv = normed · Wqkvᵀ;  q = rope(q), kv-cache[positions] = rope(k), v (one kernel);  attn = attention(q, cache)
+ *   qkv = normed · Wqkvᵀ;  q = rope(q), kv-cache[positions] = rope(k), v;  attn = attention(q, cache)
+ *                                 (decode and verify: the attention's two kernels; else RoPE + KV append first)
  *   partial = attn · Woᵀ
  *   residual += allreduce(partial);  normed = rmsnorm(residual) * post_norm             (fused)
  *   gate_up = normed · Wgate_upᵀ;  act = silu(gate) * up;  partial = act · Wdownᵀ
@@ -76,90 +76,6 @@ final class ForwardPass {
     /** Decode and verify steps rotate q and k and append to the caches inside the attention's kernels. */
     private final boolean ropeInAttention;
 
-    /**
-     * The system property that turns the RoPE + KV append inside the decode attention off ({@code false}: its own
-     * kernel before the attention, as prefill chunks run it), to measure what it buys. Both give the same bits.
-     */
-    static final String ROPE_IN_ATTENTION_PROPERTY = "ar4j.llama.attention.rope";
-
-    /**
-     * The value of a {@link #ROPE_IN_ATTENTION_PROPERTY} value.
-     *
-     * @param property the property's value, {@code null} for the default ({@code true})
-     * @return whether steps that can take the fused attention do
-     * @throws IllegalArgumentException for another value, saying which are accepted
-     */
-    static boolean ropeInAttention(String property) {
-        return switch (property == null ? "true" : property) {
-            case "true" -> true;
-            case "false" -> false;
-            default -> throw new IllegalArgumentException("-D" + ROPE_IN_ATTENTION_PROPERTY + "=" + property
-                    + ": expected true (decode and verify steps rotate q and k and append to the KV cache inside the "
-                    + "attention's kernels; the default) or false (in a kernel of their own before it)");
-        };
-    }
-
-    /**
-     * The system property that turns the (max, index) exchange of greedy steps at TP > 1 off ({@code false}: the
-     * logits are all-reduced and the argmax taken over them, as for sampling), to measure what it buys.
-     */
-    static final String ARGMAX_EXCHANGE_PROPERTY = "ar4j.llama.argmax-exchange";
-
-    /** The largest vocabulary the exchange carries: token ids exact in fp32 ({@code AR4J_LLAMA_MAX_EXCHANGED_VOCAB}). */
-    static final int MAX_EXCHANGED_VOCAB = 1 << 24;
-
-    /**
-     * Whether a step's greedy choice at TP > 1 exchanges each rank's (max, index) over its vocabulary shard (an
-     * all-reduce of 8 bytes per rank and row) instead of all-reducing the logits (2 bytes per vocabulary entry and
-     * row): greedy, the logits not kept (a kept step copies whole rows out), ids exact in fp32, a real token in
-     * every rank's shard (the last one's may be all padding with a small vocabulary), and not turned off.
-     */
-    static boolean exchangesArgmax(TensorParallelLayout layout, Sampling sampling, boolean keepLogits,
-                                   String property) {
-        boolean enabled = switch (property == null ? "true" : property) {
-            case "true" -> true;
-            case "false" -> false;
-            default -> throw new IllegalArgumentException("-D" + ARGMAX_EXCHANGE_PROPERTY + "=" + property
-                    + ": expected true (greedy steps at TP > 1 exchange each rank's (max, index); the default) or "
-                    + "false (they all-reduce the logits)");
-        };
-        int tp = layout.tp();
-        return enabled && tp > 1 && sampling.greedy() && !keepLogits && layout.config().vocabSize() <= MAX_EXCHANGED_VOCAB
-                && layout.vocabEnd(tp - 1) > layout.vocabStart(tp - 1);
-    }
-
-    /**
-     * The system property that chooses the products' library: {@code auto} (default: the rows
-     * kernel for one token), {@code rows} (up to {@code AR4J_LLAMA_MAX_LINEAR_ROWS} tokens) or
-     * {@code cublas}.
-     */
-    static final String LINEAR_PROPERTY = "ar4j.llama.linear";
-
-    /**
-     * The system property that chooses the rows product's kernel: {@code auto} (default: the
-     * library's choice, the registers kernel), {@code registers} or {@code ring} (the bulk-copy
-     * ring, sm_90 and newer). Both give the same bits; the choice is for measuring one against the
-     * other on a given GPU.
-     */
-    static final String LINEAR_KERNEL_PROPERTY = "ar4j.llama.linear.kernel";
-
-    /**
-     * The {@code AR4J_LLAMA_LINEAR_ROWS_*} value a {@link #LINEAR_KERNEL_PROPERTY} value names.
-     *
-     * @param property the property's value, {@code null} for the default
-     * @return the kernel's value
-     * @throws IllegalArgumentException for another value, saying which are accepted
-     */
-    static int linearRowsKernel(String property) {
-        return switch (property == null ? "auto" : property) {
-            case "auto" -> kernels_h.AR4J_LLAMA_LINEAR_ROWS_AUTO();
-            case "registers" -> kernels_h.AR4J_LLAMA_LINEAR_ROWS_REGISTERS();
-            case "ring" -> kernels_h.AR4J_LLAMA_LINEAR_ROWS_RING();
-            default -> throw new IllegalArgumentException("-D" + LINEAR_KERNEL_PROPERTY + "=" + property
-                    + ": expected auto (the library's choice; the default), registers or ring (the bulk-copy ring, "
-                    + "sm_90 and newer)");
-        };
-    }
 
     ForwardPass(Communicator comm, CudaStream stream, Cublas cublas, LlamaKernels kernels, RankWeights weights,
                 Activations activations, KvCache cache, PrefillAttention prefill, boolean prefillInOneKernel,
@@ -177,20 +93,15 @@ final class ForwardPass {
         this.layout = weights.plan().layout();
         this.c = layout.config();
         this.rank = weights.plan().rank();
-        this.exchangeArgmax = exchangesArgmax(layout, sampling, keepLogits, System.getProperty(ARGMAX_EXCHANGE_PROPERTY));
-        this.ropeInAttention = ropeInAttention(System.getProperty(ROPE_IN_ATTENTION_PROPERTY));
+        this.exchangeArgmax = StepChoices.exchangesArgmax(layout, sampling, keepLogits,
+                System.getProperty(StepChoices.ARGMAX_EXCHANGE_PROPERTY));
+        this.ropeInAttention = StepChoices.ropeInAttention(System.getProperty(StepChoices.ROPE_IN_ATTENTION_PROPERTY));
         this.eps = (float) c.rmsNormEps();
         this.scale = (float) Math.pow(c.headDim(), -0.5);
-        LlamaKernels.chooseLinearRowsKernel(linearRowsKernel(System.getProperty(LINEAR_KERNEL_PROPERTY)));
-        String linear = System.getProperty(LINEAR_PROPERTY, "auto");
-        this.rowsKernelMaxTokens = switch (linear) {
-            case "auto" -> 1;
-            case "rows" -> LlamaKernels.MAX_LINEAR_ROWS;
-            case "cublas" -> 0;
-            default -> throw new IllegalArgumentException("-D" + LINEAR_PROPERTY + "=" + linear + ": expected auto "
-                    + "(the example's rows kernel for one-token steps, cuBLAS for the others), rows (the rows kernel "
-                    + "up to " + LlamaKernels.MAX_LINEAR_ROWS + " tokens) or cublas");
-        };
+        LlamaKernels.chooseLinearRowsKernel(
+                StepChoices.linearRowsKernel(System.getProperty(StepChoices.LINEAR_KERNEL_PROPERTY)));
+        this.rowsKernelMaxTokens = StepChoices.rowsKernelMaxTokens(System.getProperty(StepChoices.LINEAR_PROPERTY),
+                LlamaKernels.MAX_LINEAR_ROWS);
     }
 
     /** Whether a product of {@code t} rows goes through the rows kernel (or one of its fused forms). */

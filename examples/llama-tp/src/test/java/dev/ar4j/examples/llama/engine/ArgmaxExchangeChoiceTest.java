@@ -28,31 +28,31 @@ class ArgmaxExchangeChoiceTest {
 
     @Test
     void greedyStepsAtSeveralRanksExchangeUnlessTheLogitsAreWanted() {
-        assertTrue(ForwardPass.exchangesArgmax(llama3(2), Sampling.GREEDY, false, null));
-        assertTrue(ForwardPass.exchangesArgmax(llama3(8), Sampling.GREEDY, false, "true"));
-        assertFalse(ForwardPass.exchangesArgmax(llama3(1), Sampling.GREEDY, false, null), "TP 1: the fused argmax");
-        assertFalse(ForwardPass.exchangesArgmax(llama3(2), SAMPLED, false, null), "sampling needs every logit");
-        assertFalse(ForwardPass.exchangesArgmax(llama3(2), Sampling.GREEDY, true, null), "kept logits are whole rows");
-        assertFalse(ForwardPass.exchangesArgmax(llama3(2), Sampling.GREEDY, false, "false"), "turned off");
+        assertTrue(StepChoices.exchangesArgmax(llama3(2), Sampling.GREEDY, false, null));
+        assertTrue(StepChoices.exchangesArgmax(llama3(8), Sampling.GREEDY, false, "true"));
+        assertFalse(StepChoices.exchangesArgmax(llama3(1), Sampling.GREEDY, false, null), "TP 1: the fused argmax");
+        assertFalse(StepChoices.exchangesArgmax(llama3(2), SAMPLED, false, null), "sampling needs every logit");
+        assertFalse(StepChoices.exchangesArgmax(llama3(2), Sampling.GREEDY, true, null), "kept logits are whole rows");
+        assertFalse(StepChoices.exchangesArgmax(llama3(2), Sampling.GREEDY, false, "false"), "turned off");
     }
 
     @Test
     void vocabulariesTheExchangeCannotCarryAllReduceTheLogits() {
         // 5 ids at TP 4: shards of 8, the second to fourth only padding.
-        assertFalse(ForwardPass.exchangesArgmax(new TensorParallelLayout(withVocab(5), 4), Sampling.GREEDY, false,
+        assertFalse(StepChoices.exchangesArgmax(new TensorParallelLayout(withVocab(5), 4), Sampling.GREEDY, false,
                 null));
-        assertTrue(ForwardPass.exchangesArgmax(new TensorParallelLayout(withVocab(4001), 4), Sampling.GREEDY, false,
+        assertTrue(StepChoices.exchangesArgmax(new TensorParallelLayout(withVocab(4001), 4), Sampling.GREEDY, false,
                 null));
-        int tooMany = ForwardPass.MAX_EXCHANGED_VOCAB + 1;  // an id above 2^24 is not exact in fp32
-        assertFalse(ForwardPass.exchangesArgmax(new TensorParallelLayout(withVocab(tooMany), 2), Sampling.GREEDY,
+        int tooMany = StepChoices.MAX_EXCHANGED_VOCAB + 1;  // an id above 2^24 is not exact in fp32
+        assertFalse(StepChoices.exchangesArgmax(new TensorParallelLayout(withVocab(tooMany), 2), Sampling.GREEDY,
                 false, null));
     }
 
     @Test
     void aBadPropertyValueIsRefusedWithWhatIsAccepted() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> ForwardPass.exchangesArgmax(llama3(2), Sampling.GREEDY, false, "yes"));
-        assertTrue(e.getMessage().contains("-D" + ForwardPass.ARGMAX_EXCHANGE_PROPERTY + "=yes")
+                () -> StepChoices.exchangesArgmax(llama3(2), Sampling.GREEDY, false, "yes"));
+        assertTrue(e.getMessage().contains("-D" + StepChoices.ARGMAX_EXCHANGE_PROPERTY + "=yes")
                 && e.getMessage().contains("expected true") && e.getMessage().contains("false"), e.getMessage());
     }
 }

@@ -26,7 +26,7 @@ class LlamaKernelsHostCallsTest {
         assertEquals(4, LlamaKernels.argmaxExchangeFloats(1, 2), "one row at TP 2: 2 pairs");
         assertEquals(20, LlamaKernels.argmaxExchangeFloats(3, 3), "18 floats, padded to a multiple of 4");
         assertEquals(0, LlamaKernels.argmaxExchangeFloats(0, 2));
-        assertEquals(ForwardPass.MAX_EXCHANGED_VOCAB, LlamaKernels.MAX_EXCHANGED_VOCAB, "the Java copy of the limit");
+        assertEquals(StepChoices.MAX_EXCHANGED_VOCAB, LlamaKernels.MAX_EXCHANGED_VOCAB, "the Java copy of the limit");
     }
 
     @Test
@@ -54,7 +54,7 @@ class LlamaKernelsHostCallsTest {
         EngineException e = assertThrows(EngineException.class, () -> LlamaKernels.chooseLinearRowsKernel(9));
         assertTrue(e.getMessage().contains("ar4j_llama_set_linear_rows_kernel(9)")
                 && e.getMessage().contains("outside its documented range"), e.getMessage());
-        LlamaKernels.chooseLinearRowsKernel(ForwardPass.linearRowsKernel("registers"));
-        LlamaKernels.chooseLinearRowsKernel(ForwardPass.linearRowsKernel("auto"));
+        LlamaKernels.chooseLinearRowsKernel(StepChoices.linearRowsKernel("registers"));
+        LlamaKernels.chooseLinearRowsKernel(StepChoices.linearRowsKernel("auto"));
     }
 }

@@ -17,15 +17,15 @@ class RopeInAttentionChoiceTest {
 
     @Test
     void theDefaultIsOnAndFalseTurnsItOff() {
-        assertTrue(ForwardPass.ropeInAttention(null));
-        assertTrue(ForwardPass.ropeInAttention("true"));
-        assertFalse(ForwardPass.ropeInAttention("false"));
+        assertTrue(StepChoices.ropeInAttention(null));
+        assertTrue(StepChoices.ropeInAttention("true"));
+        assertFalse(StepChoices.ropeInAttention("false"));
     }
 
     @Test
     void anotherValueIsRefusedWithTheAcceptedOnes() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> ForwardPass.ropeInAttention("yes"));
+                () -> StepChoices.ropeInAttention("yes"));
         assertTrue(e.getMessage().contains("-Dar4j.llama.attention.rope=yes"), e.getMessage());
         assertTrue(e.getMessage().contains("true") && e.getMessage().contains("false"), e.getMessage());
     }
