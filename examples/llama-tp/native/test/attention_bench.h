@@ -1,4 +1,5 @@
-// Timing of ar4j_llama_attention (and ar4j_llama_rope_kv_append) on the llama3-8b shapes at TP 1
+// Timing of ar4j_llama_attention (and ar4j_llama_rope_kv_append; the two in a row, "rope+attention", against
+// ar4j_llama_rope_attention_batched, "rope_attention") on the llama3-8b shapes at TP 1
 // (32 query heads, 8 KV heads, head_dim 128): `ar4j_llama_kernels_test --bench-attention`.
 // One CUDA graph holds one call per layer for 32 layers, each over its own KV cache (4 GiB in
 // all, so a layer's K and V come from memory, not from L2, as in a real step), launched with
@@ -66,6 +67,29 @@ inline void bench_attention(int sm_count) {
                            s == heuristic ? "*" : " ", us, bytes / (us * 1e3), pdl ? "" : "   (no PDL)");
                 }
             }
+            // A step's RoPE, KV append and attention: the two calls, then the fused one (heuristic splits).
+            uint16_t *q = qkv.as<uint16_t>();
+            const int64_t cache_elements = int64_t(max_positions) * kv * hd;
+            const double separate = time_graph([&](int32_t l) {
+                const int rc = ar4j_llama_rope_kv_append(
+                    q, q_stride, q + heads * hd, q_stride, q + (heads + kv) * hd, q_stride, n, heads, kv, hd,
+                    freq.as<float>(), 1.0f, k_caches.as<char>() + cache_bytes * l, v_caches.as<char>() + cache_bytes * l,
+                    max_positions, positions.as<int32_t>(), 0, status.as<int32_t>(), 1, stream);
+                if (rc != 0) return rc;
+                return ar4j_llama_attention(qkv.get(), q_stride, k_caches.as<char>() + cache_bytes * l,
+                                            v_caches.as<char>() + cache_bytes * l, n, heads, kv, hd, max_positions,
+                                            positions.as<int32_t>(), 0, scale, out.get(), heads * hd, heuristic,
+                                            ws.get(), ws.bytes(), status.as<int32_t>(), 1, stream);
+            });
+            const double fused = time_graph([&](int32_t l) {
+                return ar4j_llama_rope_attention_batched(
+                    q, q_stride, q + heads * hd, q_stride, q + (heads + kv) * hd, q_stride, freq.as<float>(), 1.0f,
+                    k_caches.as<char>() + cache_bytes * l, v_caches.as<char>() + cache_bytes * l, cache_elements, n, 1,
+                    heads, kv, hd, max_positions, positions.as<int32_t>(), 0, scale, out.get(), heads * hd, heuristic,
+                    ws.get(), ws.bytes(), status.as<int32_t>(), 1, stream);
+            });
+            printf("  %-15s %3d %7d %6d* %10.2f\n", "rope+attention", n, context, heuristic, separate);
+            printf("  %-15s %3d %7d %6d* %10.2f\n", "rope_attention", n, context, heuristic, fused);
         }
         const double us = time_graph([&](int32_t l) {
             uint16_t *q = qkv.as<uint16_t>();
