@@ -492,11 +492,11 @@ AR4J_LLAMA_API int32_t ar4j_llama_attention_batched_splits(int32_t n, int32_t se
         return 1;
     }
     // Blocks per split: one per (chunk of one sequence's query rows, KV head), the chunks of the
-    // kernels' own cut. About four blocks per SM, and at least one tile of keys per split at the
-    // longest context (at a shorter length the kernels use only the splits that get a tile's worth
-    // of keys; the tiles at the longest context, the last partial one counted, so that no split
-    // gets a second tile for one key). With one sequence the chunks are ceil(n * group / kRows): the ladder's smaller
-    // blocks only serve calls that fit one chunk anyway.
+    // kernels' own cut. About four blocks per SM, and at most one split per tile of keys at the
+    // longest context, its last partial tile counted, so that no split gets a second tile for one
+    // key (at a shorter length the kernels use only the splits that get a tile's worth of keys).
+    // With one sequence the chunks are ceil(n * group / kRows): the ladder's smaller blocks only
+    // serve calls that fit one chunk anyway.
     const int64_t blocks = chunking(n, sequences, n_heads / n_kv_heads).chunks * n_kv_heads;
     int64_t splits = (4 * int64_t(sm_count) + blocks - 1) / blocks;
     const int64_t by_length = (int64_t(max_context) + kTile - 1) / kTile;
