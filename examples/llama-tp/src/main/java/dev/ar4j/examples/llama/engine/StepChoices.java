@@ -14,25 +14,26 @@ final class StepChoices {
     }
 
     /**
-     * The system property that turns the RoPE + KV append inside the decode attention off ({@code false}: its own
-     * kernel before the attention, as prefill chunks run it), to measure what it buys. Both give the same bits.
+     * The system property that turns the RoPE + KV append inside the decode attention on ({@code true}); by default
+     * it runs in its own kernel before the attention, as prefill chunks run it. Both give the same bits; on an H200
+     * the separate kernel was the faster (benchmarks/RESULTS.md), the fused form is kept to measure it.
      */
     static final String ROPE_IN_ATTENTION_PROPERTY = "ar4j.llama.attention.rope";
 
     /**
      * The value of a {@link #ROPE_IN_ATTENTION_PROPERTY} value.
      *
-     * @param property the property's value, {@code null} for the default ({@code true})
+     * @param property the property's value, {@code null} for the default ({@code false})
      * @return whether steps that can take the fused attention do
      * @throws IllegalArgumentException for another value, saying which are accepted
      */
     static boolean ropeInAttention(String property) {
-        return switch (property == null ? "true" : property) {
+        return switch (property == null ? "false" : property) {
             case "true" -> true;
             case "false" -> false;
             default -> throw new IllegalArgumentException("-D" + ROPE_IN_ATTENTION_PROPERTY + "=" + property
                     + ": expected true (decode and verify steps rotate q and k and append to the KV cache inside the "
-                    + "attention's kernels; the default) or false (in a kernel of their own before it)");
+                    + "attention's kernels) or false (in a kernel of their own before it; the default)");
         };
     }
 

@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@code -Dar4j.llama.attention.rope} turns the RoPE + KV append inside the decode attention on (the default) or off;
+ * {@code -Dar4j.llama.attention.rope} turns the RoPE + KV append inside the decode attention on or off (the default);
  * another value is refused saying which are accepted. The steps the fused call takes are the header's: at most
  * {@code AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS} tokens and {@code AR4J_LLAMA_MAX_ROPE_ATTENTION_ROWS} query rows a
  * sequence (LlamaKernels, which loads the kernels library first).
@@ -16,8 +16,8 @@ import org.junit.jupiter.api.Test;
 class RopeInAttentionChoiceTest {
 
     @Test
-    void theDefaultIsOnAndFalseTurnsItOff() {
-        assertTrue(StepChoices.ropeInAttention(null));
+    void theDefaultIsOffAndTrueTurnsItOn() {
+        assertFalse(StepChoices.ropeInAttention(null));
         assertTrue(StepChoices.ropeInAttention("true"));
         assertFalse(StepChoices.ropeInAttention("false"));
     }
