@@ -18,7 +18,8 @@ import dev.ar4j.examples.llama.model.WeightName.Kind;
  * residual = allreduce(partial) + 0;  normed = rmsnorm(residual) * input_norm[0]       (fused)
  * per layer:
  *   qkv = normed · Wqkvᵀ;  q = rope(q), kv-cache[positions] = rope(k), v;  attn = attention(q, cache)
- *                                 (decode and verify: the attention's two kernels; else RoPE + KV append first)
+ *                                 (RoPE + KV append one kernel before the attention; with
+ *                                  -Dar4j.llama.attention.rope=true decode and verify do them in the attention's two)
  *   partial = attn · Woᵀ
  *   residual += allreduce(partial);  normed = rmsnorm(residual) * post_norm             (fused)
  *   gate_up = normed · Wgate_upᵀ;  act = silu(gate) * up;  partial = act · Wdownᵀ
@@ -73,7 +74,7 @@ final class ForwardPass {
     private final Sampling sampling;
     /** At TP > 1 greedy steps exchange the ranks' (max, index) pairs instead of all-reducing the logits. */
     private final boolean exchangeArgmax;
-    /** Decode and verify steps rotate q and k and append to the caches inside the attention's kernels. */
+    /** Decode and verify steps rotate q and k and append to the caches inside the attention's kernels (off by default). */
     private final boolean ropeInAttention;
 
 
