@@ -13,7 +13,8 @@
 // The split's range is cut from the chunk's real context length L = max pos(t) + 1, read from
 // device memory, so a captured graph serves every length with ~L / splits keys per block.
 //   1. scores: the K rows of the range, in tiles of kTile keys copied to shared memory with
-//      16-byte cp.async (double-buffered), each row read once for all the block's query rows;
+//      16-byte cp.async (double-buffered), each row read once for all the block's query rows,
+//      the dots of a tile on tensor cores (mma.sync m16n8k16: bf16 q and k, fp32 sums);
 //      s = bf16(bf16(q.k) * scale) for every (row, key) it may attend to, stored in the
 //      workspace as bf16 (exact: they are bf16 values) when a sequence has at most
 //      kStoredTokens tokens, and each row's (max, sum of exp(s - max)) over the range (online
@@ -21,13 +22,14 @@
 //   2. values: the global max and sum of each row from all splits' pairs (split order), then
 //      p = bf16(exp(s - max) / sum) per key (the stored s; above kStoredTokens tokens, s
 //      computed again from K) and sum_j p_j v_j over the range from V tiles in shared memory
-//      (each V row read once). A split with no keys at the length (the splits past `active`)
+//      (each V row read once), on tensor cores (p and v are bf16 values: exact products, fp32 sums). A split with no keys at the length (the splits past `active`)
 //      returns at once in both kernels. One active split writes out directly; with several, each
 //      writes its fp32 partial sums, and the last of them to finish (a counter per (chunk, KV
 //      head), zeroed by kernel 1 of the same call) adds the partials in split order and writes
 //      bf16 out.
-// Every sum has a fixed order (a dot product in element order, a split's keys in key order per
-// thread then a fixed butterfly, the splits in split order): same inputs and splits, same bits.
+// Every sum has a fixed order (the MMA's over 16 elements or keys, its steps in order; a split's
+// keys in key order per thread, then a fixed butterfly and the warps in order; the splits in split
+// order): same inputs and splits, same bits.
 #include "attention_tiles.cuh"
 
 namespace ar4j_llama {
@@ -35,8 +37,9 @@ namespace {
 
 size_t tile_bytes(int32_t head_dim) { return size_t(kTile) * (head_dim + kPad) * sizeof(bf16); }
 
-size_t scores_shared_bytes(int32_t block_rows, int32_t head_dim) {
-    return size_t(block_rows) * head_dim * sizeof(float) + kStages * tile_bytes(head_dim);
+// Kernel 1's (and the recomputing kernel 2's) q_h, the m-tiles' rows, then the K tiles.
+size_t scores_shared_bytes(int32_t m_tile_count, int32_t head_dim) {
+    return size_t(16 * m_tile_count) * q_tile_stride(head_dim) * sizeof(bf16) + kStages * tile_bytes(head_dim);
 }
 
 // The fused form's staged rows of the new tokens (after either kernel's other shared memory).
@@ -50,11 +53,11 @@ size_t staged_bytes(const AttentionArgs &a) {
 // patched into the tiles of their positions and written to the key cache.
 template <int ROWS, bool STORE, bool ROPE>
 __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArgs a) {
-    constexpr int SR = score_rows<ROWS>();
+    constexpr int MT = m_tiles<ROWS>();
     extern __shared__ __align__(16) unsigned char shared[];
     __shared__ Rows<ROWS> rows;
-    __shared__ float half_max[ROWS][2];
-    __shared__ float half_sum[ROWS][2];
+    __shared__ float warp_max[ROWS][kWarps];
+    __shared__ float warp_sum[ROWS][kWarps];
     pdl_enter();
     if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) {
         const int32_t counters = int32_t(gridDim.x) * a.n_kv_heads;
@@ -62,8 +65,8 @@ __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArg
     }
     const Range range = locate(a, rows, true);
     if (int32_t(blockIdx.z) >= range.active) return;  // no keys at this length: the merges skip the split
-    float *q_s = reinterpret_cast<float *>(shared);
-    bf16 *k_s = reinterpret_cast<bf16 *>(q_s + a.block_rows * a.head_dim);
+    bf16 *q_h = reinterpret_cast<bf16 *>(shared);
+    bf16 *k_s = q_h + 16 * MT * q_tile_stride(a.head_dim);
     const int stage = kTile * (a.head_dim + kPad);
     const int32_t kv_head = blockIdx.y;
     const int32_t tiles = (range.end - range.begin + kTile - 1) / kTile;
@@ -71,19 +74,21 @@ __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArg
     if (tiles > 0) load_tile(k_s, a.k_cache + rows.cache, a, kv_head, range.begin, min(kTile, range.end - range.begin));
     cp_async_commit();
     if (ROPE) {
-        load_q_rotated(a, rows, range.rows, q_s);
+        load_q_rotated(a, rows, range.rows, q_h);
         stage_new_rows<true>(a, rows, range, kv_head, staged);
     } else {
-        load_q(a, rows, range.rows, q_s);
+        load_q(a, rows, range.rows, q_h);
     }
 
-    const int key = threadIdx.x % kTile;
-    const int kg = threadIdx.x / kTile;
-    float m[SR], l[SR];
+    // This thread's rows and keys in each tile (the MMA's accumulator layout, tile_scores).
+    const int lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32;
+    const int g = lane / 4, t = lane % 4;
+    float m[MT][2], l[MT][2];
 #pragma unroll
-    for (int i = 0; i < SR; ++i) {
-        m[i] = -INFINITY;
-        l[i] = 0.0f;
+    for (int mt = 0; mt < MT; ++mt) {
+        m[mt][0] = m[mt][1] = -INFINITY;
+        l[mt][0] = l[mt][1] = 0.0f;
     }
     for (int32_t tile = 0; tile < tiles; ++tile) {
         const int32_t first = range.begin + tile * kTile;
@@ -98,59 +103,60 @@ __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArg
                                min(kTile, range.end - first), a.k_store)) {
             __syncthreads();
         }
-        float acc[SR];
-        tile_dots(q_s, k_s + (tile % kStages) * stage, a.head_dim, range.rows, acc);
-        const int32_t j = first + key;
+        float d[MT][4];
+        tile_scores<MT>(q_h, k_s + (tile % kStages) * stage, a.head_dim, d);
 #pragma unroll
-        for (int i = 0; i < SR; ++i) {
-            const int r = kg + kKeyGroups * i;
-            if (r < range.rows && j < range.end && j <= rows.pos[r]) {
-                const float s = to_score(acc[i], a.scale);
-                if (STORE) a.scores[int64_t(rows.id[r]) * a.max_positions + j] = __bfloat16_as_ushort(__float2bfloat16_rn(s));
-                softmax_add(m[i], l[i], s);
+        for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int r = 16 * mt + g + 8 * (i / 2);
+                const int32_t j = first + warp * 8 + 2 * t + i % 2;
+                if (r < range.rows && j < range.end && j <= rows.pos[r]) {
+                    const float s = to_score(d[mt][i], a.scale);
+                    if (STORE) a.scores[int64_t(rows.id[r]) * a.max_positions + j] = __bfloat16_as_ushort(__float2bfloat16_rn(s));
+                    softmax_add(m[mt][i / 2], l[mt][i / 2], s);
+                }
             }
         }
         __syncthreads();  // the tile is free for the copy two tiles on
     }
-    // The pairs of a row's kTile key threads: within each warp (32 keys) the max by a butterfly,
-    // then each lane's sum scaled to it once and added by a butterfly (max and + commute, so every
-    // lane ends with the same bits); then the two warps of the key group in order.
-    const int lane = threadIdx.x % 32;
-    const int warp = threadIdx.x / 32;
+    // Each row's pairs: the four lanes of a quad (same g) by a butterfly, the max then the sums
+    // scaled to it (max and + commute: every lane of the quad ends with the same bits); then the
+    // warps' pairs in warp order.
 #pragma unroll
-    for (int i = 0; i < SR; ++i) {
-        const int r = kg + kKeyGroups * i;
-        if (r < range.rows) {  // uniform in the warp
-            float mi = m[i];
+    for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-            for (int offset = 16; offset > 0; offset >>= 1) mi = fmaxf(mi, __shfl_xor_sync(kFullMask, mi, offset));
-            float li = l[i] > 0.0f ? __fmul_rn(l[i], expf(m[i] - mi)) : 0.0f;  // an empty pair (-inf, 0) adds 0
-#pragma unroll
-            for (int offset = 16; offset > 0; offset >>= 1) li = __fadd_rn(li, __shfl_xor_sync(kFullMask, li, offset));
-            if (lane == 0) {
-                half_max[r][warp % 2] = mi;
-                half_sum[r][warp % 2] = li;
+        for (int h = 0; h < 2; ++h) {
+            float mi = m[mt][h];
+            mi = fmaxf(mi, __shfl_xor_sync(kFullMask, mi, 1));
+            mi = fmaxf(mi, __shfl_xor_sync(kFullMask, mi, 2));
+            float li = l[mt][h] > 0.0f ? __fmul_rn(l[mt][h], expf(m[mt][h] - mi)) : 0.0f;  // (-inf, 0) adds 0
+            li = __fadd_rn(li, __shfl_xor_sync(kFullMask, li, 1));
+            li = __fadd_rn(li, __shfl_xor_sync(kFullMask, li, 2));
+            const int r = 16 * mt + g + 8 * h;
+            if (t == 0 && r < range.rows) {
+                warp_max[r][warp] = mi;
+                warp_sum[r][warp] = li;
             }
         }
     }
-    static_assert(kTile == 64, "two warps per key group");
     __syncthreads();
     if (int32_t(threadIdx.x) < range.rows) {
         const int r = threadIdx.x;
-        float mr = half_max[r][0], lr = half_sum[r][0];
-        softmax_merge(mr, lr, half_max[r][1], half_sum[r][1]);
+        float mr = warp_max[r][0], lr = warp_sum[r][0];
+#pragma unroll
+        for (int w = 1; w < kWarps; ++w) softmax_merge(mr, lr, warp_max[r][w], warp_sum[r][w]);
         float *stats = a.stats + (int64_t(rows.id[r]) * a.splits + blockIdx.z) * 2;
         stats[0] = mr;
         stats[1] = lr;
     }
 }
 
-// Rows of the probability tile, a multiple of 4 so that what follows it is 16-byte aligned.
-__host__ __device__ __forceinline__ int32_t probability_rows(int32_t block_rows) { return (block_rows + 3) & ~3; }
-
-size_t values_shared_bytes(int32_t block_rows, int32_t head_dim, bool stored) {
-    size_t bytes = kStages * tile_bytes(head_dim) + size_t(probability_rows(block_rows)) * (kTile + 1) * sizeof(float);
-    if (!stored) bytes += scores_shared_bytes(block_rows, head_dim);
+// Kernel 2's V tiles, the probabilities (bf16, the m-tiles' rows), and when it computes the
+// scores again q_h and the K tiles.
+size_t values_shared_bytes(int32_t m_tile_count, int32_t head_dim, bool stored) {
+    size_t bytes = kStages * tile_bytes(head_dim) + size_t(16 * m_tile_count) * kProbabilityStride * sizeof(bf16);
+    if (!stored) bytes += scores_shared_bytes(m_tile_count, head_dim);
     return bytes;
 }
 
@@ -159,13 +165,16 @@ __device__ __forceinline__ void store4(bf16 *dst, const float (&x)[4]) {
     reinterpret_cast<__nv_bfloat162 *>(dst)[1] = __floats2bfloat162_rn(x[2], x[3]);
 }
 
-// Kernel 2: p.V of the block's range; the merge of the splits by the chunk's last block.
-// RPT: query rows per thread (ROWS over the row groups: kThreads / (head_dim / 4) columns).
-// ROPE (the fused form, STORED only): the new tokens' values patched into the tiles of their
+// The n-tiles (8 columns of head_dim) a warp of kernel 2 accumulates: w, w + kWarps, ...
+constexpr int kMaxWarpColumnTiles = AR4J_LLAMA_MAX_HEAD_DIM / 8 / kWarps;
+static_assert(AR4J_LLAMA_MAX_HEAD_DIM % (8 * kWarps) == 0, "whole n-tiles per warp at the largest head_dim");
+
+// Kernel 2: p.V of the block's range on tensor cores; the merge of the splits by the chunk's last
+// block. ROPE (the fused form, STORED only): the new tokens' values patched into the tiles of their
 // positions and written to the value cache.
-template <int ROWS, int RPT, bool STORED, bool ROPE>
+template <int ROWS, bool STORED, bool ROPE>
 __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArgs a) {
-    constexpr int SR = score_rows<ROWS>();
+    constexpr int MT = m_tiles<ROWS>();
     extern __shared__ __align__(16) unsigned char shared[];
     __shared__ Rows<ROWS> rows;
     __shared__ float row_max[ROWS];
@@ -173,10 +182,10 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     __shared__ int32_t last_block;
     const int stage = kTile * (a.head_dim + kPad);
     bf16 *v_s = reinterpret_cast<bf16 *>(shared);
-    float *p_s = reinterpret_cast<float *>(v_s + kStages * stage);  // [block_rows][kTile + 1]
-    float *q_s = p_s + probability_rows(a.block_rows) * (kTile + 1);  // recompute only
-    bf16 *k_s = reinterpret_cast<bf16 *>(q_s + a.block_rows * a.head_dim);
-    bf16 *staged = reinterpret_cast<bf16 *>(q_s);  // ROPE (STORED: no q_s, no k_s)
+    bf16 *p_h = v_s + kStages * stage;                    // [16 MT][kProbabilityStride]
+    bf16 *q_h = p_h + 16 * MT * kProbabilityStride;       // recompute only
+    bf16 *k_s = q_h + 16 * MT * q_tile_stride(a.head_dim);
+    bf16 *staged = q_h;  // ROPE (STORED: no q_h, no k_s)
     static_assert(!ROPE || STORED, "the fused form keeps the scores");
     const int32_t kv_head = blockIdx.y;
 
@@ -188,7 +197,11 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     const Range range = locate(a, rows, false);
     if (int32_t(blockIdx.z) >= range.active) return;  // an empty split: neither a partial nor a count
     const int32_t tiles = (range.end - range.begin + kTile - 1) / kTile;
-    if (!STORED) load_q(a, rows, range.rows, q_s);
+    if (!STORED) load_q(a, rows, range.rows, q_h);
+    // The probability rows past the block's stay zero (their products are never used).
+    for (int i = threadIdx.x; i < (16 * MT - range.rows) * kProbabilityStride; i += kThreads) {
+        p_h[range.rows * kProbabilityStride + i] = __float2bfloat16_rn(0.0f);
+    }
     if (tiles > 0) {
         const int32_t count = min(kTile, range.end - range.begin);
         load_tile(v_s, a.v_cache + rows.cache, a, kv_head, range.begin, count);
@@ -239,14 +252,19 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
             }
         }
     }
-    // Thread (rg, cg): columns 4 cg .. 4 cg + 3 of rows rg, rg + groups, ...
-    const int columns = a.head_dim / 4;
-    const int cg = threadIdx.x % columns;
-    const int rg = threadIdx.x / columns;
-    const int groups = kThreads / columns;
-    float acc[RPT][4];
+    // Warp w accumulates the n-tiles w, w + kWarps, ... (8 columns each) of every m-tile, in the
+    // MMA's accumulator layout: o[mt][c][0..1] row 16 mt + g, columns 8 n + 2t, + 1; o[mt][c][2..3]
+    // row 16 mt + g + 8 (n = w + kWarps c, g = lane / 4, t = lane % 4).
+    const int lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32;
+    const int g = lane / 4, t = lane % 4;
+    const int column_tiles = a.head_dim / 8;
+    const int v_stride = a.head_dim + kPad;
+    float o[MT][kMaxWarpColumnTiles][4];
 #pragma unroll
-    for (int i = 0; i < RPT; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int c = 0; c < kMaxWarpColumnTiles; ++c) o[mt][c][0] = o[mt][c][1] = o[mt][c][2] = o[mt][c][3] = 0.0f;
 
     for (int32_t tile = 0; tile < tiles; ++tile) {
         const int32_t first = range.begin + tile * kTile;
@@ -267,8 +285,7 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
         if (STORED) {
             // Thread t takes key t % kTile of rows t / kTile, + kThreads / kTile, ...: every stored
             // score of the tile is loaded before any is used (one memory latency per tile).
-            constexpr int kPer = ROWS * kTile / kThreads;
-            static_assert(ROWS * kTile % kThreads == 0, "whole rows per pass");
+            constexpr int kPer = (ROWS * kTile + kThreads - 1) / kThreads;
             const int key = threadIdx.x % kTile;
             const int32_t j = first + key;
             uint16_t bits[kPer];
@@ -283,70 +300,84 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
                 const int r = threadIdx.x / kTile + u * (kThreads / kTile);
                 if (r < range.rows) {
                     const bool valid = key < count && j <= rows.pos[r];
-                    p_s[r * (kTile + 1) + key] =
-                        valid ? to_probability(__uint_as_float(uint32_t(bits[u]) << 16), row_max[r], row_sum[r]) : 0.0f;
+                    const float p = valid ? to_probability(__uint_as_float(uint32_t(bits[u]) << 16), row_max[r], row_sum[r]) : 0.0f;
+                    p_h[r * kProbabilityStride + key] = __float2bfloat16_rn(p);  // exact: p is a bf16 value
                 }
             }
         } else {
-            float dots[SR];
-            tile_dots(q_s, k_s + (tile % kStages) * stage, a.head_dim, range.rows, dots);
-            const int key = threadIdx.x % kTile;
-            const int kg = threadIdx.x / kTile;
-            const int32_t j = first + key;
+            float d[MT][4];
+            tile_scores<MT>(q_h, k_s + (tile % kStages) * stage, a.head_dim, d);
 #pragma unroll
-            for (int i = 0; i < SR; ++i) {
-                const int r = kg + kKeyGroups * i;
-                if (r < range.rows) {
-                    p_s[r * (kTile + 1) + key] = key < count && j <= rows.pos[r]
-                                                     ? to_probability(to_score(dots[i], a.scale), row_max[r], row_sum[r])
-                                                     : 0.0f;
+            for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const int r = 16 * mt + g + 8 * (i / 2);
+                    const int key = warp * 8 + 2 * t + i % 2;
+                    const int32_t j = first + key;
+                    if (r < range.rows) {
+                        const float p = key < count && j <= rows.pos[r]
+                                            ? to_probability(to_score(d[mt][i], a.scale), row_max[r], row_sum[r])
+                                            : 0.0f;
+                        p_h[r * kProbabilityStride + key] = __float2bfloat16_rn(p);
+                    }
                 }
             }
         }
         __syncthreads();
-        if (rg < groups) {
-            const bf16 *v_col = v_s + (tile % kStages) * stage + cg * 4;
-            for (int key = 0; key < count; ++key) {
-                const uint2 raw = *reinterpret_cast<const uint2 *>(v_col + key * (a.head_dim + kPad));
-                const float v[4] = {bf16_low(raw.x), bf16_high(raw.x), bf16_low(raw.y), bf16_high(raw.y)};
+        // o += P V: the tile's 64 keys in 4 k-steps of 16 (bf16 products, fp32 sums by the MMA).
+        const bf16 *v_tile = v_s + (tile % kStages) * stage;
 #pragma unroll
-                for (int i = 0; i < RPT; ++i) {
-                    const int r = rg + groups * i;
-                    if (r < range.rows) {
-                        const float p = p_s[r * (kTile + 1) + key];
+        for (int ks = 0; ks < kTile / 16; ++ks) {
+            uint32_t pa[MT][4];
 #pragma unroll
-                        for (int c = 0; c < 4; ++c) acc[i][c] = __fmaf_rn(p, v[c], acc[i][c]);
-                    }
+            for (int mt = 0; mt < MT; ++mt) {
+                const bf16 *p0 = p_h + (16 * mt + g) * kProbabilityStride + 16 * ks + 2 * t;
+                pa[mt][0] = *reinterpret_cast<const uint32_t *>(p0);
+                pa[mt][1] = *reinterpret_cast<const uint32_t *>(p0 + 8 * kProbabilityStride);
+                pa[mt][2] = *reinterpret_cast<const uint32_t *>(p0 + 8);
+                pa[mt][3] = *reinterpret_cast<const uint32_t *>(p0 + 8 * kProbabilityStride + 8);
+            }
+#pragma unroll
+            for (int c = 0; c < kMaxWarpColumnTiles; ++c) {
+                const int n = warp + kWarps * c;
+                if (n < column_tiles) {  // uniform in the warp
+                    uint32_t b0, b1;
+                    ldmatrix_x2_trans(b0, b1, v_tile + (16 * ks + lane % 16) * v_stride + 8 * n);
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) mma_bf16(o[mt][c], pa[mt], b0, b1);
                 }
             }
         }
         __syncthreads();  // the tiles are free for the copy two tiles on
     }
 
-    if (range.active == 1) {  // the only split with keys: out directly (what the merge of one partial writes)
-        if (rg < groups) {
+    // This thread's outputs: rows 16 mt + g (+ 8), columns 8 n + 2t, + 1 of its warp's n-tiles.
+    const bool direct = range.active == 1;  // the only split with keys: out directly (what the merge of one partial writes)
 #pragma unroll
-            for (int i = 0; i < RPT; ++i) {
-                const int r = rg + groups * i;
-                if (r < range.rows) {
-                    float x[4] = {acc[i][0], acc[i][1], acc[i][2], acc[i][3]};
-                    if (rows.pos[r] < 0) x[0] = x[1] = x[2] = x[3] = NAN;
-                    store4(a.out + int64_t(rows.token[r]) * a.out_stride + int64_t(rows.head[r]) * a.head_dim + cg * 4, x);
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int c = 0; c < kMaxWarpColumnTiles; ++c) {
+            const int n = warp + kWarps * c;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = 16 * mt + g + 8 * h;
+                if (n < column_tiles && r < range.rows) {
+                    const int col = 8 * n + 2 * t;
+                    float x0 = o[mt][c][2 * h], x1 = o[mt][c][2 * h + 1];
+                    if (direct) {
+                        if (rows.pos[r] < 0) x0 = x1 = NAN;
+                        *reinterpret_cast<__nv_bfloat162 *>(a.out + int64_t(rows.token[r]) * a.out_stride +
+                                                            int64_t(rows.head[r]) * a.head_dim + col) =
+                            __floats2bfloat162_rn(x0, x1);
+                    } else {
+                        float *dst = a.partial + (int64_t(rows.id[r]) * a.splits + blockIdx.z) * a.head_dim + col;
+                        *reinterpret_cast<float2 *>(dst) = make_float2(x0, x1);
+                    }
                 }
             }
         }
-        return;
     }
-    if (rg < groups) {
-#pragma unroll
-        for (int i = 0; i < RPT; ++i) {
-            const int r = rg + groups * i;
-            if (r < range.rows) {
-                float *dst = a.partial + (int64_t(rows.id[r]) * a.splits + blockIdx.z) * a.head_dim + cg * 4;
-                *reinterpret_cast<float4 *>(dst) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
-            }
-        }
-    }
+    if (direct) return;
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -357,6 +388,7 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     if (!last_block) return;
     __threadfence();
     // The chunk's last block: out = bf16(sum of the splits' partials, in split order).
+    const int columns = a.head_dim / 4;
     for (int i = threadIdx.x; i < range.rows * columns; i += kThreads) {
         const int r = i / columns;
         const int c4 = i - r * columns;
@@ -376,46 +408,29 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
     }
 }
 
-template <int ROWS, int RPT, bool STORED, bool ROPE>
+template <int ROWS, bool STORED, bool ROPE>
 int launch_attention(const AttentionArgs &a, dim3 grid, bool pdl, void *stream) {
-    const size_t scores_bytes = scores_shared_bytes(a.block_rows, a.head_dim) + staged_bytes(a);
-    const size_t values_bytes = values_shared_bytes(a.block_rows, a.head_dim, STORED) + staged_bytes(a);
+    constexpr int MT = m_tiles<ROWS>();
+    const size_t scores_bytes = scores_shared_bytes(MT, a.head_dim) + staged_bytes(a);
+    const size_t values_bytes = values_shared_bytes(MT, a.head_dim, STORED) + staged_bytes(a);
     int error = allow_shared(attention_scores_kernel<ROWS, STORED, ROPE>, scores_bytes);
-    if (error == 0) error = allow_shared(attention_values_kernel<ROWS, RPT, STORED, ROPE>, values_bytes);
+    if (error == 0) error = allow_shared(attention_values_kernel<ROWS, STORED, ROPE>, values_bytes);
     if (error != 0) return error;
     error = launch(attention_scores_kernel<ROWS, STORED, ROPE>, grid, dim3(kThreads), scores_bytes, stream, pdl, a);
     if (error != 0) return error;
-    return launch(attention_values_kernel<ROWS, RPT, STORED, ROPE>, grid, dim3(kThreads), values_bytes, stream, pdl, a);
+    return launch(attention_values_kernel<ROWS, STORED, ROPE>, grid, dim3(kThreads), values_bytes, stream, pdl, a);
 }
 
-template <int ROWS, int RPT, bool STORED>
-int launch_attention(const AttentionArgs &a, dim3 grid, bool pdl, void *stream) {
-    if constexpr (STORED) {
-        if (a.k_new != nullptr) return launch_attention<ROWS, RPT, true, true>(a, grid, pdl, stream);
-    }
-    return launch_attention<ROWS, RPT, STORED, false>(a, grid, pdl, stream);
-}
-
-// The values kernel's rows per thread: ROWS over the fewest row groups of the head_dim class
-// (kThreads / (head_dim / 4) columns: at least 16 up to head_dim 64, 8 up to 128, 4 up to 256).
 template <int ROWS>
-int dispatch_head_dim(const AttentionArgs &a, dim3 grid, bool stored, bool pdl, void *stream) {
-    constexpr int kGroups64 = kThreads / 16, kGroups128 = kThreads / 32, kGroups256 = kThreads / 64;
-    constexpr int kRpt64 = (ROWS + kGroups64 - 1) / kGroups64, kRpt128 = (ROWS + kGroups128 - 1) / kGroups128,
-                  kRpt256 = (ROWS + kGroups256 - 1) / kGroups256;
+int dispatch_rows(const AttentionArgs &a, dim3 grid, bool stored, bool pdl, void *stream) {
     if (!stored) {
         // Only a call of more than kStoredTokens tokens per sequence recomputes scores: its blocks
         // have kRows rows (block_rows_for).
-        if constexpr (ROWS == kRows) {
-            if (a.head_dim <= 64) return launch_attention<ROWS, kRpt64, false>(a, grid, pdl, stream);
-            if (a.head_dim <= 128) return launch_attention<ROWS, kRpt128, false>(a, grid, pdl, stream);
-            return launch_attention<ROWS, kRpt256, false>(a, grid, pdl, stream);
-        }
+        if constexpr (ROWS == kRows) return launch_attention<ROWS, false, false>(a, grid, pdl, stream);
         return AR4J_LLAMA_ERROR_INVALID_ARGUMENT;
     }
-    if (a.head_dim <= 64) return launch_attention<ROWS, kRpt64, true>(a, grid, pdl, stream);
-    if (a.head_dim <= 128) return launch_attention<ROWS, kRpt128, true>(a, grid, pdl, stream);
-    return launch_attention<ROWS, kRpt256, true>(a, grid, pdl, stream);
+    if (a.k_new != nullptr) return launch_attention<ROWS, true, true>(a, grid, pdl, stream);
+    return launch_attention<ROWS, true, false>(a, grid, pdl, stream);
 }
 
 // The block's rows: the least of 4, 8, 16 and kRows that holds all rows of one sequence
@@ -600,10 +615,10 @@ int prepare_attention(AttentionArgs &a, Chunking &c, const void *q, int64_t q_ro
 int dispatch_attention(const AttentionArgs &a, const Chunking &c, int32_t pdl, void *stream) {
     const dim3 grid{unsigned(c.chunks), unsigned(a.n_kv_heads), unsigned(a.splits)};
     const bool use_pdl = pdl != 0;
-    if (c.rows_per_block == 4) return dispatch_head_dim<4>(a, grid, c.stored, use_pdl, stream);
-    if (c.rows_per_block == 8) return dispatch_head_dim<8>(a, grid, c.stored, use_pdl, stream);
-    if (c.rows_per_block == 16) return dispatch_head_dim<16>(a, grid, c.stored, use_pdl, stream);
-    return dispatch_head_dim<kRows>(a, grid, c.stored, use_pdl, stream);
+    if (c.rows_per_block == 4) return dispatch_rows<4>(a, grid, c.stored, use_pdl, stream);
+    if (c.rows_per_block == 8) return dispatch_rows<8>(a, grid, c.stored, use_pdl, stream);
+    if (c.rows_per_block == 16) return dispatch_rows<16>(a, grid, c.stored, use_pdl, stream);
+    return dispatch_rows<kRows>(a, grid, c.stored, use_pdl, stream);
 }
 
 }  // namespace

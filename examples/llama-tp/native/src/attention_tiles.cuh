@@ -1,29 +1,35 @@
 // The decode attention's data layout and per-tile steps, shared by its two kernels (attention.cu):
 // the block's query rows and key range, cp.async tiles of K or V in shared memory, the q . k dots
-// of a tile, and the bf16 rounding points of scores and probabilities.
+// of a tile on tensor cores, and the bf16 rounding points of scores and probabilities.
 #pragma once
 
+#include "mma.cuh"
 #include "rope.cuh"
 
 namespace ar4j_llama {
 namespace {
 
-constexpr int kThreads = 256;  // 4 key groups of 64 keys: a thread holds a quarter of the block's rows
+constexpr int kThreads = 256;  // 8 warps: in kernel 1 warp w computes keys 8w .. 8w + 7 of each tile
 constexpr int kRows = 32;      // query rows per block, at most (decode's few rows get a smaller block: see ROWS)
 constexpr int kTile = 64;      // keys per shared-memory tile
 constexpr int kStages = 2;     // tiles in flight per block (cp.async double buffering)
 constexpr int kPad = 8;        // bf16 padding per tile row: 16-byte reads of 8 consecutive rows hit distinct banks
-constexpr int kKeyGroups = kThreads / kTile;                // kernel 1: threads per key
-// Kernel 1's query rows per thread in a block of ROWS rows. The kernels are compiled for ROWS = 4,
-// 8, 16 and kRows: a decode step's block (one token's group of query heads) then runs code with no
-// row it skips. Skipped, fully unrolled row bodies are jumps across code that each miss the
-// instruction cache: with ROWS = kRows such misses made most of a decode block's ~10 us.
+constexpr int kWarps = kThreads / 32;
+static_assert(kWarps * 8 == kTile, "kernel 1: a warp's 8 keys of a tile (one MMA n-tile)");
+// The 16-row MMA m-tiles of a block of ROWS query rows (4, 8, 16: one; kRows: two). The kernels are
+// compiled per ROWS, so a decode step's block runs no code for rows it does not have.
 template <int ROWS>
-constexpr int score_rows() { return ROWS / kKeyGroups; }
+constexpr int m_tiles() { return (ROWS + 15) / 16; }
+// Shared-memory rows of bf16 q (kernel 1, and kernel 2 when it computes the scores again): the
+// m-tiles' rows, each head_dim + kPad wide (32-bit fragment loads of 8 rows in distinct banks);
+// the rows past the block's are zero.
+__host__ __device__ __forceinline__ int32_t q_tile_stride(int32_t head_dim) { return head_dim + kPad; }
+// Kernel 2's probabilities, bf16 (each is a bf16 value), [m-tile rows][kTile + kPad].
+constexpr int kProbabilityStride = kTile + kPad;
 constexpr int kStoredTokens = AR4J_LLAMA_MAX_ATTENTION_STORED_TOKENS;
 static_assert(AR4J_LLAMA_MAX_ROPE_ATTENTION_ROWS == kRows, "the fused form's rows: one block's");
 constexpr unsigned int kFullMask = 0xffffffffu;
-static_assert(kThreads % kTile == 0 && kRows % kKeyGroups == 0 && 4 % kKeyGroups == 0, "tile geometry");
+static_assert(kRows % 16 == 0 && kRows <= 32, "tile geometry: at most two m-tiles");
 
 struct AttentionArgs {
     const bf16 *q;
@@ -138,40 +144,50 @@ __device__ Range locate(const AttentionArgs &a, Rows<ROWS> &rows, bool report_er
     return Range{count, rows.range[0], rows.range[1], rows.range[2]};
 }
 
-// q_s[r][e] = fp32(q of row r), 16-byte loads through L2 (q is the preceding grid's output).
+// Zeroes q_h's rows count .. 16 * m_tiles<ROWS>() - 1 (the m-tiles' rows past the block's).
 template <int ROWS>
-__device__ __forceinline__ void load_q(const AttentionArgs &a, const Rows<ROWS> &rows, int32_t count, float *q_s) {
+__device__ __forceinline__ void zero_q_rows(const AttentionArgs &a, int32_t count, bf16 *q_h) {
+    const int stride = q_tile_stride(a.head_dim);
+    const int total = (16 * m_tiles<ROWS>() - count) * stride;
+    for (int i = threadIdx.x; i < total; i += kThreads) q_h[count * stride + i] = __float2bfloat16_rn(0.0f);
+}
+
+// q_h[r][e] = q of row r (bf16), 16-byte loads through L2 (q is the preceding grid's output).
+template <int ROWS>
+__device__ __forceinline__ void load_q(const AttentionArgs &a, const Rows<ROWS> &rows, int32_t count, bf16 *q_h) {
     const int units = a.head_dim / 8;
+    const int stride = q_tile_stride(a.head_dim);
     for (int i = threadIdx.x; i < count * units; i += kThreads) {
         const int r = i / units;
         const int u = i - r * units;
         const uint4 raw = __ldcg(reinterpret_cast<const uint4 *>(a.q + int64_t(rows.token[r]) * a.q_stride +
                                                                  int64_t(rows.head[r]) * a.head_dim) + u);
-        float4 *dst = reinterpret_cast<float4 *>(q_s + r * a.head_dim + u * 8);
-        dst[0] = make_float4(bf16_low(raw.x), bf16_high(raw.x), bf16_low(raw.y), bf16_high(raw.y));
-        dst[1] = make_float4(bf16_low(raw.z), bf16_high(raw.z), bf16_low(raw.w), bf16_high(raw.w));
+        *reinterpret_cast<uint4 *>(q_h + r * stride + u * 8) = raw;
     }
+    zero_q_rows<ROWS>(a, count, q_h);
 }
 
 __device__ __forceinline__ float load_bf16_cg(const bf16 *p) {
     return __uint_as_float(uint32_t(__ldcg(reinterpret_cast<const unsigned short *>(p))) << 16);
 }
 
-// The fused form's q_s: each row's query rotated for its position, the fp32 of the bf16 values
+// The fused form's q_h: each row's query rotated for its position, the bf16 values
 // ar4j_llama_rope_kv_append would leave in q (a row at no valid position: its query as it is).
 template <int ROWS>
 __device__ __forceinline__ void load_q_rotated(const AttentionArgs &a, const Rows<ROWS> &rows, int32_t count,
-                                               float *q_s) {
+                                               bf16 *q_h) {
     const int half = a.head_dim / 2;
+    const int stride = q_tile_stride(a.head_dim);
     for (int i = threadIdx.x; i < count * half; i += kThreads) {
         const int r = i / half;
         const int e = i - r * half;
         const bf16 *src = a.q + int64_t(rows.token[r]) * a.q_stride + int64_t(rows.head[r]) * a.head_dim;
         float2 x = make_float2(load_bf16_cg(src + e), load_bf16_cg(src + e + half));
         if (rows.pos[r] >= 0) x = rotated(x.x, x.y, rope_cos_sin(a.inv_freq, a.attention_scaling, rows.pos[r], e));
-        q_s[r * a.head_dim + e] = x.x;
-        q_s[r * a.head_dim + e + half] = x.y;
+        q_h[r * stride + e] = __float2bfloat16_rn(x.x);  // exact: x holds bf16 values
+        q_h[r * stride + e + half] = __float2bfloat16_rn(x.y);
     }
+    zero_q_rows<ROWS>(a, count, q_h);
 }
 
 // The fused form: the block's sequence's new tokens (slot u: the token of rows u * group, one
@@ -231,49 +247,63 @@ __device__ __forceinline__ bool patch_tile(const AttentionArgs &a, const Rows<RO
     return true;
 }
 
-// Starts the copy of `count` cache rows (keys first .. first + count - 1 of kv_head) into a tile.
+// Starts the copy of `count` cache rows (keys first .. first + count - 1 of kv_head) into a tile;
+// the tile's rows past them are zero-filled without a read (the MMAs read whole tiles: a zero
+// value row times a zero probability adds 0, where stale shared memory could hold a NaN).
 __device__ __forceinline__ void load_tile(bf16 *tile, const bf16 *cache, const AttentionArgs &a, int32_t kv_head,
                                           int32_t first, int32_t count) {
     const int units = a.head_dim / 8;
     const int stride = a.head_dim + kPad;
-    for (int i = threadIdx.x; i < count * units; i += kThreads) {
+    for (int i = threadIdx.x; i < kTile * units; i += kThreads) {
         const int key = i / units;
         const int u = i - key * units;
-        cp_async16(tile + key * stride + u * 8,
-                   cache + (int64_t(first + key) * a.n_kv_heads + kv_head) * a.head_dim + u * 8);
+        const bool in = key < count;
+        cp_async16_or_zero(tile + key * stride + u * 8,
+                           cache + (int64_t(in ? first + key : first) * a.n_kv_heads + kv_head) * a.head_dim + u * 8,
+                           in);
     }
 }
 
-// acc[i] = q(row kg + kKeyGroups * i) . k(key threadIdx.x % kTile of the tile), fp32 fma in
-// element order (rows >= count left 0). kg = threadIdx.x / kTile.
-template <int SR>
-__device__ __forceinline__ void tile_dots(const float *q_s, const bf16 *tile, int32_t head_dim, int32_t count,
-                                          float (&acc)[SR]) {
-    const int key = threadIdx.x % kTile;
-    const int kg = threadIdx.x / kTile;
-    const bf16 *k_row = tile + key * (head_dim + kPad);
+// The scores' dots of one tile on tensor cores: warp w takes keys 8w .. 8w + 7 (an n-tile) of
+// every m-tile of q_h. With g = lane / 4, t = lane % 4: d[mt][0], d[mt][1] = q(row 16 mt + g) .
+// k(keys 8w + 2t, 8w + 2t + 1); d[mt][2], d[mt][3] the same for row 16 mt + g + 8. bf16 products
+// summed in fp32 by the MMA, 16 elements a step, the steps in element order; a head_dim of 8 mod 16
+// adds its last 8 elements by fma in element order. A fixed sequence of operations: the same
+// inputs give the same bits in both kernels.
+template <int MT>
+__device__ __forceinline__ void tile_scores(const bf16 *q_h, const bf16 *tile, int32_t head_dim, float (&d)[MT][4]) {
+    const int lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int stride = head_dim + kPad;  // q_tile_stride and the tiles' row stride
+    const bf16 *k_row = tile + (threadIdx.x / 32 * 8 + g) * stride + 2 * t;
+    const bf16 *q_row = q_h + g * stride + 2 * t;
 #pragma unroll
-    for (int i = 0; i < SR; ++i) acc[i] = 0.0f;
-    for (int e = 0; e < head_dim; e += 8) {
-        const uint4 raw = *reinterpret_cast<const uint4 *>(k_row + e);
-        const float k[8] = {bf16_low(raw.x), bf16_high(raw.x), bf16_low(raw.y), bf16_high(raw.y),
-                            bf16_low(raw.z), bf16_high(raw.z), bf16_low(raw.w), bf16_high(raw.w)};
+    for (int mt = 0; mt < MT; ++mt) d[mt][0] = d[mt][1] = d[mt][2] = d[mt][3] = 0.0f;
+    const int full = head_dim & ~15;
+#pragma unroll 4
+    for (int e = 0; e < full; e += 16) {
+        const uint32_t b0 = *reinterpret_cast<const uint32_t *>(k_row + e);
+        const uint32_t b1 = *reinterpret_cast<const uint32_t *>(k_row + e + 8);
 #pragma unroll
-        for (int i = 0; i < SR; ++i) {
-            const int r = kg + kKeyGroups * i;
-            if (r < count) {
-                const float4 q0 = *reinterpret_cast<const float4 *>(q_s + r * head_dim + e);
-                const float4 q1 = *reinterpret_cast<const float4 *>(q_s + r * head_dim + e + 4);
-                float x = acc[i];
-                x = __fmaf_rn(q0.x, k[0], x);
-                x = __fmaf_rn(q0.y, k[1], x);
-                x = __fmaf_rn(q0.z, k[2], x);
-                x = __fmaf_rn(q0.w, k[3], x);
-                x = __fmaf_rn(q1.x, k[4], x);
-                x = __fmaf_rn(q1.y, k[5], x);
-                x = __fmaf_rn(q1.z, k[6], x);
-                x = __fmaf_rn(q1.w, k[7], x);
-                acc[i] = x;
+        for (int mt = 0; mt < MT; ++mt) {
+            const bf16 *q0 = q_row + 16 * mt * stride + e;
+            const uint32_t a[4] = {*reinterpret_cast<const uint32_t *>(q0),
+                                   *reinterpret_cast<const uint32_t *>(q0 + 8 * stride),
+                                   *reinterpret_cast<const uint32_t *>(q0 + 8),
+                                   *reinterpret_cast<const uint32_t *>(q0 + 8 * stride + 8)};
+            mma_bf16(d[mt], a, b0, b1);
+        }
+    }
+    if (full < head_dim) {  // the last 8 elements
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const bf16 *q = q_h + (16 * mt + g + 8 * (i / 2)) * stride;
+                const bf16 *k = tile + (threadIdx.x / 32 * 8 + 2 * t + i % 2) * stride;
+                float x = d[mt][i];
+                for (int e = full; e < head_dim; ++e) x = __fmaf_rn(__bfloat162float(q[e]), __bfloat162float(k[e]), x);
+                d[mt][i] = x;
             }
         }
     }

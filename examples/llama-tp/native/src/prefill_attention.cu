@@ -9,7 +9,7 @@
 // 16 rows a warp; earlier, 157 ms through cuBLAS's batched GEMMs around a softmax kernel and 172 ms
 // with a two-walk form that first found each row's max and sum to round every probability at eager
 // attention's point. RESULTS.md has the figures.
-#include "common.cuh"
+#include "mma.cuh"
 
 namespace ar4j_llama {
 namespace {
@@ -23,34 +23,6 @@ constexpr int kMTiles = 2;  // 16-row m-tiles per warp
 constexpr int kKeys = 64;     // keys per tile
 constexpr int kThreadsFa = 32 * kWarpsFa;
 constexpr int kPad = 8;       // bf16 of padding per shared row: ldmatrix's 8 rows fall in different banks
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(shared_address(p)));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(shared_address(p)));
-}
-
-// c += a . b for one 16x8x16 tile.
-__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    uint32_t bits;
-    memcpy(&bits, &v, sizeof(bits));
-    return bits;
-}
 
 // Issues the copies of a tile of kTileRows rows x D bf16 from global (row stride in elements) into shared
 // (row stride D + kPad), 16 bytes a copy through L2; rows at or past `valid` are zero-filled without a
