@@ -107,6 +107,10 @@ int main(int argc, char **argv) {
         {"verify of 4, head_dim 256 (16-row blocks)", 4, 8, 2, 256, 512, 200, 4, false},
         {"verify head_dim 80", 3, 6, 3, 80, 512, 200, 5, false},
         {"decode head_dim 96", 1, 2, 1, 96, 300, 299, 1, false},
+        // head_dim 8 mod 16: the dots' last 8 elements outside the 16-wide MMA steps.
+        {"decode head_dim 72", 1, 8, 2, 72, 300, 250, 4, true},
+        {"verify head_dim 40, 2 m-tile rows", 5, 8, 1, 40, 256, 200, 3, false},
+        {"prefill head_dim 24 (scores computed twice)", 12, 4, 2, 24, 64, 0, 2, true},
         {"decode at 131071", 1, 2, 1, 128, 131072, 131071, 64, true},
     };
     for (const AttentionCase &c : cases) check_attention(c);
