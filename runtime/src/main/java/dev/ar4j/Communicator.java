@@ -13,6 +13,7 @@ import dev.ar4j.dispatch.Decision;
 import dev.ar4j.dispatch.Topology;
 import dev.ar4j.internal.engine.CaptureRecorder;
 import dev.ar4j.internal.engine.Engine;
+import dev.ar4j.internal.engine.HardwareQueues;
 import dev.ar4j.internal.engine.LocalGroup;
 import dev.ar4j.internal.engine.Settings;
 import dev.ar4j.internal.rendezvous.AbortSignal;
@@ -123,13 +124,22 @@ public final class Communicator implements AutoCloseable {
      * appear more than once (ranks sharing one GPU; build them with {@code nccl(false)}, as NCCL
      * refuses two ranks on one GPU).
      *
+     * Ranks sharing a GPU need a hardware work queue for each of their streams (their own and their
+     * communicator's side stream): k of them need {@code CUDA_DEVICE_MAX_CONNECTIONS} of at least 2k
+     * (CUDA's default is 8, so up to 4 ranks a GPU; 32, its most, allows 16). Fewer, and a rank's
+     * kernels could queue behind a peer's all-reduce that waits for them: the group is refused before
+     * anything is built.
+     *
      * @param devices   the CUDA ordinals, one per rank
      * @param configure applied to every rank's builder (staging size, policy, ...), may be null
      * @return the communicators, rank i at index i, each driving {@code devices[i]}
+     * @throws ConfigurationException if more ranks share a GPU than {@code CUDA_DEVICE_MAX_CONNECTIONS}
+     *     gives queues for (the message names the GPU, the count and the setting to use)
      */
     public static List<Communicator> localGroup(int[] devices, Consumer<Builder> configure) {
         Objects.requireNonNull(devices, "devices");
         int[] ordinals = devices.clone();
+        HardwareQueues.checkLocalGroup(ordinals, System.getenv(HardwareQueues.VARIABLE));
         return LocalGroup.build(ordinals.length, (rank, rendezvous) -> {
             Builder b = builder();
             if (configure != null) {

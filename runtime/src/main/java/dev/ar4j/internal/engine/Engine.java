@@ -71,6 +71,13 @@ public final class Engine implements AutoCloseable {
         if (hazard != null) {
             LOG.log(Level.WARNING, hazard);
         }
+        // Communicator.localGroup refuses such a group; ranks of one process built otherwise are warned.
+        String queues = kernels == null || !group.sameProcess ? null : HardwareQueues.hazard(group.device,
+                (int) group.peers.stream().filter(p -> p.device() == group.device).count(),
+                System.getenv(HardwareQueues.VARIABLE));
+        if (queues != null) {
+            LOG.log(Level.WARNING, "ar4j: " + queues);
+        }
     }
 
     /**
