@@ -36,9 +36,13 @@
 // be reading this rank's input when this rank's wait gives up, returns, and its stream's next
 // work overwrites that input. The rank that gave up poisoned the group before it returned, so
 // the pull kernels (1-stage, 2-stage, fused 1-stage) read the poison words once more after their
-// last barrier (after a system-scope fence, so the read is ordered after every peer read of the
-// launch): poisoned, and the block writes NaN over the whole output, as a block that gives up.
-// A peer that read an overwritten input therefore never leaves it in its output.
+// last barrier: poisoned, and the block writes NaN over the whole output, as a block that gives up.
+// A peer that read an overwritten input therefore never leaves it in its output. The read needs no
+// fence before it: every peer load of the block returned before the barrier (its value was summed
+// and stored before the barrier's __syncthreads), so the read, issued after, is performed after all
+// of them; a load that saw the overwrite saw a write made after the poison (the giving-up rank's
+// poison_group fences at system scope before it returns). A fence.acq_rel.sys there cost 0.7 us a
+// call (docs/verification/kernels.md, "The last barrier's check").
 //
 // Entry protocol (every kernel, thread 0, after griddepcontrol.wait): take a ticket for the
 // block index (atomicAdd) and read `done` and the poison word, all in flight together with the
@@ -138,9 +142,6 @@ __device__ __forceinline__ PoisonPair load_poison_pair(const Signal *s) {
 // The kernels' poison word if set, else the hosts' (0: healthy).
 __device__ __forceinline__ unsigned long long load_poison(const Signal *s) { return load_poison_pair(s).value(); }
 
-// Orders this thread's earlier accesses (and, after a __syncthreads, its block's) before its later
-// ones at system scope.
-__device__ __forceinline__ void fence_acq_rel_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
 
 // p.peers[i] for a run-time i without copying the parameter array to local memory.
 template <int WS>
@@ -281,14 +282,14 @@ __device__ __forceinline__ bool block_barrier(const Params &p, uint32_t &counter
 }
 
 // After a pull kernel's last barrier, with every wait of the block done (the caller's
-// __syncthreads before): thread 0 reads the poison words, after a system-scope fence that orders
-// the read after every peer value the block loaded (each was stored before that __syncthreads).
+// __syncthreads before): thread 0 reads the poison words (a strong system-scope load, never a stale
+// cached copy). Every peer value the block loaded was used before that __syncthreads, so those loads
+// are complete and the read comes after them (see "Last barrier" above for why no fence is needed).
 // False (for the whole block) if a wait gave up or the group is poisoned: the caller writes NaN.
 template <int WS>
 __device__ __forceinline__ bool clean_after_last_barrier(const Params &p, volatile int *abort_flag) {
     if (threadIdx.x == 0) {
         if (*abort_flag == 0) {
-            fence_acq_rel_sys();
             const unsigned long long v = load_poison(p.self);
             if (v != 0) {
                 note_poison(p, v);
