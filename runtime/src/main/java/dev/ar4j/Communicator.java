@@ -124,9 +124,10 @@ public final class Communicator implements AutoCloseable {
      * appear more than once (ranks sharing one GPU; build them with {@code nccl(false)}, as NCCL
      * refuses two ranks on one GPU).
      *
-     * Ranks sharing a GPU need a hardware work queue for each of their streams (their own and their
-     * communicator's side stream): k of them need {@code CUDA_DEVICE_MAX_CONNECTIONS} of at least 2k
-     * (CUDA's default is 8, so up to 4 ranks a GPU; 32, its most, allows 16). Fewer, and a rank's
+     * <p>Ranks sharing a GPU need a hardware work queue for each of their streams (their own and their
+     * communicator's side stream; a split's communicators add one each): k of them need
+     * {@code CUDA_DEVICE_MAX_CONNECTIONS} of at least 2k (CUDA's default is 8, so up to 4 ranks a GPU; 32, its
+     * most, allows 16). Fewer, and a rank's
      * kernels could queue behind a peer's all-reduce that waits for them: the group is refused before
      * anything is built.
      *

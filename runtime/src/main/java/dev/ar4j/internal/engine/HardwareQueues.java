@@ -2,15 +2,15 @@ package dev.ar4j.internal.engine;
 
 import dev.ar4j.ConfigurationException;
 
-import java.util.HashMap;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * Whether the ranks of one process that share a GPU have a hardware work queue for each of their
  * streams. CUDA maps a context's streams onto {@code CUDA_DEVICE_MAX_CONNECTIONS} queues per device
  * (8 unless set, at most 32); two streams on one queue run in the order their work was queued. Each
  * rank issues on its own stream and its communicator on a side stream, so k ranks sharing a GPU use
- * at least 2k streams: past the queues, a rank's kernels can be queued behind a peer's all-reduce that
+ * at least 2k streams (a split's communicators add a side stream each): past the queues, a rank's kernels can be queued behind a peer's all-reduce that
  * spins waiting for them, and the group fails at the kernel timeout ({@code PeerTimeoutException};
  * seen with eight ranks on one H100, a test in ten). One rank per GPU never shares a queue with a peer.
  */
@@ -81,17 +81,19 @@ public final class HardwareQueues {
      * @throws ConfigurationException naming the GPU, the ranks, the setting and the remedy
      */
     public static void checkLocalGroup(int[] devices, String value) {
-        Map<Integer, Integer> perDevice = new HashMap<>();
+        Map<Integer, Integer> perDevice = new TreeMap<>();  // by device: the lowest of equally busy GPUs is named
         for (int d : devices) {
             perDevice.merge(d, 1, Integer::sum);
         }
-        int busiest = devices.length == 0 ? 0 : devices[0];
+        int busiest = -1;
+        int most = 0;
         for (Map.Entry<Integer, Integer> e : perDevice.entrySet()) {
-            if (e.getValue() > perDevice.get(busiest) || e.getValue().equals(perDevice.get(busiest)) && e.getKey() < busiest) {
+            if (e.getValue() > most) {
+                most = e.getValue();
                 busiest = e.getKey();
             }
         }
-        String hazard = devices.length == 0 ? null : hazard(busiest, perDevice.get(busiest), value);
+        String hazard = hazard(busiest, most, value);
         if (hazard != null) {
             throw new ConfigurationException("ar4j: this local group cannot run safely: " + hazard);
         }
