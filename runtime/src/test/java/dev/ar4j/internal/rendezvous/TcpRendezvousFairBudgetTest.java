@@ -61,6 +61,7 @@ class TcpRendezvousFairBudgetTest {
             CountDownLatch connected = new CountDownLatch(WORLD);
             CountDownLatch go = new CountDownLatch(1);
             CountDownLatch fillersRefused = new CountDownLatch(FILLERS);
+            CountDownLatch finished = new CountDownLatch(WORLD);
             List<Thread> ranks = new ArrayList<>();
             for (int r = 0; r < WORLD; r++) {
                 int rank = r;
@@ -70,15 +71,23 @@ class TcpRendezvousFairBudgetTest {
                             .connectTimeout(Duration.ofSeconds(30)).closeLinger(Duration.ZERO).connect()) {
                         connected.countDown();
                         go.await();
-                        if (rank < FILLERS) {
-                            fill(rendezvous, rank, refusals, failures);
-                            fillersRefused.countDown();
-                        } else {
-                            exchangeSmallValues(rendezvous, rank, "during", failures);
-                            assertTrue(fillersRefused.await(60, TimeUnit.SECONDS), "the fillers were never all refused");
-                            exchangeSmallValues(rendezvous, rank, "after", failures);
+                        try {
+                            if (rank < FILLERS) {
+                                fill(rendezvous, rank, refusals, failures);
+                                fillersRefused.countDown();
+                                assertTrue(fillersRefused.await(60, TimeUnit.SECONDS),
+                                        "the fillers were never all refused");
+                                assertStillRefused(rendezvous, rank, failures);
+                            } else {
+                                exchangeSmallValues(rendezvous, rank, "during", failures);
+                                assertTrue(fillersRefused.await(60, TimeUnit.SECONDS),
+                                        "the fillers were never all refused");
+                                exchangeSmallValues(rendezvous, rank, "after", failures);
+                            }
+                        } finally {
+                            finished.countDown();
                         }
-                        rendezvous.barrier("done", Duration.ofSeconds(60));
+                        awaitAllFinished(finished, rank, failures);
                     } catch (Throwable e) {
                         failures.add("rank " + rank + ": " + e);
                     }
@@ -107,6 +116,23 @@ class TcpRendezvousFairBudgetTest {
     }
 
     /**
+     * Keeps the rank's rendezvous open until every rank is done, so that none is seen leaving while
+     * others still work. This is a latch of the test's JVM, not a barrier of the store: a filler has
+     * taken its whole share, and whether the few common bytes left hold even a barrier's arrival
+     * (88 bytes) depends on how the fillers' last SETs interleaved. Such a SET is refused by design.
+     */
+    private static void awaitAllFinished(CountDownLatch finished, int rank, ConcurrentLinkedQueue<String> failures) {
+        try {
+            if (!finished.await(60, TimeUnit.SECONDS)) {
+                failures.add("rank " + rank + ": the other ranks did not finish within 60 s");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            failures.add("rank " + rank + ": interrupted waiting for the other ranks");
+        }
+    }
+
+    /**
      * Takes all the store it can: SETs 1 MiB values under new keys until refused for want of share,
      * then 64 KiB values, then 4 KiB ones, so that not even a small value of its fits any more.
      */
@@ -131,6 +157,21 @@ class TcpRendezvousFairBudgetTest {
             }
         }
         refusals.add(last);
+    }
+
+    /**
+     * Once every filler is refused, what is left of the common bytes is less than one 4 KiB SET's
+     * charge, and nothing releases any: a filler's 16 KiB SET must be refused too.
+     */
+    private static void assertStillRefused(TcpRendezvous rendezvous, int rank, ConcurrentLinkedQueue<String> failures) {
+        try {
+            rendezvous.set("fill-" + rank + "-after", new byte[16 << 10]);
+            failures.add("filler rank " + rank + " stored 16 KiB after every filler was refused");
+        } catch (RendezvousQuotaExceededException expected) {
+            if (!expected.getMessage().contains("over its reserve")) {
+                failures.add("filler rank " + rank + " refused without naming its reserve: " + expected.getMessage());
+            }
+        }
     }
 
     /** Twenty SETs of 4 KiB and a read of each: every one must succeed. */
