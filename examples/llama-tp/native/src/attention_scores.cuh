@@ -82,8 +82,8 @@ __global__ void __launch_bounds__(kThreads) attention_scores_kernel(AttentionArg
         for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-                const int r = 16 * mt + g + 8 * (i / 2);
-                const int32_t j = first + warp * 8 + 2 * t + i % 2;
+                const int r = score_row(mt, g, i);
+                const int32_t j = first + score_key(warp, t, i);
                 if (r < range.rows && j < range.end && j <= rows.pos[r]) {
                     const float s = to_score(d[mt][i], a.scale);
                     if (STORE) a.scores[int64_t(rows.id[r]) * a.max_positions + j] = __bfloat16_as_ushort(__float2bfloat16_rn(s));

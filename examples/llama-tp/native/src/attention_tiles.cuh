@@ -264,6 +264,11 @@ __device__ __forceinline__ void load_tile(bf16 *tile, const bf16 *cache, const A
     }
 }
 
+// Where tile_scores puts accumulator element i of m-tile mt for lane (g, t) of warp w: its row
+// among the block's rows and its key in the tile (the layout described below).
+__device__ __forceinline__ int score_row(int mt, int g, int i) { return 16 * mt + g + 8 * (i / 2); }
+__device__ __forceinline__ int score_key(int warp, int t, int i) { return warp * 8 + 2 * t + i % 2; }
+
 // The scores' dots of one tile on tensor cores: warp w takes keys 8w .. 8w + 7 (an n-tile) of
 // every m-tile of q_h. With g = lane / 4, t = lane % 4: d[mt][0], d[mt][1] = q(row 16 mt + g) .
 // k(keys 8w + 2t, 8w + 2t + 1); d[mt][2], d[mt][3] the same for row 16 mt + g + 8. bf16 products

@@ -167,8 +167,8 @@ __global__ void __launch_bounds__(kThreads) attention_values_kernel(AttentionArg
             for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
-                    const int r = 16 * mt + g + 8 * (i / 2);
-                    const int key = warp * 8 + 2 * t + i % 2;
+                    const int r = score_row(mt, g, i);
+                    const int key = score_key(warp, t, i);
                     const int32_t j = first + key;
                     if (r < range.rows) {
                         const float p = key < count && j <= rows.pos[r]
