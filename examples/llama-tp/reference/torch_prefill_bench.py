@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The peer for the engine's prefill (time to first token): a Llama prefill written in plain PyTorch.
 
-    python3 torch_prefill_bench.py [--model llama3-8b] [--prompts 512,4096,8192] [--runs 10]
+    python3 torch_prefill_bench.py [--model llama3-8b] [--prompts 512,4096,8192] [--runs 10] [--attention-only]
 
 Runs on a GPU host with PyTorch (nothing is downloaded). Builds the model's weights at random on
 the GPU as torch_decode_bench.py does (bf16, the Hugging Face layout: fused QKV and gate/up
@@ -14,6 +14,15 @@ Prints the median over --runs runs (CUDA events around each, after 2 warm-up run
 dense products' TFLOP/s, and one machine-readable line per prompt:
 
     torch-prefill model=llama3-8b prompt=4096 median_ms=129.8 runs=10 tflops=473.1 peak_gib=17.2 torch=2.11.0+cu130
+
+--attention-only times F.scaled_dot_product_attention(is_causal=True, enable_gqa=True) alone on one layer's
+queries, keys and values of P positions (random bf16), the peer of the example's prefill attention kernel
+(`ar4j_llama_kernels_test --bench-prefill`: the same shapes and the same FLOP count, 4 * head_dim * heads *
+P (P + 1) / 2 multiply-adds), one line per prompt and backend:
+
+    torch-attention model=llama3-8b prompt=P backend=NAME ms_per_layer=MS ms_32_layers=32*MS tflops=T
+
+with PyTorch's own choice of backend (default), then each backend forced where it takes the inputs.
 
 Exit codes: 0 done, 2 usage or no GPU.
 """
@@ -33,6 +42,8 @@ def parse_args(argv=None):
     parser.add_argument("--prompts", default="512,4096,8192", metavar="P[,P...]",
                         help="prompt lengths, each at most the model's max_position_embeddings (default 512,4096,8192)")
     parser.add_argument("--runs", type=int, default=10, metavar="N", help="timed runs per prompt (default 10)")
+    parser.add_argument("--attention-only", action="store_true",
+                        help="time the causal SDPA of one layer alone (the prefill attention kernel's peer)")
     args = parser.parse_args(argv)
     s = SHAPES[args.model]
     try:
@@ -59,6 +70,8 @@ def main(argv=None):
     if not torch.cuda.is_available():
         print("torch_prefill_bench: no CUDA GPU", file=sys.stderr)
         return 2
+    if args.attention_only:
+        return attention_only(args, torch, F)
     s = SHAPES[args.model]
     hidden, nh, nkv, hd = s["hidden"], s["heads"], s["kv_heads"], s["head_dim"]
     inter, vocab, eps = s["intermediate"], s["vocab"], s["eps"]
@@ -145,6 +158,54 @@ def main(argv=None):
             torch.cuda.empty_cache()
     return 0
 
+
+def attention_only(args, torch, F):
+    """The causal SDPA of one layer, timed alone: 20 calls between two CUDA events, the median of --runs; with
+    PyTorch's default choice of backend, then with each backend forced (where this version can force it)."""
+    import contextlib
+    s = SHAPES[args.model]
+    nh, nkv, hd = s["heads"], s["kv_heads"], s["head_dim"]
+    dev, dt = torch.device("cuda"), torch.bfloat16
+    torch.manual_seed(20261207)
+    calls = 20
+    backends = [("default", contextlib.nullcontext)]
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        for name, b in (("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION"), ("efficient", "EFFICIENT_ATTENTION")):
+            if hasattr(SDPBackend, b):
+                backends.append((name, lambda b=b: sdpa_kernel(getattr(SDPBackend, b))))
+    except ImportError:
+        pass
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}; model {args.model}: {nh} query heads, "
+          f"{nkv} KV heads x {hd}, SDPA is_causal=True, enable_gqa=True, median of {args.runs} x {calls} calls")
+    with torch.no_grad():
+        for p in args.prompts:
+            q = torch.randn(1, nh, p, hd, device=dev, dtype=dt)
+            k = torch.randn(1, nkv, p, hd, device=dev, dtype=dt)
+            v = torch.randn(1, nkv, p, hd, device=dev, dtype=dt)
+            for name, context in backends:
+                try:
+                    with context():
+                        for _ in range(WARMUP_RUNS):
+                            F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+                        times = []
+                        for _ in range(args.runs):
+                            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                            a.record()
+                            for _ in range(calls):
+                                F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+                            b.record()
+                            b.synchronize()
+                            times.append(a.elapsed_time(b) / calls)
+                except RuntimeError as e:  # a forced backend that does not take these inputs
+                    print(f"torch-attention model={args.model} prompt={p} backend={name} unavailable: "
+                          f"{str(e).splitlines()[0][:120]}", flush=True)
+                    continue
+                ms = statistics.median(times)
+                tflops = 4.0 * hd * nh * (p * (p + 1) / 2) / (ms * 1e-3) / 1e12
+                print(f"torch-attention model={args.model} prompt={p} backend={name} ms_per_layer={ms:.3f} "
+                      f"ms_32_layers={ms * s['layers']:.1f} tflops={tflops:.1f}", flush=True)
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -21,6 +21,7 @@
 #include "linear_bench.h"
 #include "linear_checks.h"
 #include "prefetch_bench.h"
+#include "prefill_bench.h"
 #include "prefill_checks.h"
 #include "rope_attention_checks.h"
 #include "sample_bench.h"
@@ -45,6 +46,10 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && strcmp(argv[1], "--bench-sample") == 0) {
         bench_sample();
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--bench-prefill") == 0) {
+        bench_prefill_attention();
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "--bench-attention") == 0) {
