@@ -2,11 +2,13 @@
 // head_dim 128): `ar4j_llama_kernels_test --bench-prefill`. A prompt of P tokens in chunks of C, as the
 // engine's chunked prefill runs it: chunk i attends its own rows causally and every key before it. One
 // CUDA graph holds one layer's calls (P / C of them; Q, K and V random, fixed seeds); CUDA events around 15
-// replays after 2 warm-ups, the median replay. "TFLOP/s" counts the causal attention's products:
+// replays after 2 warm-ups, the median replay; then a hash of the output's bits, so that two builds can be
+// compared bit for bit on the same inputs. "TFLOP/s" counts the causal attention's products:
 // 4 * head_dim * heads * P (P + 1) / 2 multiply-adds of Q K^T and P V, two FLOPs each.
 #pragma once
 
 #include <cstdio>
+#include <vector>
 
 #include "graph_timing.h"
 
@@ -18,7 +20,8 @@ inline void bench_prefill_attention() {
     constexpr int64_t kv_stride = int64_t(kv) * hd;
     printf("# prefill attention: llama3-8b TP 1 (32/8 heads x 128, bf16); one layer's chunks in a graph, "
            "median of 15 replays\n");
-    printf("# %7s %6s %12s %12s %9s\n", "prompt", "chunk", "ms/layer", "ms/32 layers", "TFLOP/s");
+    printf("# %7s %6s %12s %12s %9s   %s\n", "prompt", "chunk", "ms/layer", "ms/32 layers", "TFLOP/s",
+           "out: FNV-1a of the output's bits");
     cudaStream_t stream;
     TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     DeviceBuffer qkv(size_t(max_prompt) * qkv_stride * 2), k(size_t(max_prompt) * kv_stride * 2),
@@ -49,8 +52,13 @@ inline void bench_prefill_attention() {
         if (us < 0) continue;
         const double layer_ms = us * chunks / 1e3;
         const double flops = 4.0 * hd * heads * (double(s.prompt) * (s.prompt + 1) / 2);
-        printf("  %7d %6d %12.3f %12.1f %9.1f\n", s.prompt, s.chunk, layer_ms, 32 * layer_ms,
-               flops / (layer_ms * 1e9));
+        // The output's bits (FNV-1a of the prompt's rows), to compare builds: the same inputs, the same bits?
+        std::vector<uint16_t> host(size_t(s.prompt) * heads * hd);
+        TEST_CUDA(cudaMemcpy(host.data(), out.get(), host.size() * 2, cudaMemcpyDeviceToHost));
+        uint64_t hash = 0xcbf29ce484222325ull;
+        for (uint16_t x : host) hash = (hash ^ x) * 0x100000001b3ull;
+        printf("  %7d %6d %12.3f %12.1f %9.1f   out %016llx\n", s.prompt, s.chunk, layer_ms, 32 * layer_ms,
+               flops / (layer_ms * 1e9), (unsigned long long)hash);
     }
     TEST_CUDA(cudaStreamDestroy(stream));
 }
