@@ -48,5 +48,12 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     return bits;
 }
 
+// a and b rounded to bf16 (nearest even) and back, as round_bf16 does each, by one packed conversion.
+__device__ __forceinline__ void round_bf16_pair(float &a, float &b) {
+    const uint32_t bits = pack_bf16(a, b);  // a in the low half, b in the high half
+    a = __uint_as_float(bits << 16);
+    b = __uint_as_float(bits & 0xffff0000u);
+}
+
 }  // namespace
 }  // namespace ar4j_llama

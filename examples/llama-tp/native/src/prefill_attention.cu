@@ -70,11 +70,20 @@ __device__ __forceinline__ void round_and_mask(float (&s)[kKeys / 8][4], int lan
 #pragma unroll
     for (int j = 0; j < kKeys / 8; ++j) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
+        for (int e = 0; e < 4; e += 2) {
+            // Elements e and e + 1 (one row, keys 2t and 2t + 1) rounded as a pair: one packed conversion
+            // a rounding, where one conversion an element kept the conversion pipe as busy as the exponentials.
+            round_bf16_pair(s[j][e], s[j][e + 1]);
+            s[j][e] = __fmul_rn(s[j][e], scale);
+            s[j][e + 1] = __fmul_rn(s[j][e + 1], scale);
+            round_bf16_pair(s[j][e], s[j][e + 1]);
             const int row = g + ((e >> 1) << 3);  // e 0, 1: row g; 2, 3: row g + 8
-            const int32_t key = key0 + 8 * j + 2 * t + (e & 1);
-            const bool ok = unmasked || (row < rows_valid0 && key <= row_pos0 + row);
-            s[j][e] = ok ? round_bf16(__fmul_rn(round_bf16(s[j][e]), scale)) : -INFINITY;
+            const int32_t key = key0 + 8 * j + 2 * t;
+            if (!unmasked) {
+                const bool in = row < rows_valid0;
+                if (!(in && key <= row_pos0 + row)) s[j][e] = -INFINITY;
+                if (!(in && key + 1 <= row_pos0 + row)) s[j][e + 1] = -INFINITY;
+            }
         }
     }
 }
