@@ -197,7 +197,7 @@ def attention_only(args, torch, F):
                             b.record()
                             b.synchronize()
                             times.append(a.elapsed_time(b) / calls)
-                except RuntimeError as e:  # a forced backend that does not take these inputs
+                except (RuntimeError, NotImplementedError, ValueError) as e:  # a forced backend that does not take these inputs
                     print(f"torch-attention model={args.model} prompt={p} backend={name} unavailable: "
                           f"{str(e).splitlines()[0][:120]}", flush=True)
                     continue
