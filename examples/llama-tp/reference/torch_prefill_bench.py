@@ -18,7 +18,7 @@ dense products' TFLOP/s, and one machine-readable line per prompt:
 --attention-only times F.scaled_dot_product_attention(is_causal=True, enable_gqa=True) alone on one layer's
 queries, keys and values of P positions (random bf16), the peer of the example's prefill attention kernel
 (`ar4j_llama_kernels_test --bench-prefill`: the same shapes and the same FLOP count, 4 * head_dim * heads *
-P (P + 1) / 2 multiply-adds), one line per prompt and backend:
+P (P + 1) / 2 FLOPs), one line per prompt and backend:
 
     torch-attention model=llama3-8b prompt=P backend=NAME ms_per_layer=MS ms_32_layers=32*MS tflops=T
 

@@ -3,8 +3,8 @@
 // engine's chunked prefill runs it: chunk i attends its own rows causally and every key before it. One
 // CUDA graph holds one layer's calls (P / C of them; Q, K and V random, fixed seeds); CUDA events around 15
 // replays after 2 warm-ups, the median replay; then a hash of the output's bits, so that two builds can be
-// compared bit for bit on the same inputs. "TFLOP/s" counts the causal attention's products:
-// 4 * head_dim * heads * P (P + 1) / 2 multiply-adds of Q K^T and P V, two FLOPs each.
+// compared bit for bit on the same inputs. "TFLOP/s" counts the causal attention's products: 4 * head_dim * heads *
+// P (P + 1) / 2 FLOPs (a query-key pair of a head: head_dim multiply-adds in Q K^T and head_dim in P V).
 #pragma once
 
 #include <cstdio>
