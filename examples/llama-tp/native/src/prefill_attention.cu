@@ -207,9 +207,11 @@ __global__ void __launch_bounds__(kThreadsFa) prefill_attention_kernel(const FaA
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int t = lane & 3;
-    // The blocks with the most keys (the last rows) first: the causal triangle's long blocks start early.
-    const int32_t row0 = int32_t(gridDim.x - 1 - blockIdx.x) * kRowsB;
-    const int head = blockIdx.y;
+    // The blocks with the most keys (the last rows) first, of every head before the next rows of any (the heads are
+    // the grid's fast dimension, so blocks start in that order): the causal triangle's long blocks start early and
+    // the last to start are the shortest of all, not one head's; the heads of a KV group run side by side.
+    const int32_t row0 = int32_t(gridDim.y - 1 - blockIdx.y) * kRowsB;
+    const int head = blockIdx.x;
     const int kv_head = head / a.group;
     const int32_t last_row = min(a.n, row0 + kRowsB) - 1;
     const int32_t keys = a.start + last_row + 1;  // the keys this block's rows can see
@@ -292,7 +294,7 @@ int launch_fa(const FaArgs &a, int32_t n_heads, size_t shared, bool pdl, void *s
     auto kernel = prefill_attention_kernel<D, MT>;
     const int error = allow_shared(kernel, shared);
     if (error != 0) return error;
-    const dim3 grid(unsigned((a.n + kRowsB - 1) / kRowsB), unsigned(n_heads));
+    const dim3 grid(unsigned(n_heads), unsigned((a.n + kRowsB - 1) / kRowsB));
     return launch(kernel, grid, dim3(kThreadsFa), shared, stream, pdl, a);
 }
 
@@ -329,7 +331,8 @@ AR4J_LLAMA_API int ar4j_llama_prefill_attention(const void *q, int64_t q_row_str
         return AR4J_LLAMA_ERROR_NULL_POINTER;
     }
     if (head_dim != 64 && head_dim != 128) return AR4J_LLAMA_ERROR_HEAD_DIM;
-    if (n < 1 || n_heads < 1 || n_heads > 65535 || n_kv_heads < 1 || start_pos < 0 ||
+    // The grid: the heads, then the blocks of rows (at most 65535, of 64 rows where they are fewest).
+    if (n < 1 || n > 65535 * 64 || n_heads < 1 || n_heads > 65535 || n_kv_heads < 1 || start_pos < 0 ||
         int64_t(start_pos) + n > INT32_MAX - kKeys) {
         return AR4J_LLAMA_ERROR_SIZE;
     }

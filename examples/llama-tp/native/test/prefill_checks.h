@@ -221,6 +221,7 @@ inline void check_prefill_attention_errors() {
     const bool ok = call(nullptr, 256, 128, 256, 2, 0, 4, 2, 64, scale) == AR4J_LLAMA_ERROR_NULL_POINTER &&
                     call(p, 256, 128, 256, 2, 0, 4, 2, 96, scale) == AR4J_LLAMA_ERROR_HEAD_DIM &&
                     call(p, 256, 128, 256, 0, 0, 4, 2, 64, scale) == AR4J_LLAMA_ERROR_SIZE &&
+                    call(p, 256, 128, 256, 65535 * 64 + 1, 0, 4, 2, 64, scale) == AR4J_LLAMA_ERROR_SIZE &&
                     call(p, 256, 128, 256, 2, -1, 4, 2, 64, scale) == AR4J_LLAMA_ERROR_SIZE &&
                     call(p, 256, 128, 256, 2, 0, 4, 3, 64, scale) == AR4J_LLAMA_ERROR_GQA &&
                     call(p, 128, 128, 256, 2, 0, 4, 2, 64, scale) == AR4J_LLAMA_ERROR_STRIDE &&
@@ -228,7 +229,7 @@ inline void check_prefill_attention_errors() {
                     call(p + 2, 256, 128, 256, 2, 0, 4, 2, 64, scale) == AR4J_LLAMA_ERROR_MISALIGNED &&
                     call(p, 260, 128, 256, 2, 0, 4, 2, 64, scale) == AR4J_LLAMA_ERROR_MISALIGNED &&
                     call(p, 256, 128, 256, 2, 0, 4, 2, 64, 0.0f) == AR4J_LLAMA_ERROR_INVALID_ARGUMENT;
-    check(ok, "prefill_attention refusals", "(null, head_dim, size, start, GQA, strides, alignment, scale)");
+    check(ok, "prefill_attention refusals", "(null, head_dim, size, more rows than the grid holds, start, GQA, strides, alignment, scale)");
 }
 
 // Bad arguments of the softmax: named codes, nothing launched.

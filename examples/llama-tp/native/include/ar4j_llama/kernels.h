@@ -424,8 +424,8 @@ int ar4j_llama_rope_attention_batched(const void *q, int64_t q_row_stride, const
  * q: n rows of n_heads x head_dim bf16, row stride q_row_stride (e.g. the fused QKV output);
  * k_cache, v_cache: rows of n_kv_heads x head_dim, row stride kv_row_stride; out: n rows of
  * n_heads x head_dim, row stride out_row_stride. head_dim 64 or 128 (AR4J_LLAMA_ERROR_HEAD_DIM
- * otherwise: use the batched-GEMM sequence); 1 <= n; 1 <= n_heads <= 65535, a multiple of
- * n_kv_heads; 0 <= start_pos; scale finite > 0; pointers 16-byte aligned and strides multiples
+ * otherwise: use the batched-GEMM sequence); 1 <= n <= 4194240 (65535 blocks of 64 rows); 1 <= n_heads <=
+ * 65535, a multiple of n_kv_heads; 0 <= start_pos; scale finite > 0; pointers 16-byte aligned and strides multiples
  * of 8 (AR4J_LLAMA_ERROR_MISALIGNED).
  */
 int ar4j_llama_prefill_attention(const void *q, int64_t q_row_stride, const void *k_cache,
