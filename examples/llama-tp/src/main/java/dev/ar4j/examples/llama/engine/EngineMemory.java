@@ -109,9 +109,10 @@ public final class EngineMemory {
             throw new EngineException(String.format(Locale.ROOT, "rank %d: the GPU has %.2f GiB free (of %.2f "
                     + "GiB) but this engine needs %.2f GiB: weights %.2f GiB, KV cache of --context %d x %d sequences "
                     + "%.2f GiB, "
-                    + "activations and workspaces %.2f GiB (prefill chunk %d), margin %.2f GiB. Use a smaller --context "
-                    + "or a larger --tp", rank, gib(mem[0]), gib(mem[1]), gib(need), gib(p.weights()), s.context(),
-                    s.batch(), gib(p.kvCache()), gib(p.work()), chunkRows, gib(MEMORY_MARGIN)));
+                    + "activations and workspaces %.2f GiB (prefill chunk %d), margin %.2f GiB. Use a smaller --context, "
+                    + "a larger --tp or a smaller prefill chunk (-Dar4j.llama.prefillChunk)", rank, gib(mem[0]),
+                    gib(mem[1]), gib(need), gib(p.weights()), s.context(), s.batch(), gib(p.kvCache()), gib(p.work()),
+                    chunkRows, gib(MEMORY_MARGIN)));
         }
         return p;
     }
