@@ -15,6 +15,7 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -57,7 +58,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  *       instead of all-reducing the logits) gives every rank the tokens of the default run.</li>
  * </ul>
  * The KV cache holds {@link #contextFor} positions: at least the prompt and the decode steps (the
- * {@code long} model's prompt of 1024 tokens runs as one prefill chunk of 1024 rows, with the default chunk).
+ * {@code long} model's prompt of 1024 tokens runs as one prefill chunk with the default chunk, and in chunks of
+ * {@link #SMALL_CHUNK} in {@link #longPromptInChunks}).
  */
 @Tag("gpu")
 class LlamaReferenceIT {
@@ -180,6 +182,43 @@ class LlamaReferenceIT {
         }
     }
 
+    /** The chunk of {@link #longPromptInChunks}: the {@code long} model's prompt of 1024 tokens in 4 chunks. */
+    static final int SMALL_CHUNK = 256;
+
+    /**
+     * The {@code long} model's prompt in chunks of {@link #SMALL_CHUNK} tokens, each appending to the KV cache and
+     * attending every earlier position (the default chunk runs it as one): transformers' greedy tokens, the kept prompt
+     * rows' and every decode step's logits within {@link #TOLERANCE}, every rank's the same, at TP 1 and 2.
+     */
+    @ParameterizedTest(name = "long in chunks of 256 at TP {0}")
+    @ValueSource(ints = {1, 2})
+    void longPromptInChunks(int tp) throws IOException {
+        if (!ReferenceModel.names(root()).contains("long")) {
+            fail("no 'long' model under " + root() + ": remake the reference with make_reference.py");
+        }
+        ReferenceModel ref = ReferenceModel.read(root(), "long");
+        LlamaConfig c = ConfigReader.read(ref.modelDir());
+        assertTrue(ref.prompt().length > 2 * SMALL_CHUNK, "the long prompt has " + ref.prompt().length + " tokens");
+        List<RankRun> ranks = run(ref, c, tp, Algorithm.AUTO, true, SMALL_CHUNK);
+        RankRun r0 = ranks.get(0);
+        String label = "long tp " + tp + " in chunks of " + SMALL_CHUNK;
+        for (int r = 1; r < ranks.size(); r++) {
+            assertArrayEquals(r0.tokens(), ranks.get(r).tokens(), label + ": rank " + r + " tokens");
+        }
+        double worst = 0;
+        for (int s = 0; s < ref.prefillLogits().length; s++) {
+            int position = ref.prefillFirst() + s;
+            assertTrue(r0.prefill()[position] != null, label + ": no logits kept for prompt position " + position);
+            worst = Math.max(worst, compare(label + " prefill position " + position, ref.prefillLogits()[s],
+                    r0.prefill()[position]));
+        }
+        for (int s = 0; s < ref.decodeLogits().length; s++) {
+            worst = Math.max(worst, compare(label + " decode step " + s, ref.decodeLogits()[s], r0.decode()[s]));
+        }
+        System.out.printf(Locale.ROOT, "%s: worst relative logit error %.5f (tolerance %.3f)%n", label, worst, TOLERANCE);
+        assertArrayEquals(ref.tokens(), r0.tokens(), label + ": greedy tokens (prefill + 32 decode steps)");
+    }
+
     /**
      * The rotary frequencies. Format 3 records transformers' unscaled frequencies as the script computed them on
      * the CPU (where transformers computes the buffer when it builds the model). When they are the buffer's inputs
@@ -277,10 +316,17 @@ class LlamaReferenceIT {
 
     /** Every rank's run; with {@code keepLogits} false only the tokens (the logits are not copied out). */
     static List<RankRun> run(ReferenceModel ref, LlamaConfig c, int tp, Algorithm policy, boolean keepLogits) {
+        return run(ref, c, tp, policy, keepLogits, EngineSettings.DEFAULT_PREFILL_CHUNK);
+    }
+
+    /** Every rank's run, the prompt in chunks of at most {@code chunk} tokens. */
+    static List<RankRun> run(ReferenceModel ref, LlamaConfig c, int tp, Algorithm policy, boolean keepLogits,
+                             int chunk) {
         TensorParallelLayout layout = new TensorParallelLayout(c, tp);
         int p = ref.prompt().length;
         int steps = ref.decodeLogits().length;
-        EngineSettings settings = new EngineSettings(layout, contextFor(c, p, steps), p, DRAFT, keepLogits, true, 1);
+        EngineSettings settings = new EngineSettings(layout, contextFor(c, p, steps), p, DRAFT, keepLogits, true, 1,
+                false, chunk);
         try (ModelFolder folder = ModelFolder.open(ref.modelDir());
              RankGroup group = RankGroup.threads(new int[tp], b -> b.nccl(tp == 1).algorithmPolicy(policy)
                      .stagingBytes(settings.stagingBytes()))) {
