@@ -23,7 +23,9 @@ class EngineSettingsTest {
                 .stagingBytes());
         // A prompt of 8192 in chunks of 1024: the hidden rows of one chunk, 8 MiB.
         assertEquals(Math.max(Communicator.DEFAULT_STAGING_BYTES, 8L << 20),
-                new EngineSettings(l8b, 8200, 8192, 3, false, true, 1).stagingBytes());
+                new EngineSettings(l8b, 8200, 8192, 3, false, true, 1, false, 1024).stagingBytes());
+        // The same prompt in one chunk of the default 8192 tokens: 8192 x 4096 bf16 = 64 MiB.
+        assertEquals(64L << 20, new EngineSettings(l8b, 8200, 8192, 3, false, true, 1).stagingBytes());
         TensorParallelLayout v = new TensorParallelLayout(SyntheticModels.byName("verify-7168"), 2);
         // 1024-token prompt: 1024 x 7168 bf16 = 14 MiB.
         assertEquals(14L << 20, new EngineSettings(v, 2048, 1024, 3, false, true, 1).stagingBytes());
