@@ -5,7 +5,7 @@
 #      against the transformers functions they stand in for;
 #   1. reference/make_reference.py writes the transformers reference (PyTorch + transformers of the
 #      host's Python; nothing is downloaded; ten models: base, tied, llama3, long (head_dim 128,
-#      8 KV heads, a prompt of 1024 tokens), sharded (a sharded checkpoint), fp16 and fp32 (saved in
+#      8 KV heads, a prompt of 2048 tokens), sharded (a sharded checkpoint), fp16 and fp32 (saved in
 #      float16/float32), kvrep (2 KV heads, vocab 4001), rope64 (issue 29's llama3 rope), text (vocab
 #      128256, saved with the real Llama-3 tokenizer files of .gpu/tokenizers/llama3, a text prompt and
 #      transformers' generate)), unless the reference folder (AR4J_LLAMA_REFERENCE, else $OUT/reference)

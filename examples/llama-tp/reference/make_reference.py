@@ -22,8 +22,8 @@ The models (rms_norm_eps 1e-5, SiLU, no biases):
   llama3  as base, rope_theta 500000, rope_scaling {rope_type: llama3, factor 8, low_freq_factor 1,
           high_freq_factor 4, original_max_position_embeddings 64}
   long    hidden 2048, 2 layers, 16 heads, 8 KV heads, head_dim 128 (llama3-8b's), intermediate
-          5632, vocab 4096, max_position_embeddings 2048, rope_theta 500000, untied; a prompt of
-          1024 tokens, so the last decode step attends 1056 positions
+          5632, vocab 4096, max_position_embeddings 4096, rope_theta 500000, untied; a prompt of
+          2048 tokens, so the last decode step attends 2080 positions
   sharded hidden 1024, 3 layers, 16 heads, 8 KV heads, head_dim 128 (so heads * head_dim = 2048 is
           not the hidden size), intermediate 2816, vocab 4096, max_position_embeddings 2048,
           rope_theta 500000, rope_scaling as llama3's but original_max_position_embeddings 512, tied;
@@ -184,18 +184,19 @@ MODELS = {
             original_max_position_embeddings=64,
         ),
     ),
-    # A prompt of 1024 tokens: the first 1008 are fixed (drawn once from the seed), the last 16 vary
-    # between candidates; each candidate runs its whole prompt (eager attention holds [batch, 16,
-    # 1024, 1024] fp32 scores per layer: 1 GiB at a batch of 16).
+    # A prompt of 2048 tokens (issue 28: at least 2048 on a model of at least 4096 positions): the first
+    # 2032 are fixed (drawn once from the seed), the last 16 vary between candidates; each candidate runs
+    # its whole prompt (eager attention holds [batch, 16, 2048, 2048] fp32 scores per layer: 2 GiB at a
+    # batch of 8).
     "long": dict(
-        config=HD128,
+        config=dict(HD128, max_position_embeddings=4096),
         seed=1004,
         tie_word_embeddings=False,
         rope_theta=500000.0,
         rope_scaling=None,
-        prompt_length=1024,
+        prompt_length=2048,
         search_tail=16,
-        search_batch=16,
+        search_batch=8,
         max_candidates=2048,
     ),
     # A sharded checkpoint; heads * head_dim (2048) differs from the hidden size (1024).

@@ -58,7 +58,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  *       instead of all-reducing the logits) gives every rank the tokens of the default run.</li>
  * </ul>
  * The KV cache holds {@link #contextFor} positions: at least the prompt and the decode steps (the
- * {@code long} model's prompt of 1024 tokens runs as one prefill chunk with the default chunk, and in chunks of
+ * {@code long} model's prompt of 2048 tokens runs as one prefill chunk with the default chunk, and in chunks of
  * {@link #SMALL_CHUNK} in {@link #longPromptInChunks}).
  */
 @Tag("gpu")
@@ -182,7 +182,7 @@ class LlamaReferenceIT {
         }
     }
 
-    /** The chunk of {@link #longPromptInChunks}: the {@code long} model's prompt of 1024 tokens in 4 chunks. */
+    /** The chunk of {@link #longPromptInChunks}: the {@code long} model's prompt of 2048 tokens in 8 chunks. */
     static final int SMALL_CHUNK = 256;
 
     /**
