@@ -188,7 +188,7 @@ class LlamaReferenceIT {
     /**
      * The {@code long} model's prompt in chunks of {@link #SMALL_CHUNK} tokens, each appending to the KV cache and
      * attending every earlier position (the default chunk runs it as one): transformers' greedy tokens, the kept prompt
-     * rows' and every decode step's logits within {@link #TOLERANCE}, every rank's the same, at TP 1 and 2.
+     * rows' and every decode step's logits within {@link #TOLERANCE}, every rank's tokens the same, at TP 1 and 2.
      */
     @ParameterizedTest(name = "long in chunks of 256 at TP {0}")
     @ValueSource(ints = {1, 2})
