@@ -2,8 +2,8 @@
 // head_dim 128): `ar4j_llama_kernels_test --bench-prefill`. A prompt of P tokens in chunks of C, as the
 // engine's chunked prefill runs it: chunk i attends its own rows causally and every key before it. One
 // CUDA graph holds one layer's calls (P / C of them; Q, K and V random, fixed seeds); CUDA events around 15
-// replays after 2 warm-ups, the median replay; then a hash of the output's bits, so that two builds can be
-// compared bit for bit on the same inputs. "TFLOP/s" counts the causal attention's products: 4 * head_dim * heads *
+// replays after 2 warm-ups, the median replay; then a hash of the output's bits (poisoned with NaN before the
+// shape's calls), so that two builds can be compared bit for bit on the same inputs. "TFLOP/s" counts the causal attention's products: 4 * head_dim * heads *
 // P (P + 1) / 2 FLOPs (a query-key pair of a head: head_dim multiply-adds in Q K^T and head_dim in P V).
 #pragma once
 
@@ -43,6 +43,9 @@ inline void bench_prefill_attention() {
     for (const Shape s : {Shape{4096, 1024}, Shape{4096, 4096}, Shape{8192, 1024}, Shape{8192, 2048},
                           Shape{8192, 8192}, Shape{32768, 1024}, Shape{32768, 8192}}) {
         const int32_t chunks = s.prompt / s.chunk;
+        // The output poisoned first (0xffff: a bf16 NaN), so that the hash below is of what this shape's calls wrote.
+        TEST_CUDA(cudaMemsetAsync(out.get(), 0xff, size_t(s.prompt) * heads * hd * 2, stream));
+        TEST_CUDA(cudaStreamSynchronize(stream));
         const double us = graph_median_us(stream, chunks, [&](int32_t i) {
             const int64_t row = int64_t(i) * s.chunk;
             return ar4j_llama_prefill_attention(q + row * qkv_stride, qkv_stride, k.get(), v.get(), kv_stride,
@@ -56,9 +59,13 @@ inline void bench_prefill_attention() {
         std::vector<uint16_t> host(size_t(s.prompt) * heads * hd);
         TEST_CUDA(cudaMemcpy(host.data(), out.get(), host.size() * 2, cudaMemcpyDeviceToHost));
         uint64_t hash = 0xcbf29ce484222325ull;
-        for (uint16_t x : host) hash = (hash ^ x) * 0x100000001b3ull;
-        printf("  %7d %6d %12.3f %12.1f %9.1f   out %016llx\n", s.prompt, s.chunk, layer_ms, 32 * layer_ms,
-               flops / (layer_ms * 1e9), (unsigned long long)hash);
+        size_t nan = 0;
+        for (uint16_t x : host) {
+            hash = (hash ^ x) * 0x100000001b3ull;
+            nan += (x & 0x7f80) == 0x7f80 && (x & 0x007f) != 0;
+        }
+        printf("  %7d %6d %12.3f %12.1f %9.1f   out %016llx%s\n", s.prompt, s.chunk, layer_ms, 32 * layer_ms,
+               flops / (layer_ms * 1e9), (unsigned long long)hash, nan == 0 ? "" : "  NaN in the output: not written?");
     }
     TEST_CUDA(cudaStreamDestroy(stream));
 }
