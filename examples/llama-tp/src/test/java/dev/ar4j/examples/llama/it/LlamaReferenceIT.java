@@ -142,20 +142,7 @@ class LlamaReferenceIT {
             }
         }
         String label = name + " tp " + tp;
-        double worst = 0;
-        for (int s = 0; s < ref.prefillLogits().length; s++) {
-            int position = ref.prefillFirst() + s;
-            if (r0.prefill()[position] == null) {
-                fail(label + ": the reference records prompt position " + position + " but the engine keeps the logits "
-                        + "of the last " + EngineSettings.KEPT_PROMPT_LOGIT_ROWS + " prompt positions only: remake the "
-                        + "reference with make_reference.py (format 2)");
-            }
-            worst = Math.max(worst, compare(label + " prefill position " + position, ref.prefillLogits()[s],
-                    r0.prefill()[position]));
-        }
-        for (int s = 0; s < ref.decodeLogits().length; s++) {
-            worst = Math.max(worst, compare(label + " decode step " + s, ref.decodeLogits()[s], r0.decode()[s]));
-        }
+        double worst = compareWithReference(label, ref, r0);
         for (int s = 0; s < r0.verify().length; s++) {
             worst = Math.max(worst, compare(label + " verify row " + s + " vs decode", r0.decode()[s], r0.verify()[s]));
             assertEquals(r0.tokens()[s + 1], r0.verifyTokens()[s], label + " verify greedy token " + s);
@@ -205,16 +192,7 @@ class LlamaReferenceIT {
         for (int r = 1; r < ranks.size(); r++) {
             assertArrayEquals(r0.tokens(), ranks.get(r).tokens(), label + ": rank " + r + " tokens");
         }
-        double worst = 0;
-        for (int s = 0; s < ref.prefillLogits().length; s++) {
-            int position = ref.prefillFirst() + s;
-            assertTrue(r0.prefill()[position] != null, label + ": no logits kept for prompt position " + position);
-            worst = Math.max(worst, compare(label + " prefill position " + position, ref.prefillLogits()[s],
-                    r0.prefill()[position]));
-        }
-        for (int s = 0; s < ref.decodeLogits().length; s++) {
-            worst = Math.max(worst, compare(label + " decode step " + s, ref.decodeLogits()[s], r0.decode()[s]));
-        }
+        double worst = compareWithReference(label, ref, r0);
         System.out.printf(Locale.ROOT, "%s: worst relative logit error %.5f (tolerance %.3f)%n", label, worst, TOLERANCE);
         assertArrayEquals(ref.tokens(), r0.tokens(), label + ": greedy tokens (prefill + 32 decode steps)");
     }
@@ -282,6 +260,30 @@ class LlamaReferenceIT {
     }
 
     /** Prints and checks one row; returns its relative error. */
+    /**
+     * The recorded prompt rows' and every decode step's logits of rank 0 against the reference's, each within
+     * {@link #TOLERANCE}.
+     *
+     * @return the worst relative error
+     */
+    static double compareWithReference(String label, ReferenceModel ref, RankRun r0) {
+        double worst = 0;
+        for (int s = 0; s < ref.prefillLogits().length; s++) {
+            int position = ref.prefillFirst() + s;
+            if (r0.prefill()[position] == null) {
+                fail(label + ": the reference records prompt position " + position + " but the engine keeps the logits "
+                        + "of the last " + EngineSettings.KEPT_PROMPT_LOGIT_ROWS + " prompt positions only: remake the "
+                        + "reference with make_reference.py (format 2)");
+            }
+            worst = Math.max(worst, compare(label + " prefill position " + position, ref.prefillLogits()[s],
+                    r0.prefill()[position]));
+        }
+        for (int s = 0; s < ref.decodeLogits().length; s++) {
+            worst = Math.max(worst, compare(label + " decode step " + s, ref.decodeLogits()[s], r0.decode()[s]));
+        }
+        return worst;
+    }
+
     static double compare(String what, float[] expected, float[] actual) {
         assertEquals(expected.length, actual.length, what + ": vocabulary");
         double maxRef = 0;
