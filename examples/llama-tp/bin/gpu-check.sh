@@ -31,7 +31,8 @@
 #      medians and the ratios engine/plain and engine/compile per context ($OUT/bench-table.txt);
 #      beside it the prefill of the same prompts: the engine bench's prefill row (the whole chunked
 #      prefill) against reference/torch_prefill_bench.py (eager PyTorch, cuBLAS GEMMs + SDPA is_causal,
-#      writing a KV cache) at the same prompt lengths, with the ratio per prompt (same table file);
+#      writing a KV cache; where FORMS has compile, also with each layer through torch.compile) at the same prompt
+#      lengths, with the ratios per prompt (same table file);
 #      then llama3-8b at TP 2 and verify-7168 at TP 2 with --draft 3 (ranks sharing the GPU:
 #      functional figures, not a speed-up);
 #   shard (not in the default STEPS): ar4j-llama --tp-shard-of 2, 4, 8 on llama3-8b (rank 0's shard
@@ -194,14 +195,20 @@ engine_at() {  # context, more options...
     --draft 3 "$@"
 }
 
-# PyTorch's eager prefill of every bench context, each on its context's model shape, into one log.
-torch_prefill_at() {  # python, contexts...
-  local python="$1" ctx short="" long=""; shift
+# PyTorch's prefill of every bench context, each on its context's model shape, into one log: eager, or with
+# "compile" each layer through torch.compile (torch_prefill_bench.py --compile).
+torch_prefill_at() {  # python, eager|compile, contexts...
+  local python="$1" form="$2" ctx short="" long="" flag=(); shift 2
+  [[ "$form" == compile ]] && flag=(--compile)
   for ctx in "$@"; do
     if [[ "$(model_at "$ctx")" == llama3-8b ]]; then short+="${short:+,}$ctx"; else long+="${long:+,}$ctx"; fi
   done
-  if [[ -n "$short" ]]; then "$python" reference/torch_prefill_bench.py --model llama3-8b --prompts "$short" || return; fi
-  if [[ -n "$long" ]]; then "$python" reference/torch_prefill_bench.py --model llama3.1-8b --prompts "$long" --runs 3; fi
+  if [[ -n "$short" ]]; then
+    "$python" reference/torch_prefill_bench.py --model llama3-8b --prompts "$short" "${flag[@]}" || return
+  fi
+  if [[ -n "$long" ]]; then
+    "$python" reference/torch_prefill_bench.py --model llama3.1-8b --prompts "$long" --runs 3 "${flag[@]}"
+  fi
 }
 
 # A median from a log: the engine's table row (comm, step) or the torch-decode line's median_ms; "-" if absent.
@@ -246,17 +253,22 @@ bench_table() {
   done
   echo
   echo "# llama3-8b (llama3.1-8b past 8184 tokens), TP 1, batch 1, prefill of a prompt of that many tokens (time to first token: the engine's whole"
-  echo "# chunked prefill, eager; PyTorch eager, SDPA is_causal); median ms; ratio < 1: the engine is faster"
-  printf '%-8s %12s %14s %15s\n' prompt engine-prefill torch-prefill engine/torch
+  echo "# chunked prefill, eager; PyTorch eager, SDPA is_causal, and with each layer through torch.compile where FORMS has compile);"
+  echo "# median ms; ratio < 1: the engine is faster"
+  printf '%-8s %12s %14s %16s %15s %17s\n' prompt engine-prefill torch-eager torch-compile engine/eager engine/compile
+  local pc
   for ctx in $contexts; do
     e=$(engine_ms "$logs/bench-engine-c$ctx.log" ar4j prefill)
     p=$(torch_prefill_ms "$logs/bench-torch-prefill.log" "$ctx")
-    printf '%-8s %12s %14s %15s\n' "$ctx" "$e" "$p" "$(ratio "$e" "$p")"
+    pc=$(torch_prefill_ms "$logs/bench-torch-prefill-compile.log" "$ctx")
+    printf '%-8s %12s %14s %16s %15s %17s\n' "$ctx" "$e" "$p" "$pc" "$(ratio "$e" "$p")" "$(ratio "$e" "$pc")"
   done
   for ctx in $contexts; do
     e=$(engine_ms "$logs/bench-engine-c$ctx.log" ar4j prefill)
     p=$(torch_prefill_ms "$logs/bench-torch-prefill.log" "$ctx")
-    echo "bench-prefill-ratio model=llama3-8b tp=1 prompt=$ctx engine_ms=$e torch_ms=$p engine_over_torch=$(ratio "$e" "$p")"
+    pc=$(torch_prefill_ms "$logs/bench-torch-prefill-compile.log" "$ctx")
+    echo "bench-prefill-ratio model=llama3-8b tp=1 prompt=$ctx engine_ms=$e torch_ms=$p torch_compile_ms=$pc" \
+      "engine_over_torch=$(ratio "$e" "$p") engine_over_compile=$(ratio "$e" "$pc")"
   done
 }
 
@@ -316,7 +328,8 @@ sys.exit(0 if index.get("format_version") == 3 and all(m in index.get("models", 
             --replays 1000 "${flag[@]}"
         done
       done
-      step bench-torch-prefill torch_prefill_at "$python" $contexts
+      step bench-torch-prefill torch_prefill_at "$python" eager $contexts
+      [[ " $forms " == *" compile "* ]] && step bench-torch-prefill-compile torch_prefill_at "$python" compile $contexts
       bench_table >"$logs/bench-table.txt"
       archive_logs
       if [[ "${BENCH_TP2:-1}" != 0 ]]; then

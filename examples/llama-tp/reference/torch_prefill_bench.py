@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The peer for the engine's prefill (time to first token): a Llama prefill written in plain PyTorch.
 
-    python3 torch_prefill_bench.py [--model llama3-8b] [--prompts 512,4096,8192] [--runs 10] [--attention-only]
+    python3 torch_prefill_bench.py [--model llama3-8b] [--prompts 512,4096,8192] [--runs 10] [--compile [MODE]]
+                                   [--attention-only]
 
 Runs on a GPU host with PyTorch (nothing is downloaded). Builds the model's weights at random on
 the GPU as torch_decode_bench.py does (bf16, the Hugging Face layout: fused QKV and gate/up
@@ -13,7 +14,16 @@ the last position only and its argmax, as the engine's bench times its whole chu
 Prints the median over --runs runs (CUDA events around each, after 2 warm-up runs) per prompt, the
 dense products' TFLOP/s, and one machine-readable line per prompt:
 
-    torch-prefill model=llama3-8b prompt=4096 median_ms=129.8 runs=10 tflops=473.1 peak_gib=17.2 torch=2.11.0+cu130
+    torch-prefill model=llama3-8b prompt=4096 form=eager median_ms=129.8 issue_ms=21.3 runs=10 tflops=473.1 ...
+
+issue_ms is the median time the Python loop took to issue one run's kernels (wall clock, no synchronisation):
+where it reaches median_ms the GPU waited on the host, and the figure measures the host's launch rate more than
+the GPU (short prompts on a busy host).
+
+--compile [MODE] times the same prefill with each layer's function through torch.compile (fullgraph=True,
+dynamic=False: compiled once per prompt length, the 32 layers sharing the compiled code with their own weights;
+MODE default "max-autotune-no-cudagraphs", as torch_decode_bench.py's compiled form; the compile time is printed
+and not timed); form=compile in the machine-readable line. The LM head and the argmax stay eager.
 
 --attention-only times F.scaled_dot_product_attention(is_causal=True, enable_gqa=True) alone on one layer's
 queries, keys and values of P positions (random bf16), the peer of the example's prefill attention kernel
@@ -24,12 +34,13 @@ P (P + 1) / 2 FLOPs), one line per prompt and backend:
 
 with PyTorch's own choice of backend (default), then each backend forced where it takes the inputs.
 
-Exit codes: 0 done, 2 usage or no GPU.
+Exit codes: 0 done, 2 usage or no GPU, 3 torch.compile failed (the message says where).
 """
 
 import argparse
 import statistics
 import sys
+import time
 
 from torch_decode_bench import SHAPES
 
@@ -42,6 +53,9 @@ def parse_args(argv=None):
     parser.add_argument("--prompts", default="512,4096,8192", metavar="P[,P...]",
                         help="prompt lengths, each at most the model's max_position_embeddings (default 512,4096,8192)")
     parser.add_argument("--runs", type=int, default=10, metavar="N", help="timed runs per prompt (default 10)")
+    parser.add_argument("--compile", nargs="?", const="max-autotune-no-cudagraphs", default=None, metavar="MODE",
+                        help="each layer through torch.compile(mode=MODE, fullgraph=True, dynamic=False) "
+                             "(default mode max-autotune-no-cudagraphs)")
     parser.add_argument("--attention-only", action="store_true",
                         help="time the causal SDPA of one layer alone (the prefill attention kernel's peer)")
     args = parser.parse_args(argv)
@@ -55,6 +69,11 @@ def parse_args(argv=None):
             parser.error(f"--prompts: {p} is outside 1..{s['max_positions']} for {args.model}")
     if args.runs < 1:
         parser.error(f"--runs must be at least 1, got {args.runs}")
+    modes = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+    if args.compile is not None and args.compile not in modes:
+        parser.error(f"--compile: the mode is one of {', '.join(modes)}, got {args.compile!r}")
+    if args.compile is not None and args.attention_only:
+        parser.error("--compile and --attention-only: --attention-only times SDPA alone, eager; give one of them")
     return args
 
 
@@ -102,29 +121,45 @@ def main(argv=None):
         half = x.shape[-1] // 2
         return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
+    def layer_forward(x, attn_norm, wqkv, wo, mlp_norm, wgu, wdown, cos, sin, kc, vc):
+        p = x.shape[0]
+        h = rms_norm(x, attn_norm)
+        q, k, v = F.linear(h, wqkv).split([nh * hd, nkv * hd, nkv * hd], dim=-1)
+        q = q.view(p, nh, hd).transpose(0, 1)                                # [nh, P, hd]
+        k = k.view(p, nkv, hd).transpose(0, 1)
+        v = v.view(p, nkv, hd).transpose(0, 1)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        kc[:, :p].copy_(k)                                                   # the KV cache of P positions
+        vc[:, :p].copy_(v)
+        o = F.scaled_dot_product_attention(q.unsqueeze(0), kc[:, :p].unsqueeze(0), vc[:, :p].unsqueeze(0),
+                                           is_causal=True, enable_gqa=True)
+        x = x + F.linear(o[0].transpose(0, 1).reshape(p, nh * hd), wo)
+        h = rms_norm(x, mlp_norm)
+        gate, up = F.linear(h, wgu).chunk(2, dim=-1)
+        return x + F.linear(F.silu(gate) * up, wdown)
+
+    layer_step = layer_forward
+    if args.compile is not None:
+        try:
+            import triton  # noqa: F401  (inductor's GPU kernels)
+        except ImportError as e:
+            print(f"torch_prefill_bench: --compile needs triton for inductor's GPU kernels and it is not importable "
+                  f"({e}); run without --compile for the eager form", file=sys.stderr)
+            return 3
+        layer_step = torch.compile(layer_forward, mode=args.compile, fullgraph=True, dynamic=False)
+
     def prefill(tokens, cos, sin, caches):
-        p = tokens.shape[0]
         x = F.embedding(tokens, embedding)                                   # [P, hidden]
         for layer, (kc, vc) in zip(layers, caches):
-            h = rms_norm(x, layer["attn_norm"])
-            q, k, v = F.linear(h, layer["wqkv"]).split([nh * hd, nkv * hd, nkv * hd], dim=-1)
-            q = q.view(p, nh, hd).transpose(0, 1)                            # [nh, P, hd]
-            k = k.view(p, nkv, hd).transpose(0, 1)
-            v = v.view(p, nkv, hd).transpose(0, 1)
-            q = q * cos + rotate_half(q) * sin
-            k = k * cos + rotate_half(k) * sin
-            kc[:, :p].copy_(k)                                               # the KV cache of P positions
-            vc[:, :p].copy_(v)
-            o = F.scaled_dot_product_attention(q.unsqueeze(0), kc[:, :p].unsqueeze(0), vc[:, :p].unsqueeze(0),
-                                               is_causal=True, enable_gqa=True)
-            x = x + F.linear(o[0].transpose(0, 1).reshape(p, nh * hd), layer["wo"])
-            h = rms_norm(x, layer["mlp_norm"])
-            gate, up = F.linear(h, layer["wgu"]).chunk(2, dim=-1)
-            x = x + F.linear(F.silu(gate) * up, layer["wdown"])
+            x = layer_step(x, layer["attn_norm"], layer["wqkv"], layer["wo"], layer["mlp_norm"], layer["wgu"],
+                           layer["wdown"], cos, sin, kc, vc)
         logits = F.linear(rms_norm(x[-1:], final_norm), lm_head)            # the last position only
         next_token.copy_(torch.argmax(logits, dim=-1))
 
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}; model {args.model}, eager bf16, "
+    form = "eager" if args.compile is None else "compile"
+    how = "eager" if args.compile is None else f"each layer torch.compile(mode={args.compile!r}, fullgraph=True)"
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}; model {args.model}, {how}, bf16, "
           f"SDPA backend chosen by PyTorch (is_causal=True, enable_gqa=True)")
     # Dense products per token: QKV, O, gate/up, down per layer; the LM head once (last position).
     dense_per_token = 2 * s["layers"] * hidden * ((nh + 2 * nkv) * hd + nh * hd + 3 * inter)
@@ -136,23 +171,41 @@ def main(argv=None):
             freqs = torch.outer(torch.arange(p, device=dev, dtype=torch.int64).float(), inv_freq)
             emb = torch.cat((freqs, freqs), dim=-1)
             cos, sin = emb.cos().to(dt), emb.sin().to(dt)                    # [P, hd], as LlamaRotaryEmbedding
+            if args.compile is not None:
+                began = time.perf_counter()
+                try:
+                    prefill(tokens, cos, sin, caches)                        # compiles (and autotunes) here
+                    torch.cuda.synchronize()
+                except Exception as e:  # inductor's errors have no common base class
+                    print(f"torch_prefill_bench: torch.compile(mode={args.compile!r}) of the layer failed at prompt {p} "
+                          f"after {time.perf_counter() - began:.0f} s: {type(e).__name__}: "
+                          f"{str(e).splitlines()[0] if str(e) else ''}; run without --compile for the eager form",
+                          file=sys.stderr)
+                    return 3
+                print(f"prompt {p}: compiled in {time.perf_counter() - began:.1f} s", flush=True)
             for _ in range(WARMUP_RUNS):
                 prefill(tokens, cos, sin, caches)
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             start = [torch.cuda.Event(enable_timing=True) for _ in range(args.runs)]
             end = [torch.cuda.Event(enable_timing=True) for _ in range(args.runs)]
+            issue = []
             for i in range(args.runs):
                 start[i].record()
+                began = time.perf_counter()
                 prefill(tokens, cos, sin, caches)
+                issue.append((time.perf_counter() - began) * 1e3)
                 end[i].record()
             torch.cuda.synchronize()
             ms = statistics.median(a.elapsed_time(b) for a, b in zip(start, end))
+            issue_ms = statistics.median(issue)
             tflops = dense_per_token * p / (ms * 1e-3) / 1e12
             peak = torch.cuda.max_memory_allocated() / 2**30
-            print(f"prompt {p}: median {ms:.2f} ms over {args.runs} runs, {p / ms * 1000:.0f} tokens/s, dense products "
+            print(f"prompt {p}: median {ms:.2f} ms over {args.runs} runs ({form}; the host issued a run in {issue_ms:.2f} "
+                  f"ms), {p / ms * 1000:.0f} tokens/s, dense products "
                   f"{tflops:.0f} TFLOP/s, peak allocated {peak:.2f} GiB")
-            print(f"torch-prefill model={args.model} prompt={p} median_ms={ms:.3f} runs={args.runs} tflops={tflops:.1f} "
+            print(f"torch-prefill model={args.model} prompt={p} form={form} median_ms={ms:.3f} issue_ms={issue_ms:.3f} "
+                  f"runs={args.runs} tflops={tflops:.1f} "
                   f"peak_gib={peak:.2f} torch={torch.__version__}", flush=True)
             del caches
             torch.cuda.empty_cache()
