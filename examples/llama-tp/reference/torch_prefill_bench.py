@@ -16,9 +16,10 @@ dense products' TFLOP/s, and one machine-readable line per prompt:
 
     torch-prefill model=llama3-8b prompt=4096 form=eager median_ms=129.8 issue_ms=21.3 runs=10 tflops=473.1 ...
 
-issue_ms is the median time the Python loop took to issue one run's kernels (wall clock, no synchronisation):
-where it reaches median_ms the GPU waited on the host, and the figure measures the host's launch rate more than
-the GPU (short prompts on a busy host).
+issue_ms is the median time the Python loop took to issue one run's kernels (wall clock, no synchronisation).
+Well below median_ms, the GPU bounds the run. Near it, either the host's launch rate bounds it (the GPU waits on
+Python: short prompts, a busy host) or the host waited on a full launch queue (a long prompt, GPU-bound); the
+compiled form, with far fewer launches, tells which.
 
 --compile [MODE] times the same prefill with each layer's function through torch.compile (fullgraph=True,
 dynamic=False: compiled once per prompt length, the 32 layers sharing the compiled code with their own weights;
