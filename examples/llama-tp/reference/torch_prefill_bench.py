@@ -24,7 +24,9 @@ compiled form, with far fewer launches, tells which.
 --compile [MODE] times the same prefill with each layer's function through torch.compile (fullgraph=True,
 dynamic=False: compiled once per prompt length, the 32 layers sharing the compiled code with their own weights;
 MODE default "max-autotune-no-cudagraphs", as torch_decode_bench.py's compiled form; the compile time is printed
-and not timed); form=compile in the machine-readable line. The LM head and the argmax stay eager.
+and not timed); form=compile in the machine-readable line. The LM head and the argmax stay eager. After the timed
+runs, the last position's logits of the compiled and the eager prefill are compared (vs_eager=, the largest
+difference relative to the largest logit; above 0.05 the script fails with exit code 3).
 
 --attention-only times F.scaled_dot_product_attention(is_causal=True, enable_gqa=True) alone on one layer's
 queries, keys and values of P positions (random bf16), the peer of the example's prefill attention kernel
@@ -35,7 +37,8 @@ P (P + 1) / 2 FLOPs), one line per prompt and backend:
 
 with PyTorch's own choice of backend (default), then each backend forced where it takes the inputs.
 
-Exit codes: 0 done, 2 usage or no GPU, 3 torch.compile failed (the message says where).
+Exit codes: 0 done, 2 usage or no GPU, 3 torch.compile failed or its prefill differs from the eager one (the
+message says which).
 """
 
 import argparse
@@ -46,6 +49,9 @@ import time
 from torch_decode_bench import SHAPES
 
 WARMUP_RUNS = 2
+# How far the compiled prefill's last logits may be from the eager prefill's, relative to the largest (bf16 rounding
+# in other places through 32 layers; a wrong computation is off by the logits' own size).
+COMPILED_TOLERANCE = 0.05
 
 
 def parse_args(argv=None):
@@ -150,13 +156,15 @@ def main(argv=None):
             return 3
         layer_step = torch.compile(layer_forward, mode=args.compile, fullgraph=True, dynamic=False)
 
-    def prefill(tokens, cos, sin, caches):
+    def prefill(tokens, cos, sin, caches, step=None):
+        step = step or layer_step
         x = F.embedding(tokens, embedding)                                   # [P, hidden]
         for layer, (kc, vc) in zip(layers, caches):
-            x = layer_step(x, layer["attn_norm"], layer["wqkv"], layer["wo"], layer["mlp_norm"], layer["wgu"],
-                           layer["wdown"], cos, sin, kc, vc)
+            x = step(x, layer["attn_norm"], layer["wqkv"], layer["wo"], layer["mlp_norm"], layer["wgu"],
+                     layer["wdown"], cos, sin, kc, vc)
         logits = F.linear(rms_norm(x[-1:], final_norm), lm_head)            # the last position only
         next_token.copy_(torch.argmax(logits, dim=-1))
+        return logits
 
     form = "eager" if args.compile is None else "compile"
     how = "eager" if args.compile is None else f"each layer torch.compile(mode={args.compile!r}, fullgraph=True)"
@@ -200,14 +208,28 @@ def main(argv=None):
             torch.cuda.synchronize()
             ms = statistics.median(a.elapsed_time(b) for a, b in zip(start, end))
             issue_ms = statistics.median(issue)
-            tflops = dense_per_token * p / (ms * 1e-3) / 1e12
             peak = torch.cuda.max_memory_allocated() / 2**30
+            agreement = ""
+            if args.compile is not None:
+                # The compiled form must compute the eager form's prefill: the last position's logits of both, within
+                # bf16 rounding (fused kernels round in other places), or the figure is not a peer's.
+                got = prefill(tokens, cos, sin, caches).float()
+                want = prefill(tokens, cos, sin, caches, step=layer_forward).float()
+                rel = ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
+                agreement = f" vs_eager={rel:.5f}"
+                print(f"prompt {p}: the compiled prefill's last logits against eager's: max relative difference {rel:.5f} "
+                      f"(tolerance {COMPILED_TOLERANCE})", flush=True)
+                if not rel <= COMPILED_TOLERANCE:
+                    print(f"torch_prefill_bench: the compiled prefill of {p} tokens differs from the eager one by {rel:.5f} "
+                          f"of the largest logit (tolerance {COMPILED_TOLERANCE}): not timed as a peer", file=sys.stderr)
+                    return 3
+            tflops = dense_per_token * p / (ms * 1e-3) / 1e12
             print(f"prompt {p}: median {ms:.2f} ms over {args.runs} runs ({form}; the host issued a run in {issue_ms:.2f} "
                   f"ms), {p / ms * 1000:.0f} tokens/s, dense products "
                   f"{tflops:.0f} TFLOP/s, peak allocated {peak:.2f} GiB")
             print(f"torch-prefill model={args.model} prompt={p} form={form} median_ms={ms:.3f} issue_ms={issue_ms:.3f} "
                   f"runs={args.runs} tflops={tflops:.1f} "
-                  f"peak_gib={peak:.2f} torch={torch.__version__}", flush=True)
+                  f"peak_gib={peak:.2f}{agreement} torch={torch.__version__}", flush=True)
             del caches
             torch.cuda.empty_cache()
     return 0
