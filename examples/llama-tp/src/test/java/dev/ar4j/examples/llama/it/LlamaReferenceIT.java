@@ -259,7 +259,6 @@ class LlamaReferenceIT {
                 + "ulp)%n", name, powDiffers, inv.length);
     }
 
-    /** Prints and checks one row; returns its relative error. */
     /**
      * The recorded prompt rows' and every decode step's logits of rank 0 against the reference's, each within
      * {@link #TOLERANCE}.
@@ -284,6 +283,7 @@ class LlamaReferenceIT {
         return worst;
     }
 
+    /** Prints and checks one row; returns its relative error. */
     static double compare(String what, float[] expected, float[] actual) {
         assertEquals(expected.length, actual.length, what + ": vocabulary");
         double maxRef = 0;
